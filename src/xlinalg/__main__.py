@@ -1,0 +1,6 @@
+"""``python -m xlinalg``: the same as the ``xlinalg`` command."""
+
+from .cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,3 @@
+"""Internals of xlinalg. Nothing here is public API."""
+
+__all__: list[str] = []

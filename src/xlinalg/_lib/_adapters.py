@@ -1,0 +1,783 @@
+"""One adapter per array library: the few places where libraries must be told apart.
+
+The public functions (``xlinalg._linalg``, ``xlinalg._elementwise``) are written
+once against the array API standard. What the standard leaves to each library,
+and what xlinalg promises to be the same everywhere, is settled here:
+
+* how a *singular* matrix is detected (NumPy and PyTorch raise, JAX and CuPy
+  return inf/NaN silently, Dask can only fail at ``compute()``);
+* which native routine is called, with unambiguous arguments (torch and CuPy
+  read a ``(B, M)`` right-hand side as a batch of vectors; CuPy does not
+  broadcast batch dimensions);
+* devices, laziness and tracing (no exception is possible under ``jax.jit``).
+
+The base :class:`Adapter` is the pure-standard implementation; subclasses
+override only what their library does differently or faster.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._errors import LinAlgError
+
+__all__ = [
+    "NUMPY",
+    "Adapter",
+    "adapter_for_namespace",
+    "adapter_for_type",
+    "backend_name",
+]
+
+ERRORS = ("raise", "nan")
+
+
+def _prod(shape: tuple[int, ...]) -> int:
+    return math.prod(shape)
+
+
+def _singular_message(indices: list[tuple[int, ...]], batch_shape: tuple[int, ...]) -> str:
+    if not batch_shape:
+        return "`a` is singular: solve needs an invertible matrix"
+    shown = ", ".join(str(ix if len(ix) > 1 else ix[0]) for ix in indices[:10])
+    more = f" and {len(indices) - 10} more" if len(indices) > 10 else ""
+    return (
+        f"`a` has {len(indices)} singular matri{'x' if len(indices) == 1 else 'ces'} "
+        f"in its batch of shape {batch_shape}, at batch index {shown}{more}; "
+        'pass errors="nan" to get NaN for those members and solutions for the rest'
+    )
+
+
+class Adapter:
+    """The standard-only implementation; the base of every library's adapter."""
+
+    #: short library name used in messages
+    library = "array API"
+    #: lazy arrays (no exception possible before compute)
+    lazy = False
+
+    def __init__(self, xp: Any) -> None:
+        self.xp = xp
+
+    # ------------------------------------------------------------ description
+    def device(self, x: Any) -> Any:
+        return getattr(x, "device", None)
+
+    def describe(self, x: Any) -> str:
+        shape = tuple(x.shape)
+        return f"a {self.library} array of shape {shape} and dtype {self.dtype_name(x.dtype)}{self._where(x)}"
+
+    def _where(self, x: Any) -> str:
+        dev = self.device(x)
+        return "" if dev is None or str(dev) == "cpu" else f" on device {dev}"
+
+    def dtype_name(self, dtype: Any) -> str:
+        return str(dtype).rsplit(".", 1)[-1]
+
+    def backend(self, x: Any) -> str:
+        from .. import backends
+
+        return backends.backend_of(x)
+
+    def traced(self, x: Any) -> bool:
+        """Whether `x` is a tracer (no concrete values: no exceptions possible)."""
+        return False
+
+    # ------------------------------------------------------------ devices
+    def check_same_device(self, a: Any, b: Any, na: str, nb: str) -> None:
+        da, db = self.device(a), self.device(b)
+        if da != db:
+            raise ValueError(
+                f"`{na}` is on device {da} but `{nb}` is on device {db}: "
+                f"move one of them first, e.g. `xlinalg.to({nb}, {self.backend(a)!r})` "
+                "or the library's own .to(device)"
+            )
+
+    # ------------------------------------------------------------ host data
+    def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        """Convert host data (list, tuple, scalar) to an array next to `like`."""
+        xp = self.xp
+        try:
+            if like is None:
+                return xp.asarray(obj)
+            return xp.asarray(obj, device=self.device(like))
+        except Exception as exc:
+            raise TypeError(
+                f"`{name}` could not be converted to a {self.library} array: {exc}"
+            ) from exc
+
+    # ------------------------------------------------------------ dtypes
+    def float_dtypes(self, x: Any) -> tuple[Any, Any]:
+        """The (float32, float64) dtypes of this namespace; float64 may be float32."""
+        xp = self.xp
+        f64 = xp.float64
+        try:
+            info = xp.__array_namespace_info__()
+            if "float64" not in info.dtypes(device=self.device(x), kind="real floating"):
+                f64 = xp.float32
+        except Exception:
+            pass
+        return xp.float32, f64
+
+    def kind(self, dtype: Any) -> str:
+        """'f' real float, 'c' complex, 'i' integer, 'b' bool, 'h' half/bfloat16, '?' other."""
+        xp = self.xp
+        name = self.dtype_name(dtype)
+        if name in ("float16", "bfloat16", "half"):
+            return "h"
+        if xp.isdtype(dtype, "bool"):
+            return "b"
+        if xp.isdtype(dtype, "integral"):
+            return "i"
+        if xp.isdtype(dtype, "real floating"):
+            return "f"
+        if xp.isdtype(dtype, "complex floating"):
+            return "c"
+        return "?"
+
+    def astype(self, x: Any, dtype: Any) -> Any:
+        return x if x.dtype == dtype else self.xp.astype(x, dtype)
+
+    # ------------------------------------------------------------ linalg kernels
+    def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+        """Solve with `b` already of shape ``(..., M)`` (vector) or ``(..., M, K)``."""
+        xp = self.xp
+        bm = b[..., None] if vector else b
+        try:
+            x = xp.linalg.solve(a, bm)
+        except Exception as exc:
+            if not self._is_singular_error(exc):
+                raise
+            x = self._solve_after_failure(a, bm, errors, exc)
+        else:
+            x = self._post_check(a, bm, x, errors)
+        return x[..., 0] if vector else x
+
+    def _is_singular_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, np.linalg.LinAlgError)
+
+    def singular_mask(self, a: Any) -> Any:
+        """Boolean array over the batch: True where `a` is exactly singular.
+
+        "Exactly singular" is LAPACK's criterion: LU with partial pivoting meets a
+        zero pivot, i.e. ``slogdet`` returns sign 0.
+        """
+        sign, _ = self.xp.linalg.slogdet(a)
+        return sign == 0
+
+    def _raise_singular(self, mask: Any, batch_shape: tuple[int, ...], cause: Any = None) -> None:
+        m = np.asarray(self.to_host(mask)).reshape(batch_shape)
+        indices = [tuple(int(i) for i in ix) for ix in zip(*np.nonzero(m))] if batch_shape else [()]
+        members = [int(i) for i in np.flatnonzero(m)] if batch_shape else [0]
+        raise LinAlgError(
+            _singular_message(indices, batch_shape), indices=indices, members=members
+        ) from cause
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return np.asarray(x)
+
+    def _solve_after_failure(self, a: Any, b: Any, errors: str, exc: BaseException) -> Any:
+        """The native solve raised for singular members: name them, or NaN them."""
+        xp = self.xp
+        batch_shape = tuple(a.shape[:-2])
+        mask = self.singular_mask(a)
+        if errors == "raise":
+            if batch_shape and not bool(xp.any(mask)):
+                raise exc  # not what we think: let the library's error through
+            self._raise_singular(mask, batch_shape, exc)
+        return self._solve_masked(a, b, mask)
+
+    def _solve_masked(self, a: Any, b: Any, mask: Any) -> Any:
+        """Solve with singular members replaced by I, then set their solutions to NaN."""
+        xp = self.xp
+        n = a.shape[-1]
+        eye = xp.eye(n, dtype=a.dtype, device=self.device(a))
+        m3 = mask[..., None, None]
+        a_safe = xp.where(m3, eye, a)
+        x = xp.linalg.solve(a_safe, b)
+        nan = xp.asarray(float("nan"), dtype=x.dtype, device=self.device(x))
+        return xp.where(m3, nan, x)
+
+    def _post_check(self, a: Any, b: Any, x: Any, errors: str) -> Any:
+        """Hook for libraries that do not raise on singular input (JAX, CuPy)."""
+        return x
+
+    def _bad_members(self, a: Any, b: Any, x: Any) -> Any:
+        """Members whose solution is not finite although `a` and `b` are: singular."""
+        xp = self.xp
+        fin_x = xp.all(xp.isfinite(x), axis=(-2, -1))
+        fin_a = xp.all(xp.isfinite(a), axis=(-2, -1))
+        fin_b = xp.all(xp.isfinite(b), axis=(-2, -1))
+        return xp.logical_and(xp.logical_not(fin_x), xp.logical_and(fin_a, fin_b))
+
+    def _check_nonfinite(self, a: Any, b: Any, x: Any, errors: str) -> Any:
+        """Singular detection from the result, for libraries that return inf/NaN."""
+        xp = self.xp
+        bad = self._bad_members(a, b, x)
+        batch_shape = tuple(x.shape[:-2])
+        if self.traced(x) or self.lazy:
+            errors = "nan"  # no exception possible: documented NaN semantics
+        if errors == "raise":
+            if bool(xp.any(bad)):
+                self._raise_singular(bad, batch_shape)
+            return x
+        nan = xp.asarray(float("nan"), dtype=x.dtype, device=self.device(x))
+        return xp.where(bad[..., None, None], nan, x)
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        return self.xp.matmul(a, b)
+
+    def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+        return tuple(self.xp.linalg.svd(a, full_matrices=full_matrices))  # type: ignore[return-value]
+
+    def svdvals(self, a: Any) -> Any:
+        return self.xp.linalg.svdvals(a)
+
+    def qr(self, a: Any, mode: str) -> tuple[Any, Any]:
+        return tuple(self.xp.linalg.qr(a, mode=mode))  # type: ignore[return-value]
+
+    # ------------------------------------------------------------ elementwise
+    def sigmoid(self, x: Any) -> Any:
+        """Numerically stable logistic function from standard operations.
+
+        ``e = exp(-|x|)``; ``x >= 0 -> 1 / (1 + e)``, else ``e / (1 + e)``. Neither
+        branch overflows, for any |x|.
+        """
+        xp = self.xp
+        e = xp.exp(-xp.abs(x))
+        one_plus = 1.0 + e
+        return xp.where(x >= 0, 1.0 / one_plus, e / one_plus)
+
+
+# ====================================================================== NumPy
+class NumPyAdapter(Adapter):
+    library = "NumPy"
+
+    def __init__(self) -> None:
+        import array_api_compat.numpy as xnp
+
+        super().__init__(xnp)
+        try:  # the gufuncs behind numpy.linalg.solve (compat does the same for NumPy 1.x)
+            from numpy.linalg import _umath_linalg
+
+            self._solve_gufunc = _umath_linalg.solve
+            self._solve1_gufunc = _umath_linalg.solve1
+        except Exception:  # pragma: no cover - a NumPy without them
+            self._solve_gufunc = self._solve1_gufunc = None
+        self._expit: Any = None
+
+    def device(self, x: Any) -> Any:
+        return "cpu"
+
+    def describe(self, x: Any) -> str:
+        return f"a NumPy array of shape {tuple(x.shape)} and dtype {x.dtype}"
+
+    def backend(self, x: Any) -> str:
+        return "numpy"
+
+    def dtype_name(self, dtype: Any) -> str:
+        return np.dtype(dtype).name
+
+    def kind(self, dtype: Any) -> str:
+        k = dtype.kind
+        if k == "f":
+            return "h" if dtype.itemsize == 2 else ("f" if dtype.itemsize in (4, 8) else "?")
+        if k == "c":
+            return "c" if dtype.itemsize in (8, 16) else "?"
+        if k in "iu":
+            return "i"
+        return "b" if k == "b" else "?"
+
+    def float_dtypes(self, x: Any) -> tuple[Any, Any]:
+        return np.dtype(np.float32), np.dtype(np.float64)
+
+    def check_same_device(self, a: Any, b: Any, na: str, nb: str) -> None:
+        return None
+
+    def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        try:
+            out = np.asarray(obj)
+        except Exception as exc:
+            raise TypeError(f"`{name}` could not be converted to a NumPy array: {exc}") from exc
+        if out.dtype == object or out.dtype.kind in "USV":
+            raise TypeError(
+                f"`{name}` must hold numbers, got a {type(obj).__name__} that converts to "
+                f"dtype {out.dtype} (ragged or non-numeric?)"
+            )
+        return out
+
+    def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+        gufunc = self._solve1_gufunc if vector else self._solve_gufunc
+        if gufunc is None:  # pragma: no cover
+            return super().solve(a, b, vector, errors)
+        # As numpy.linalg.solve: LAPACK in double (or cdouble) precision, the result
+        # in the inputs' precision; the gufunc signals a zero pivot as "invalid".
+        dt = np.result_type(a.dtype, b.dtype)
+        sig = _NP_SIGNATURES[dt.char]
+        try:
+            with np.errstate(call=_np_raise, invalid="call", over="ignore", divide="ignore", under="ignore"):
+                return gufunc(a, b, signature=sig)
+        except _NumPySingular as exc:
+            bm = b[..., None] if vector else b
+            x = self._solve_after_failure(a, bm, errors, exc)
+            return x[..., 0] if vector else x
+
+    def _is_singular_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, (np.linalg.LinAlgError, _NumPySingular))
+
+    def _solve_masked(self, a: Any, b: Any, mask: Any) -> Any:
+        m3 = mask[..., None, None]
+        a_safe = np.where(m3, np.eye(a.shape[-1], dtype=a.dtype), a)
+        x = np.linalg.solve(a_safe, np.broadcast_to(b, (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), *b.shape[-2:])))
+        x[np.broadcast_to(m3, x.shape)] = np.nan
+        return x
+
+    def singular_mask(self, a: Any) -> Any:
+        with np.errstate(all="ignore"):
+            sign, _ = np.linalg.slogdet(a)
+        return sign == 0
+
+    def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+        return tuple(np.linalg.svd(a, full_matrices=full_matrices))  # type: ignore[return-value]
+
+    def svdvals(self, a: Any) -> Any:
+        return np.linalg.svd(a, compute_uv=False)
+
+    def qr(self, a: Any, mode: str) -> tuple[Any, Any]:
+        return tuple(np.linalg.qr(a, mode=mode))  # type: ignore[return-value]
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        return np.matmul(a, b)
+
+    def sigmoid(self, x: Any) -> Any:
+        if self._expit is None:
+            try:  # SciPy's expit is one stable ufunc; without SciPy, the standard formula
+                from scipy.special import expit
+
+                self._expit = expit
+            except ImportError:  # pragma: no cover
+                self._expit = False
+        if self._expit is False or x.dtype.kind not in "f" or x.dtype.itemsize < 4:
+            with np.errstate(over="ignore", under="ignore"):
+                return super().sigmoid(x)
+        return self._expit(x)
+
+
+class _NumPySingular(np.linalg.LinAlgError):
+    pass
+
+
+def _np_raise(err: Any, flag: Any) -> None:
+    raise _NumPySingular("Singular matrix")
+
+
+_NP_SIGNATURES = {"f": "dd->f", "d": "dd->d", "F": "DD->F", "D": "DD->D", "g": "gg->g", "G": "GG->G"}
+
+
+# ====================================================================== torch
+class TorchAdapter(Adapter):
+    library = "PyTorch"
+
+    def __init__(self) -> None:
+        import array_api_compat.torch as xt
+        import torch
+
+        super().__init__(xt)
+        self.torch = torch
+        self._linalg_error = torch.linalg.LinAlgError
+
+    def describe(self, x: Any) -> str:
+        return f"a PyTorch tensor of shape {tuple(x.shape)} and dtype {self.dtype_name(x.dtype)} on {x.device}"
+
+    def backend(self, x: Any) -> str:
+        t = x.device.type
+        return f"torch-{t}"
+
+    def kind(self, dtype: Any) -> str:
+        t = self.torch
+        if dtype.is_floating_point:
+            return "f" if dtype in (t.float32, t.float64) else "h"
+        if dtype.is_complex:
+            return "c" if dtype in (t.complex64, t.complex128) else "?"
+        if dtype == t.bool:
+            return "b"
+        return "i"
+
+    def float_dtypes(self, x: Any) -> tuple[Any, Any]:
+        t = self.torch
+        f64 = t.float32 if x.device.type == "mps" else t.float64
+        return t.float32, f64
+
+    def astype(self, x: Any, dtype: Any) -> Any:
+        return x if x.dtype == dtype else x.to(dtype)
+
+    def check_same_device(self, a: Any, b: Any, na: str, nb: str) -> None:
+        if a.device != b.device:
+            raise ValueError(
+                f"`{na}` is on device {a.device} but `{nb}` is on device {b.device}: "
+                f"move one of them first, e.g. `xlinalg.to({nb}, {self.backend(a)!r})` "
+                f"or `{nb}.to({na}.device)`"
+            )
+
+    def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        t = self.torch
+        try:
+            arr = np.asarray(obj)
+            return t.as_tensor(arr, device=None if like is None else like.device)
+        except Exception as exc:
+            raise TypeError(f"`{name}` could not be converted to a PyTorch tensor: {exc}") from exc
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return np.asarray(x.detach().cpu().numpy())
+
+    def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+        linalg = self.torch.linalg
+        if not vector and b.ndim == a.ndim - 1:
+            # torch reads b of shape a.shape[:-1] as a batch of vectors; the standard
+            # reads it as one matrix broadcast over the batch. A leading unit axis
+            # makes torch read it the standard's way (no copy).
+            b = b.unsqueeze(0)
+        if errors == "raise":
+            try:
+                return linalg.solve(a, b)
+            except self._linalg_error as exc:
+                bm = b.unsqueeze(-1) if vector else b
+                x = self._solve_after_failure(a, bm, errors, exc)
+                return x[..., 0] if vector else x
+        # errors="nan": the info array flags singular members without a device sync
+        x, info = linalg.solve_ex(a, b, check_errors=False)
+        bad = info != 0
+        nan = self.torch.tensor(float("nan"), dtype=x.dtype, device=x.device)
+        return self.torch.where(bad[..., None] if vector else bad[..., None, None], nan, x)
+
+    def _is_singular_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, self._linalg_error)
+
+    def svdvals(self, a: Any) -> Any:
+        return self.torch.linalg.svdvals(a)
+
+    def sigmoid(self, x: Any) -> Any:
+        return self.torch.sigmoid(x)
+
+
+# ====================================================================== JAX
+class JaxAdapter(Adapter):
+    library = "JAX"
+
+    def __init__(self) -> None:
+        import jax
+        import jax.numpy as jnp
+
+        super().__init__(jnp)
+        self.jax = jax
+        self._tracer = jax.core.Tracer
+        self._solve_checked = jax.jit(self._solve_checked_impl, static_argnames=("vector", "nan"))
+
+    def describe(self, x: Any) -> str:
+        if self.traced(x):
+            return f"a traced JAX array of shape {tuple(x.shape)} and dtype {x.dtype}"
+        return f"a JAX array of shape {tuple(x.shape)} and dtype {x.dtype}{self._where(x)}"
+
+    def _where(self, x: Any) -> str:
+        try:
+            devs = sorted(str(d) for d in x.devices())
+        except Exception:
+            return ""
+        return "" if all(d.startswith("TFRT_CPU") or "cpu" in d.lower() for d in devs) else f" on {', '.join(devs)}"
+
+    def device(self, x: Any) -> Any:
+        if self.traced(x):
+            return None
+        try:
+            return x.device
+        except Exception:
+            return None
+
+    def check_same_device(self, a: Any, b: Any, na: str, nb: str) -> None:
+        if self.traced(a) or self.traced(b):
+            return
+        try:
+            da, db = a.devices(), b.devices()
+        except Exception:
+            return
+        if da != db and len(da) == 1 and len(db) == 1:
+            super().check_same_device(a, b, na, nb)
+
+    def traced(self, x: Any) -> bool:
+        return isinstance(x, self._tracer)
+
+    def float_dtypes(self, x: Any) -> tuple[Any, Any]:
+        jnp = self.xp
+        return jnp.float32, (jnp.float64 if self.jax.config.jax_enable_x64 else jnp.float32)
+
+    def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        try:
+            arr = self.xp.asarray(obj)
+        except Exception as exc:
+            raise TypeError(f"`{name}` could not be converted to a JAX array: {exc}") from exc
+        dev = None if like is None else self.device(like)
+        return arr if dev is None else self.jax.device_put(arr, dev)
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return np.asarray(x)
+
+    def _solve_checked_impl(self, a: Any, b: Any, vector: bool, nan: bool) -> tuple[Any, Any]:
+        jnp = self.xp
+        bm = b[..., None] if vector else b
+        x = jnp.linalg.solve(a, bm)
+        bad = self._bad_members(a, bm, x)
+        if nan:
+            x = jnp.where(bad[..., None, None], jnp.nan, x)
+        return (x[..., 0] if vector else x), bad
+
+    def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+        # One compiled call computes the solution and the per-member verdict.
+        traced = self.traced(a) or self.traced(b)
+        x, bad = self._solve_checked(a, b, vector=vector, nan=errors == "nan" or traced)
+        if errors == "raise" and not traced and bool(bad.any()):
+            self._raise_singular(bad, tuple(bad.shape))
+        return x
+
+    def sigmoid(self, x: Any) -> Any:
+        return self.jax.nn.sigmoid(x)
+
+
+# ====================================================================== CuPy
+class CuPyAdapter(Adapter):
+    library = "CuPy"
+
+    def __init__(self) -> None:
+        import array_api_compat.cupy as xc
+        import cupy
+
+        super().__init__(xc)
+        self.cupy = cupy
+
+    def describe(self, x: Any) -> str:
+        return f"a CuPy array of shape {tuple(x.shape)} and dtype {x.dtype} on cuda:{x.device.id}"
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return np.asarray(x.get())
+
+    def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        try:
+            if like is None:
+                return self.cupy.asarray(obj)
+            with like.device:
+                return self.cupy.asarray(obj)
+        except Exception as exc:
+            raise TypeError(f"`{name}` could not be converted to a CuPy array: {exc}") from exc
+
+    def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+        cp = self.cupy
+        bm = b[..., None] if vector else b
+        # CuPy neither broadcasts batch dimensions nor reads (B, M) the standard's way:
+        # hand it equal batch shapes and a matrix right-hand side.
+        batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(bm.shape[:-2]))
+        a_b = cp.broadcast_to(a, (*batch, *a.shape[-2:]))
+        b_b = cp.broadcast_to(bm, (*batch, *bm.shape[-2:]))
+        with a.device:
+            x = cp.linalg.solve(a_b, b_b)  # CuPy returns inf/NaN for singular input
+            x = self._check_nonfinite(a_b, b_b, x, errors)  # errors="raise" syncs the device
+        return x[..., 0] if vector else x
+
+    def sigmoid(self, x: Any) -> Any:
+        try:
+            from cupyx.scipy.special import expit
+
+            if x.dtype.kind == "f":
+                return expit(x)
+        except ImportError:  # pragma: no cover
+            pass
+        return super().sigmoid(x)
+
+
+# ====================================================================== Dask
+class DaskAdapter(Adapter):
+    """Dask arrays: each block of a stack is handled by the NumPy adapter.
+
+    The matrix axes are made one chunk each (rechunked if needed); the batch axes
+    keep their chunks, so stacks of matrices are processed in parallel blocks.
+    Nothing is computed here: a singular member raises :class:`LinAlgError` when
+    the result is computed (errors="raise"), with its global batch index.
+    """
+
+    library = "Dask"
+    lazy = True
+
+    def __init__(self) -> None:
+        import array_api_compat.dask.array as xd
+        import dask.array as da
+
+        super().__init__(xd)
+        self.da = da
+
+    def device(self, x: Any) -> Any:
+        return "cpu"
+
+    def describe(self, x: Any) -> str:
+        return f"a Dask array of shape {tuple(x.shape)} and dtype {x.dtype}"
+
+    def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        return self.da.from_array(NUMPY.asarray(obj, None, name))
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return np.asarray(x.compute() if hasattr(x, "compute") else x)
+
+    def _core_whole(self, x: Any, ncore: int = 2) -> Any:
+        chunks = {i: -1 for i in range(x.ndim - ncore, x.ndim)}
+        return x.rechunk(chunks) if any(len(c) > 1 for c in x.chunks[-ncore:]) else x
+
+    def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+        da = self.da
+        bm = b[..., None] if vector else b
+        batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(bm.shape[:-2]))
+        a_b = self._core_whole(da.broadcast_to(a, (*batch, *a.shape[-2:])))
+        b_b = da.broadcast_to(bm, (*batch, *bm.shape[-2:])).rechunk(a_b.chunks[:-2] + ((bm.shape[-2],), (bm.shape[-1],)))
+        dtype = np.result_type(a.dtype, b.dtype)
+
+        def block(ab: np.ndarray, bb: np.ndarray, block_info: Any = None) -> np.ndarray:
+            try:
+                return NUMPY.solve(ab, bb, False, errors)
+            except LinAlgError as exc:
+                # re-state the failing members in the whole array's batch coordinates
+                loc = block_info[0]["array-location"][: len(batch)] if block_info else []
+                offs = [lo for lo, _ in loc]
+                idx = [tuple(o + i for o, i in zip(offs, ix)) for ix in exc.indices]
+                members = [int(np.ravel_multi_index(ix, batch)) for ix in idx] if batch else [0]
+                raise LinAlgError(
+                    _singular_message(idx, batch), indices=idx, members=members
+                ) from None
+
+        x = da.map_blocks(block, a_b, b_b, dtype=dtype, chunks=b_b.chunks, meta=np.empty((0,) * b_b.ndim, dtype))
+        return x[..., 0] if vector else x
+
+    def _gufunc(self, fn: Any, sig: str, a: Any, nout: int, sizes: dict[str, int], dtypes: Any) -> Any:
+        return self.da.apply_gufunc(
+            fn, sig, self._core_whole(a), output_dtypes=dtypes, output_sizes=sizes, allow_rechunk=False
+        )
+
+    def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        real = np.empty(0, a.dtype).real.dtype
+        um, vn = (m, n) if full_matrices else (k, k)
+        return tuple(self._gufunc(  # type: ignore[return-value]
+            lambda x: NUMPY.svd(x, full_matrices), "(m,n)->(m,p),(k),(q,n)", a, 3,
+            {"p": um, "k": k, "q": vn}, [a.dtype, real, a.dtype],
+        ))
+
+    def svdvals(self, a: Any) -> Any:
+        real = np.empty(0, a.dtype).real.dtype
+        k = min(a.shape[-2:])
+        return self._gufunc(NUMPY.svdvals, "(m,n)->(k)", a, 1, {"k": k}, real)
+
+    def qr(self, a: Any, mode: str) -> tuple[Any, Any]:
+        m, n = a.shape[-2:]
+        k = m if mode == "complete" else min(m, n)
+        return tuple(self._gufunc(  # type: ignore[return-value]
+            lambda x: NUMPY.qr(x, mode), "(m,n)->(m,p),(p,n)", a, 2, {"p": k}, [a.dtype, a.dtype],
+        ))
+
+    def sigmoid(self, x: Any) -> Any:
+        return x.map_blocks(NUMPY.sigmoid, dtype=x.dtype)
+
+
+# ====================================================================== strict
+class StrictAdapter(Adapter):
+    library = "array-api-strict"
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return np.from_dlpack(x).copy()
+
+
+NUMPY = NumPyAdapter()
+
+_BY_LIBRARY: dict[str, Any] = {
+    "numpy": lambda: NUMPY,
+    "torch": TorchAdapter,
+    "jax": JaxAdapter,
+    "jaxlib": JaxAdapter,
+    "cupy": CuPyAdapter,
+    "dask": DaskAdapter,
+}
+_INSTANCES: dict[str, Adapter] = {"numpy": NUMPY}
+
+
+def _instance(lib: str) -> Adapter:
+    key = "jax" if lib == "jaxlib" else lib
+    ad = _INSTANCES.get(key)
+    if ad is None:
+        ad = _INSTANCES[key] = _BY_LIBRARY[key]()
+    return ad
+
+
+def adapter_for_type(cls: type) -> Adapter | None:
+    """The adapter for arrays of type `cls`, or None if `cls` is not an array type."""
+    if issubclass(cls, np.ndarray):
+        return NUMPY if cls is np.ndarray or not issubclass(cls, np.matrix) else None
+    lib = cls.__module__.split(".")[0]
+    if lib in _BY_LIBRARY:
+        if lib == "torch" and cls.__name__ not in ("Tensor", "Parameter") and not _is_tensor(cls):
+            return None
+        if lib == "dask" and cls.__name__ != "Array":
+            return None
+        if lib in ("jax", "jaxlib") and not _is_jax_array(cls):
+            return None
+        return _instance(lib)
+    if hasattr(cls, "__array_namespace__"):
+        if lib == "array_api_strict":
+            key = "array_api_strict"
+            if key not in _INSTANCES:
+                import array_api_strict
+
+                _INSTANCES[key] = StrictAdapter(array_api_strict)
+            return _INSTANCES[key]
+        return None  # resolved per-object by adapter_for_object
+    return None
+
+
+def _is_tensor(cls: type) -> bool:
+    import torch
+
+    return issubclass(cls, torch.Tensor)
+
+
+def _is_jax_array(cls: type) -> bool:
+    import jax
+
+    return issubclass(cls, (jax.Array, jax.core.Tracer))
+
+
+def adapter_for_namespace(xp: Any) -> Adapter:
+    """The adapter for a namespace given explicitly as ``xp=``."""
+    name = getattr(xp, "__name__", "")
+    for lib, key in (
+        ("array_api_compat.numpy", "numpy"),
+        ("numpy", "numpy"),
+        ("array_api_compat.torch", "torch"),
+        ("torch", "torch"),
+        ("jax.numpy", "jax"),
+        ("array_api_compat.cupy", "cupy"),
+        ("cupy", "cupy"),
+        ("array_api_compat.dask.array", "dask"),
+        ("dask.array", "dask"),
+    ):
+        if name == lib:
+            return _instance(key)
+    if name.startswith("array_api_strict"):
+        return adapter_for_type(type(xp.asarray(0))) or Adapter(xp)
+    return Adapter(xp)
+
+
+def backend_name(x: Any) -> str:
+    """Backend id of `x` for messages (never raises)."""
+    from .. import backends
+
+    try:
+        return backends.backend_of(x)
+    except Exception:
+        return "numpy"

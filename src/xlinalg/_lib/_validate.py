@@ -1,0 +1,87 @@
+"""Argument checks shared by the public functions: cheap attribute reads only."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._adapters import Adapter
+
+__all__ = ["as_arrays", "check_errors", "linalg_dtype", "matrix", "promote_linalg"]
+
+ERRORS = ("raise", "nan")
+
+
+def check_errors(errors: str) -> None:
+    if errors not in ERRORS:
+        raise ValueError(f"`errors` must be one of {ERRORS}, got {errors!r}")
+
+
+def as_arrays(ad: Adapter, args: tuple[Any, ...], names: tuple[str, ...]) -> list[Any]:
+    """Turn host data (lists, tuples, NumPy or Python scalars) into arrays of `ad`."""
+    out = list(args)
+    like = next((a for a in args if hasattr(a, "shape") and not isinstance(a, np.generic)), None)
+    for i, x in enumerate(args):
+        if isinstance(x, np.generic):
+            out[i] = ad.asarray(x.item(), like, names[i]) if like is not None else np.asarray(x)
+        elif not hasattr(x, "shape") or not hasattr(x, "dtype"):
+            out[i] = ad.asarray(x, like, names[i])
+    return out
+
+
+def matrix(ad: Adapter, x: Any, name: str, fn: str, *, square: bool = False) -> None:
+    """Check that `x` is a matrix or a stack of matrices (square if asked)."""
+    shape = x.shape
+    if len(shape) < 2:
+        what = "a square matrix or a stack of square matrices" if square else "a matrix or a stack of matrices"
+        raise ValueError(
+            f"{fn}: `{name}` must be {what} (at least 2 dimensions), got {ad.describe(x)}"
+        )
+    if square and shape[-1] != shape[-2]:
+        raise ValueError(
+            f"{fn}: `{name}` must be a square matrix or a stack of square matrices, "
+            f"got shape {tuple(shape)} (last two dimensions {shape[-2]}×{shape[-1]})"
+        )
+
+
+def linalg_dtype(ad: Adapter, x: Any, name: str, fn: str) -> Any:
+    """The floating dtype `x` is computed in, per xlinalg's dtype rule.
+
+    float32/float64/complex64/complex128 are kept; integers and bool become
+    float64 (float32 where the device has no float64); float16/bfloat16 raise.
+    """
+    k = ad.kind(x.dtype)
+    if k in "fc":
+        return x.dtype
+    if k in "ib":
+        return ad.float_dtypes(x)[1]
+    if k == "h":
+        raise TypeError(
+            f"{fn}: `{name}` has dtype {ad.dtype_name(x.dtype)}, which no backend's linear "
+            "algebra supports uniformly; cast it first, e.g. "
+            f"`xp.astype({name}, xp.float32)`, and cast the result back if needed"
+        )
+    raise TypeError(
+        f"{fn}: `{name}` must have a real or complex floating dtype (or an integer or "
+        f"bool dtype, computed in float64), got {ad.dtype_name(x.dtype)}"
+    )
+
+
+def promote_linalg(ad: Adapter, a: Any, b: Any, fn: str, na: str = "a", nb: str = "b") -> tuple[Any, Any]:
+    """Cast `a` and `b` to their common floating dtype (the standard's promotion)."""
+    da = linalg_dtype(ad, a, na, fn)
+    db = linalg_dtype(ad, b, nb, fn)
+    if da != db:
+        dt = ad.xp.result_type(da, db)
+    else:
+        dt = da
+    return ad.astype(a, dt), ad.astype(b, dt)
+
+
+def size(shape: tuple[Any, ...]) -> int:
+    try:
+        return math.prod(int(s) for s in shape)
+    except (TypeError, ValueError):  # unknown (NaN) Dask dimensions
+        return -1

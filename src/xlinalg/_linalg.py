@@ -1,0 +1,359 @@
+"""Public linear algebra: solve, matmul, svd, svdvals, qr.
+
+Each function has one body: infer the namespace from the arguments (cached by
+type), validate with cheap attribute reads, apply xlinalg's semantics (the
+standard's right-hand-side rule, one dtype rule, one singular-matrix error), and
+make one native call through the library's adapter.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ._lib import _dispatch, _validate
+from ._lib._adapters import Adapter
+
+__all__ = ["QRResult", "SVDResult", "matmul", "qr", "solve", "svd", "svdvals"]
+
+_NP = np.ndarray
+_CACHE = _dispatch._TYPE_CACHE
+
+
+class SVDResult(NamedTuple):
+    """Result of :func:`svd`: ``U @ diag(S) @ Vh == x``."""
+
+    U: Any
+    S: Any
+    Vh: Any
+
+
+class QRResult(NamedTuple):
+    """Result of :func:`qr`: ``Q @ R == x``."""
+
+    Q: Any
+    R: Any
+
+
+def _adapter2(a: Any, b: Any, na: str, nb: str, xp: Any) -> tuple[Adapter, Any, Any]:
+    """Adapter for two arguments, with host data converted. The fast path is two dict reads."""
+    ta = type(a)
+    if xp is None and ta is type(b):
+        ad = _CACHE.get(ta)
+        if ad is not None:
+            return ad, a, b
+    ad = _dispatch.adapter_for((a, b), (na, nb), xp)
+    a, b = _validate.as_arrays(ad, (a, b), (na, nb))
+    return ad, a, b
+
+
+def _adapter1(x: Any, name: str, xp: Any) -> tuple[Adapter, Any]:
+    if xp is None:
+        ad = _CACHE.get(type(x))
+        if ad is not None:
+            return ad, x
+    ad = _dispatch.adapter_for((x,), (name,), xp)
+    return ad, _validate.as_arrays(ad, (x,), (name,))[0]
+
+
+def solve(a: Any, b: Any, /, *, errors: str = "raise", xp: Any = None) -> Any:
+    """Solve ``a @ x = b`` for `x`, on whichever library owns `a` and `b`.
+
+    Parameters
+    ----------
+    a : array, shape ``(..., M, M)``
+        Coefficient matrix or stack of matrices.
+    b : array, shape ``(M,)`` or ``(..., M, K)``
+        Right-hand side. Following the array API standard, `b` is a vector only
+        when ``b.ndim == 1`` (then it is used for every matrix in `a`); otherwise
+        it is a matrix or a stack of matrices whose batch dimensions broadcast
+        against those of `a`. A ``(B, M)`` `b` therefore means one ``B×M``
+        matrix on every backend (PyTorch and CuPy would read it as B vectors).
+    errors : {"raise", "nan"}, optional
+        What to do with exactly singular matrices. ``"raise"`` (default) raises
+        :class:`xlinalg.LinAlgError` naming the failing batch members (on CUDA and
+        JAX this waits for the result). ``"nan"`` returns NaN for those members
+        and the solutions of the others, without waiting. Under ``jax.jit`` and
+        on Dask before ``compute()`` no exception is possible: traced JAX gives
+        NaN, Dask raises when computed.
+    xp : namespace, optional
+        The array namespace; inferred from `a` and `b` by default.
+
+    Returns
+    -------
+    array, shape ``(..., M)`` or ``(..., M, K)``
+        The solution, in the inputs' library, on their device. Its dtype is the
+        promoted floating dtype of `a` and `b`; integer and bool inputs are
+        computed in float64 (float32 where the device has no float64).
+
+    Raises
+    ------
+    LinAlgError
+        If a matrix in `a` is exactly singular and ``errors="raise"``.
+    ValueError
+        If `a` is not square, or the shapes of `a` and `b` do not match.
+    TypeError
+        For float16/bfloat16 or non-numeric dtypes, or `a` and `b` from two
+        different libraries.
+
+    Examples
+    --------
+    >>> import numpy as np, xlinalg as xl
+    >>> xl.solve(np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([2.0, 2.0]))
+    array([1. , 0.5])
+    """
+    ad, a, b = _adapter2(a, b, "a", "b", xp)
+    sa = a.shape
+    if len(sa) < 2 or sa[-1] != sa[-2]:
+        _validate.matrix(ad, a, "a", "solve", square=True)
+    vector = b.ndim == 1
+    sb = b.shape
+    if not sb:
+        raise ValueError(f"solve: `b` must be a vector (M,) or a matrix (..., M, K), got {ad.describe(b)}")
+    if sb[0 if vector else -2] != sa[-1]:
+        raise ValueError(
+            f"solve: `b` must have {sa[-1]} rows to match `a` of shape {tuple(sa)}, "
+            f"got shape {tuple(sb)}"
+            + ("" if vector else " (for a matrix right-hand side the rows are axis -2)")
+        )
+    if not vector and (len(sa) > 2 or len(sb) > 2):
+        try:
+            np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]))
+        except ValueError:
+            raise ValueError(
+                f"solve: the batch shapes of `a` {tuple(sa[:-2])} and `b` {tuple(sb[:-2])} "
+                "do not broadcast"
+            ) from None
+    if errors != "raise":
+        _validate.check_errors(errors)
+    if a.dtype != b.dtype or ad.kind(a.dtype) not in "fc":
+        a, b = _validate.promote_linalg(ad, a, b, "solve")
+    ad.check_same_device(a, b, "a", "b")
+    if 0 in sa or 0 in sb:
+        return _empty_solve(ad, a, b, vector)
+    return ad.solve(a, b, vector, errors)
+
+
+def _empty_solve(ad: Adapter, a: Any, b: Any, vector: bool) -> Any:
+    xp = ad.xp
+    if vector:
+        shape = (*a.shape[:-2], b.shape[-1])
+    else:
+        batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+        shape = (*batch, *b.shape[-2:])
+    return xp.zeros(shape, dtype=a.dtype, device=ad.device(a))
+
+
+def matmul(a: Any, b: Any, /, *, xp: Any = None) -> Any:
+    """Matrix product with the standard's broadcasting rules.
+
+    Parameters
+    ----------
+    a, b : array
+        At least one dimension each; 1-D operands are promoted as in
+        :func:`numpy.matmul` and the promoted axis is removed from the result.
+    xp : namespace, optional
+        The array namespace; inferred by default.
+
+    Returns
+    -------
+    array
+        ``a @ b`` in the inputs' library and device, with the standard's type
+        promotion (float32 × float64 gives float64 on every backend, PyTorch
+        included). Integer matrices give integer products.
+
+    Raises
+    ------
+    ValueError
+        If an operand is 0-D, or the contracted dimensions differ.
+    TypeError
+        For bool or non-numeric dtypes, or operands from two libraries.
+
+    Examples
+    --------
+    >>> import numpy as np, xlinalg as xl
+    >>> xl.matmul(np.eye(2), np.array([1.0, 2.0]))
+    array([1., 2.])
+    """
+    ad, a, b = _adapter2(a, b, "a", "b", xp)
+    sa, sb = a.shape, b.shape
+    if not sa or not sb:
+        raise ValueError(
+            f"matmul: operands must have at least one dimension, got `a` {ad.describe(a)} "
+            f"and `b` {ad.describe(b)}"
+        )
+    ka = sa[-1]
+    kb = sb[0] if len(sb) == 1 else sb[-2]
+    if ka != kb:
+        raise ValueError(
+            f"matmul: `a` has {ka} columns but `b` has {kb} rows "
+            f"(shapes {tuple(sa)} and {tuple(sb)})"
+        )
+    if a.dtype != b.dtype:
+        da, db = ad.kind(a.dtype), ad.kind(b.dtype)
+        if "b" in (da, db) or "?" in (da, db):
+            raise TypeError(f"matmul: operands must be numeric, got `a` {ad.describe(a)} and `b` {ad.describe(b)}")
+        dt = ad.xp.result_type(a.dtype, b.dtype)
+        a, b = ad.astype(a, dt), ad.astype(b, dt)
+        ad.check_same_device(a, b, "a", "b")
+    elif type(a) is not _NP:
+        if ad.kind(a.dtype) in "b?":
+            raise TypeError(f"matmul: operands must be numeric, got {ad.describe(a)}")
+        ad.check_same_device(a, b, "a", "b")
+    elif a.dtype.kind in "bOUSV":
+        raise TypeError(f"matmul: operands must be numeric, got {ad.describe(a)}")
+    return ad.matmul(a, b)
+
+
+def _decomp_input(x: Any, fn: str, xp: Any) -> tuple[Adapter, Any]:
+    ad, x = _adapter1(x, "x", xp)
+    _validate.matrix(ad, x, "x", fn)
+    dt = _validate.linalg_dtype(ad, x, "x", fn)
+    return ad, ad.astype(x, dt)
+
+
+def _real_dtype(ad: Adapter, x: Any) -> Any:
+    if ad.kind(x.dtype) != "c":
+        return x.dtype
+    return ad.xp.real(ad.xp.zeros((), dtype=x.dtype, device=ad.device(x))).dtype
+
+
+def _eye_stack(ad: Adapter, batch: tuple[int, ...], n: int, x: Any) -> Any:
+    xp = ad.xp
+    eye = xp.eye(n, dtype=x.dtype, device=ad.device(x))
+    return xp.broadcast_to(eye, (*batch, n, n)) if batch else eye
+
+
+def svd(x: Any, /, *, full_matrices: bool = True, xp: Any = None) -> SVDResult:
+    """Singular value decomposition ``x = U @ diag(S) @ Vh``.
+
+    Parameters
+    ----------
+    x : array, shape ``(..., M, N)``
+        Matrix or stack of matrices; integer and bool inputs are computed in float64.
+    full_matrices : bool, optional
+        ``True`` (the standard's default): `U` is ``(..., M, M)`` and `Vh`
+        ``(..., N, N)``. ``False``: ``(..., M, K)`` and ``(..., K, N)`` with
+        ``K = min(M, N)``. On Dask, both work on stacks whose matrices fit a chunk.
+    xp : namespace, optional
+        The array namespace; inferred by default.
+
+    Returns
+    -------
+    SVDResult
+        NamedTuple ``(U, S, Vh)``; `S` is real, descending, shape ``(..., K)``.
+        Singular vectors are unique only up to sign (phase), which differs
+        between backends and devices; compare reconstructions, not vectors.
+
+    Raises
+    ------
+    ValueError
+        If `x` has fewer than two dimensions.
+    TypeError
+        For float16/bfloat16 or non-numeric dtypes.
+
+    Examples
+    --------
+    >>> import numpy as np, xlinalg as xl
+    >>> xl.svd(np.diag([3.0, 1.0])).S
+    array([3., 1.])
+    """
+    if full_matrices not in (True, False):
+        raise TypeError(f"svd: `full_matrices` must be a bool, got {full_matrices!r}")
+    ad, x = _decomp_input(x, "svd", xp)
+    m, n = x.shape[-2:]
+    if 0 in tuple(x.shape):
+        xp_ = ad.xp
+        batch = tuple(x.shape[:-2])
+        k = min(m, n)
+        um, vn = (m, n) if full_matrices else (k, k)
+        dev = ad.device(x)
+        U = _eye_stack(ad, batch, m, x)[..., :um]
+        Vh = _eye_stack(ad, batch, n, x)[..., :vn, :]
+        S = xp_.zeros((*batch, k), dtype=_real_dtype(ad, x), device=dev)
+        return SVDResult(U, S, Vh)
+    return SVDResult(*ad.svd(x, bool(full_matrices)))
+
+
+def svdvals(x: Any, /, *, xp: Any = None) -> Any:
+    """Singular values of `x` (without computing singular vectors).
+
+    Parameters
+    ----------
+    x : array, shape ``(..., M, N)``
+        Matrix or stack of matrices.
+    xp : namespace, optional
+        The array namespace; inferred by default.
+
+    Returns
+    -------
+    array, shape ``(..., min(M, N))``
+        Real, in descending order; equal to ``svd(x).S``.
+
+    Raises
+    ------
+    ValueError
+        If `x` has fewer than two dimensions.
+    TypeError
+        For float16/bfloat16 or non-numeric dtypes.
+
+    Examples
+    --------
+    >>> import numpy as np, xlinalg as xl
+    >>> xl.svdvals(np.diag([1.0, 2.0]))
+    array([2., 1.])
+    """
+    ad, x = _decomp_input(x, "svdvals", xp)
+    if 0 in tuple(x.shape):
+        k = min(x.shape[-2:])
+        return ad.xp.zeros((*x.shape[:-2], k), dtype=_real_dtype(ad, x), device=ad.device(x))
+    return ad.svdvals(x)
+
+
+_QR_MODES = ("reduced", "complete")
+
+
+def qr(x: Any, /, *, mode: str = "reduced", xp: Any = None) -> QRResult:
+    """QR decomposition ``x = Q @ R``.
+
+    Parameters
+    ----------
+    x : array, shape ``(..., M, N)``
+        Matrix or stack of matrices.
+    mode : {"reduced", "complete"}, optional
+        ``"reduced"``: `Q` is ``(..., M, K)``, `R` ``(..., K, N)`` with
+        ``K = min(M, N)``; ``"complete"``: `Q` is ``(..., M, M)``, `R` ``(..., M, N)``.
+    xp : namespace, optional
+        The array namespace; inferred by default.
+
+    Returns
+    -------
+    QRResult
+        NamedTuple ``(Q, R)``: `Q` has orthonormal columns, `R` is upper triangular.
+
+    Raises
+    ------
+    ValueError
+        If `x` has fewer than two dimensions, or `mode` is not a valid mode.
+    TypeError
+        For float16/bfloat16 or non-numeric dtypes.
+
+    Examples
+    --------
+    >>> import numpy as np, xlinalg as xl
+    >>> Q, R = xl.qr(np.eye(2))
+    >>> R.shape
+    (2, 2)
+    """
+    if mode not in _QR_MODES:
+        raise ValueError(f"qr: `mode` must be one of {_QR_MODES}, got {mode!r}")
+    ad, x = _decomp_input(x, "qr", xp)
+    if 0 in tuple(x.shape):
+        m, n = x.shape[-2:]
+        batch = tuple(x.shape[:-2])
+        k = m if mode == "complete" else min(m, n)
+        Q = _eye_stack(ad, batch, m, x)[..., :k]
+        R = ad.xp.zeros((*batch, k, n), dtype=x.dtype, device=ad.device(x))
+        return QRResult(Q, R)
+    return QRResult(*ad.qr(x, mode))

@@ -1,0 +1,602 @@
+"""The backend registry: one place that knows every array library xlinalg runs on.
+
+A *backend* is a library plus a device kind: ``"numpy"``, ``"torch-cpu"``,
+``"torch-cuda"``, ``"cupy"``, ``"jax-cpu"``, ``"jax-gpu"``, ``"dask"`` and
+``"array-api-strict"``. The registry is shared by the library (``backend_of``,
+``to``, ``synchronize``), the test-suite and the benchmark. It imports no array
+library until a backend is asked for, and it never imports pytest.
+
+Each :class:`Backend` can tell whether it is usable here and, if not, why; create
+arrays on itself from NumPy; convert its arrays back to NumPy; and *fence*: wait
+until all work queued on its device has finished (JAX dispatches asynchronously
+even on the CPU, CUDA always does).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "BACKEND_NAMES",
+    "Backend",
+    "BackendUnavailableError",
+    "available_backends",
+    "backend_of",
+    "get_backend",
+    "synchronize",
+    "to",
+]
+
+
+class BackendUnavailableError(ImportError):
+    """A backend was asked for that cannot run here (not installed, no device)."""
+
+
+def _module_available(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class Backend:
+    """One array library on one kind of device.
+
+    Attributes
+    ----------
+    name : str
+        The registry id, e.g. ``"torch-cuda"``.
+    module : str
+        The top-level module that must be importable.
+    install : str
+        What to run to install it.
+    gpu : bool
+        Whether it needs a GPU.
+    """
+
+    name: str = ""
+    module: str = ""
+    install: str = ""
+    gpu: bool = False
+    #: whether results are lazy (need an explicit compute to exist)
+    lazy: bool = False
+
+    _cached_reason: str | None = None
+    _checked: bool = False
+
+    # ---------------------------------------------------------------- availability
+    def unavailable_reason(self) -> str | None:
+        """``None`` if the backend is usable here, else a one-line reason."""
+        if not self._checked:
+            self._cached_reason = self._probe()
+            self._checked = True
+        return self._cached_reason
+
+    def is_available(self) -> bool:
+        """Whether the backend can run here."""
+        return self.unavailable_reason() is None
+
+    def require(self) -> None:
+        """Raise :class:`BackendUnavailableError` with the reason and a fix."""
+        reason = self.unavailable_reason()
+        if reason is not None:
+            raise BackendUnavailableError(
+                f"backend {self.name!r} is not available: {reason}. Install: {self.install}"
+            )
+
+    def _probe(self) -> str | None:
+        if not _module_available(self.module):
+            return f"{self.module} is not installed"
+        try:
+            importlib.import_module(self.module)
+        except Exception as exc:  # a broken install is "unavailable", with why
+            return f"importing {self.module} failed: {type(exc).__name__}: {exc}"
+        return None
+
+    # ---------------------------------------------------------------- information
+    def version(self) -> str:
+        """The library's version string."""
+        mod = importlib.import_module(self.module)
+        return str(getattr(mod, "__version__", "unknown"))
+
+    def device_name(self) -> str:
+        """A human-readable name of the device arrays land on."""
+        import platform
+
+        return platform.processor() or platform.machine() or "cpu"
+
+    def namespace(self) -> Any:
+        """The array API namespace (array-api-compat wrapped where needed)."""
+        self.require()
+        import array_api_compat
+
+        return array_api_compat.array_namespace(self.from_numpy(np.zeros(1)))
+
+    # ---------------------------------------------------------------- data
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        """Create an array on this backend holding the values of `arr` (a copy)."""
+        raise NotImplementedError
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        """Bring `x` back to the host as a NumPy array (waits for it)."""
+        return np.asarray(x)
+
+    def owns(self, x: Any) -> bool:
+        """Whether `x` is an array of this backend (library *and* device kind)."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- fences
+    def synchronize(self, *arrays: Any) -> None:
+        """Wait until the work producing `arrays` (or all queued work) is done."""
+
+    def materialize(self, x: Any) -> Any:
+        """Wait for `x` and return it in a form that holds its values.
+
+        For eager backends this is ``synchronize(x)`` then `x` itself; for Dask it
+        is ``x.compute()`` (a NumPy array).
+        """
+        self.synchronize(x)
+        return x
+
+    def __repr__(self) -> str:
+        return f"<Backend {self.name}>"
+
+
+# ---------------------------------------------------------------------- numpy
+class _NumPy(Backend):
+    name = "numpy"
+    module = "numpy"
+    install = "pip install numpy"
+
+    def version(self) -> str:
+        return np.__version__
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        return np.array(arr, copy=True)
+
+    def owns(self, x: Any) -> bool:
+        return isinstance(x, np.ndarray)
+
+
+# ---------------------------------------------------------------------- strict
+class _Strict(Backend):
+    name = "array-api-strict"
+    module = "array_api_strict"
+    install = "pip install array-api-strict"
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        import array_api_strict as xps
+
+        return xps.asarray(np.array(arr, copy=True))
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return np.from_dlpack(x).copy()
+
+    def owns(self, x: Any) -> bool:
+        return type(x).__module__.startswith("array_api_strict")
+
+    def namespace(self) -> Any:
+        self.require()
+        import array_api_strict
+
+        return array_api_strict
+
+
+# ---------------------------------------------------------------------- torch
+class _Torch(Backend):
+    module = "torch"
+    install = "pip install torch  (CPU build: pip install torch==2.13.0)"
+
+    def __init__(self, device_type: str) -> None:
+        self.device_type = device_type
+        self.name = f"torch-{device_type}"
+        self.gpu = device_type == "cuda"
+
+    def _probe(self) -> str | None:
+        reason = super()._probe()
+        if reason is None and self.gpu:
+            import torch
+
+            if not torch.cuda.is_available():
+                built = getattr(torch.version, "cuda", None)
+                if built is None:
+                    return "this torch build has no CUDA support (a CPU build)"
+                return "no CUDA device is visible (torch.cuda.is_available() is False)"
+        return reason
+
+    def device_name(self) -> str:
+        if self.gpu:
+            import torch
+
+            return str(torch.cuda.get_device_name(0))
+        return super().device_name()
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        import torch
+
+        return torch.tensor(np.ascontiguousarray(arr), device=self.device_type)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return np.asarray(x.detach().cpu().resolve_conj().numpy())
+
+    def owns(self, x: Any) -> bool:
+        import torch
+
+        return isinstance(x, torch.Tensor) and x.device.type == self.device_type
+
+    def synchronize(self, *arrays: Any) -> None:
+        if self.gpu:
+            import torch
+
+            devices = {a.device for a in arrays if hasattr(a, "device")}
+            if not devices:
+                torch.cuda.synchronize()
+            for d in devices:
+                torch.cuda.synchronize(d)
+
+
+# ---------------------------------------------------------------------- cupy
+class _CuPy(Backend):
+    name = "cupy"
+    module = "cupy"
+    install = "pip install cupy-cuda12x"
+    gpu = True
+
+    def _probe(self) -> str | None:
+        reason = super()._probe()
+        if reason is None:
+            import cupy
+
+            try:
+                n = cupy.cuda.runtime.getDeviceCount()
+            except Exception as exc:
+                return f"no CUDA device is usable: {type(exc).__name__}: {exc}"
+            if n == 0:
+                return "no CUDA device is visible"
+        return reason
+
+    def device_name(self) -> str:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        name = props["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        import cupy
+
+        return cupy.asarray(arr)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return np.asarray(x.get())
+
+    def owns(self, x: Any) -> bool:
+        return type(x).__module__.startswith("cupy")
+
+    def synchronize(self, *arrays: Any) -> None:
+        import cupy
+
+        # The null/current stream of every device that holds an argument.
+        devices = {a.device.id for a in arrays if hasattr(a, "device")} or {
+            cupy.cuda.Device().id
+        }
+        for d in devices:
+            with cupy.cuda.Device(d):
+                cupy.cuda.get_current_stream().synchronize()
+
+
+# ---------------------------------------------------------------------- jax
+class _Jax(Backend):
+    module = "jax"
+    install = 'pip install "jax[cpu]"  (GPU: pip install "jax[cuda12]")'
+
+    def __init__(self, platform: str) -> None:
+        self.platform = platform
+        self.name = f"jax-{platform}"
+        self.gpu = platform == "gpu"
+
+    def _probe(self) -> str | None:
+        reason = super()._probe()
+        if reason is None:
+            import jax
+
+            try:
+                devs = jax.devices(self.platform)
+            except RuntimeError as exc:
+                return f"JAX has no {self.platform} device ({str(exc).splitlines()[0]})"
+            if not devs:
+                return f"JAX has no {self.platform} device"
+        return reason
+
+    def _device(self) -> Any:
+        import jax
+
+        return jax.devices(self.platform)[0]
+
+    def device_name(self) -> str:
+        d = self._device()
+        return str(getattr(d, "device_kind", d))
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        import jax
+
+        if arr.dtype in (np.float64, np.complex128, np.int64) and not jax.config.jax_enable_x64:
+            raise BackendUnavailableError(
+                f"{self.name}: {arr.dtype} arrays need 64-bit mode, which is off; "
+                'call jax.config.update("jax_enable_x64", True) before creating arrays '
+                "(or set JAX_ENABLE_X64=1), or use float32 data"
+            )
+        return jax.device_put(np.array(arr, copy=True), self._device())
+
+    def owns(self, x: Any) -> bool:
+        import jax
+
+        if not isinstance(x, jax.Array):
+            return False
+        try:
+            return all(d.platform == self._device().platform for d in x.devices())
+        except Exception:  # a tracer: no concrete device
+            return True
+
+    def synchronize(self, *arrays: Any) -> None:
+        import jax
+
+        if arrays:
+            jax.block_until_ready(arrays)
+        else:  # no handle: wait for every live array (effects barrier)
+            jax.effects_barrier()
+            for a in jax.live_arrays(self.platform):
+                a.block_until_ready()
+
+    def namespace(self) -> Any:
+        self.require()
+        import jax.numpy as jnp
+
+        return jnp
+
+
+# ---------------------------------------------------------------------- dask
+class _Dask(Backend):
+    name = "dask"
+    module = "dask"
+    install = 'pip install "dask[array]"'
+    lazy = True
+
+    def _probe(self) -> str | None:
+        reason = super()._probe()
+        if reason is None and not _module_available("dask.array"):
+            return "dask is installed without dask.array (pip install 'dask[array]')"
+        if reason is None:
+            try:
+                importlib.import_module("dask.array")
+            except Exception as exc:
+                return f"importing dask.array failed: {type(exc).__name__}: {exc}"
+        return reason
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        import dask.array as da
+
+        arr = np.array(arr, copy=True)
+        # Matrices stay whole in each block; stacks are split along the first axis.
+        if arr.ndim >= 3 and arr.shape[0] > 1:
+            chunks: Any = (max(1, -(-arr.shape[0] // 4)),) + arr.shape[1:]
+        else:
+            chunks = arr.shape if arr.size else -1
+        return da.from_array(arr, chunks=chunks)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return np.asarray(x.compute())
+
+    def owns(self, x: Any) -> bool:
+        return type(x).__module__.startswith("dask")
+
+    def synchronize(self, *arrays: Any) -> None:
+        # Dask arrays are lazy: "waiting" means evaluating the graph.
+        import dask
+
+        if arrays:
+            dask.compute(*arrays)
+
+    def materialize(self, x: Any) -> Any:
+        return x.compute() if hasattr(x, "compute") else x
+
+
+_REGISTRY: dict[str, Backend] = {
+    b.name: b
+    for b in (
+        _NumPy(),
+        _Strict(),
+        _Torch("cpu"),
+        _Torch("cuda"),
+        _CuPy(),
+        _Jax("cpu"),
+        _Jax("gpu"),
+        _Dask(),
+    )
+}
+
+#: Every backend id xlinalg knows, in display order.
+BACKEND_NAMES: tuple[str, ...] = (
+    "numpy",
+    "torch-cpu",
+    "torch-cuda",
+    "cupy",
+    "jax-cpu",
+    "jax-gpu",
+    "dask",
+    "array-api-strict",
+)
+
+
+def get_backend(name: str) -> Backend:
+    """The :class:`Backend` called `name` (it may be unavailable: ask it).
+
+    Raises
+    ------
+    ValueError
+        If `name` is not a backend id; the message lists the valid ones.
+    """
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown backend {name!r}; valid backends: {', '.join(BACKEND_NAMES)}"
+        ) from None
+
+
+def available_backends() -> list[str]:
+    """The ids of the backends usable on this machine, in display order."""
+    return [n for n in BACKEND_NAMES if _REGISTRY[n].is_available()]
+
+
+def _library_of(x: Any) -> str:
+    mod = type(x).__module__.split(".")[0]
+    return {"jaxlib": "jax", "builtins": type(x).__name__}.get(mod, mod)
+
+
+def backend_of(x: Any) -> str:
+    """The backend id of array `x`, e.g. ``"torch-cpu"`` or ``"jax-gpu"``.
+
+    Raises
+    ------
+    TypeError
+        If `x` is not an array of a known backend.
+    """
+    if isinstance(x, np.ndarray):
+        return "numpy"
+    mod = type(x).__module__
+    if mod.startswith("torch"):
+        return "torch-cuda" if x.device.type == "cuda" else f"torch-{x.device.type}"
+    if mod.startswith("cupy"):
+        return "cupy"
+    if mod.startswith(("jax", "jaxlib")):
+        try:
+            platforms = {d.platform for d in x.devices()}
+        except Exception:  # traced: no concrete device
+            return "jax-cpu"
+        return "jax-cpu" if platforms == {"cpu"} else "jax-gpu"
+    if mod.startswith("dask"):
+        return "dask"
+    if mod.startswith("array_api_strict"):
+        return "array-api-strict"
+    raise TypeError(
+        f"expected an array of one of {', '.join(BACKEND_NAMES)}, "
+        f"got {type(x).__module__}.{type(x).__qualname__}"
+    )
+
+
+def synchronize(*arrays: Any, backend: str | None = None) -> None:
+    """Wait until the work that produces `arrays` has finished on its device.
+
+    A no-op on NumPy and array-api-strict (they compute eagerly). On CUDA
+    (torch, CuPy) it synchronizes the devices holding the arrays; on JAX it
+    blocks until the arrays are ready (JAX dispatches asynchronously on the CPU
+    too); on Dask it evaluates the graphs (the values are not kept: call
+    ``.compute()`` or ``.persist()`` to keep them).
+
+    Parameters
+    ----------
+    *arrays
+        Arrays whose producing work must finish. Each is fenced on its own backend.
+    backend : str, optional
+        With no arrays, wait for all queued work on this backend.
+    """
+    if not arrays:
+        if backend is not None:
+            get_backend(backend).synchronize()
+        return
+    groups: dict[str, list[Any]] = {}
+    for a in arrays:
+        groups.setdefault(backend_of(a), []).append(a)
+    for name, group in groups.items():
+        _REGISTRY[name].synchronize(*group)
+
+
+def _via_dlpack(x: Any, target: Backend) -> Any | None:
+    """Zero-copy conversion through DLPack, or None where it does not apply."""
+    name = target.name
+    try:
+        if name == "numpy":
+            return np.from_dlpack(x)
+        if name.startswith("torch"):
+            import torch
+
+            out = torch.from_dlpack(x)
+            return out if out.device.type == target.device_type else None  # type: ignore[attr-defined]
+        if name == "cupy":
+            import cupy
+
+            return cupy.from_dlpack(x)
+        if name.startswith("jax"):
+            import jax
+
+            out = jax.dlpack.from_dlpack(x)
+            return out if target.owns(out) else None
+        if name == "array-api-strict":
+            import array_api_strict
+
+            return array_api_strict.from_dlpack(x)
+    except (BufferError, TypeError, RuntimeError, ValueError, AttributeError):
+        return None
+    return None
+
+
+def to(x: Any, backend: str, /, *, copy: bool | None = None) -> Any:
+    """Convert array `x` to `backend` (e.g. ``"torch-cuda"``), keeping its values and dtype.
+
+    DLPack is tried first (zero-copy where source and target share the memory);
+    otherwise the data goes through a NumPy copy on the host.
+
+    Parameters
+    ----------
+    x : array
+        An array of any registered backend, or a NumPy array.
+    backend : str
+        The target backend id (see :data:`BACKEND_NAMES`).
+    copy : bool, optional
+        ``True`` forces a copy; ``False`` raises if a copy would be needed;
+        ``None`` (default) copies only when it must.
+
+    Returns
+    -------
+    array
+        An array of `backend`. Where zero-copy is possible the result shares
+        memory with `x`: writing to one writes to the other.
+
+    Raises
+    ------
+    ValueError
+        If `backend` is unknown, or ``copy=False`` and a copy is needed.
+    BackendUnavailableError
+        If `backend` cannot run here.
+
+    Examples
+    --------
+    >>> import numpy as np, xlinalg as xl
+    >>> xl.to(np.arange(3.0), "numpy")
+    array([0., 1., 2.])
+    """
+    target = get_backend(backend)
+    target.require()
+    if not isinstance(x, np.ndarray) and not hasattr(x, "shape"):
+        x = np.asarray(x)
+    source = backend_of(x)
+    if source == backend and not copy:
+        return x
+    src = _REGISTRY[source]
+    if not copy and not src.lazy and not target.lazy:
+        out = _via_dlpack(x, target)
+        if out is not None:
+            return out
+    if copy is False:
+        raise ValueError(
+            f"converting a {source} array to {backend} needs a copy (different devices or "
+            "no DLPack route); pass copy=None to allow it"
+        )
+    host = src.to_numpy(x)
+    return target.from_numpy(host)
+
