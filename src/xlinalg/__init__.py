@@ -8,6 +8,7 @@ array-api-strict) with one set of semantics; see ``docs/semantics.md``.
 from ._elementwise import add, divide, exp, multiply, sigmoid, subtract
 from ._lib._errors import LinAlgError, XlinalgWarning
 from ._linalg import QRResult, SVDResult, matmul, qr, solve, svd, svdvals
+from ._many import solve_many
 from ._version import __version__
 from .backends import BACKEND_NAMES, available_backends, backend_of, synchronize, to
 
@@ -28,6 +29,7 @@ __all__ = [
     "qr",
     "sigmoid",
     "solve",
+    "solve_many",
     "subtract",
     "svd",
     "svdvals",

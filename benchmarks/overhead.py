@@ -1,0 +1,245 @@
+"""What does xlinalg cost on top of the native call? Ratios measured side by side in one run.
+
+Usage::
+
+    python benchmarks/overhead.py            # everything (about two minutes)
+    python benchmarks/overhead.py --quick    # fewer repeats
+    python benchmarks/overhead.py --only solve,add
+
+Every row times the native call and the xlinalg call *interleaved* (A, B, A, B, ...)
+with calibrated inner loops, so slow drifts of a noisy machine hit both alike,
+and reports the medians, the IQRs and the ratio of medians against the target of
+issue 5. JAX calls are fenced (``block_until_ready``) inside the timed loop.
+Peak memory of the large cases is the growth of the peak RSS of a fresh
+subprocess that runs the call once (it sees every allocator: NumPy's, torch's, XLA's).
+
+No timings are asserted anywhere: this prints, a person reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import xlinalg as xl
+
+
+def _calibrate(fn: Callable[[], Any], min_time: float) -> int:
+    number = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= min_time:
+            return number
+        number *= 2
+
+
+def _sample(fn: Callable[[], Any], number: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number
+
+
+def _stats(samples: list[float]) -> tuple[float, float]:
+    q = statistics.quantiles(samples, n=4)
+    return statistics.median(samples), q[2] - q[0]
+
+
+def compare(native: Callable[[], Any], ours: Callable[[], Any], repeats: int, min_time: float) -> dict[str, float]:
+    """Interleaved medians of `native` and `ours` (seconds per call)."""
+    native()
+    ours()  # warm-up (and JIT compile) outside the timed region
+    number = max(_calibrate(native, min_time), 1)
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(repeats):
+        a.append(_sample(native, number))
+        b.append(_sample(ours, number))
+    ma, ia = _stats(a)
+    mb, ib = _stats(b)
+    return {"native": ma, "native_iqr": ia, "ours": mb, "ours_iqr": ib, "ratio": mb / ma, "number": number}
+
+
+def _peak_rss_growth(setup: str, call: str) -> float:
+    """Peak-RSS growth (bytes) of a fresh process running `call` once after `setup`."""
+    code = textwrap.dedent(
+        f"""
+        import resource, json, gc
+        {setup}
+        gc.collect()
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        out = {call}
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(json.dumps((peak - base) * 1024))
+        """
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(json.loads(res.stdout.strip().splitlines()[-1]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
+    p.add_argument("--only", default="", help="comma list of row groups: solve,small,large,many,memory")
+    args = p.parse_args(argv)
+    repeats = 7 if args.quick else 21
+    only = set(filter(None, args.only.split(",")))
+    want = (lambda g: not only or g in only)
+
+    rng = np.random.default_rng(0)
+    rows: list[tuple[str, str, float, dict[str, float]]] = []  # (what, target text, target, stats)
+    avail = set(xl.available_backends())
+    have_torch = "torch-cpu" in avail
+    have_jax = "jax-cpu" in avail
+    if have_torch:
+        import torch
+
+        torch.set_num_threads(1)  # tiny problems: threads only add noise
+    if have_jax:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+
+    def add_row(what: str, target_txt: str, target: float, st: dict[str, float]) -> None:
+        rows.append((what, target_txt, target, st))
+        mark = "ok" if st["ratio"] <= target else "MISS"
+        print(f"  {what:50s} native {st['native'] * 1e6:10.2f} µs  xlinalg {st['ours'] * 1e6:10.2f} µs  "
+              f"ratio {st['ratio']:.3f}  ({target_txt}) {mark}", flush=True)
+
+    small_t = 0.02
+    if want("solve"):
+        print("solve 5×5, vector right-hand side")
+        a = rng.random((5, 5)) + 5 * np.eye(5)
+        b = rng.random(5)
+        add_row("numpy  xl.solve / numpy.linalg.solve", "≤ 1.10", 1.10,
+                compare(lambda: np.linalg.solve(a, b), lambda: xl.solve(a, b), repeats, small_t))
+        if have_torch:
+            ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+            add_row("torch  xl.solve / torch.linalg.solve", "≤ 1.10", 1.10,
+                    compare(lambda: torch.linalg.solve(ta, tb), lambda: xl.solve(ta, tb), repeats, small_t))
+        if have_jax:
+            ja, jb = jnp.asarray(a), jnp.asarray(b)
+            add_row("jax    xl.solve / jnp.linalg.solve (fenced)", "≤ 1.10", 1.10,
+                    compare(lambda: jnp.linalg.solve(ja, jb).block_until_ready(),
+                            lambda: xl.solve(ja, jb).block_until_ready(), repeats, small_t))
+
+    if want("small"):
+        print("sub-microsecond native calls")
+        m = rng.random((4, 4))
+        v = rng.random(8)
+        from scipy.special import expit
+
+        add_row("numpy  xl.matmul 4×4 / numpy.matmul", "≤ 1.25", 1.25,
+                compare(lambda: np.matmul(m, m), lambda: xl.matmul(m, m), repeats, small_t))
+        add_row("numpy  xl.add 8 / numpy.add", "≤ 1.25", 1.25,
+                compare(lambda: np.add(v, v), lambda: xl.add(v, v), repeats, small_t))
+        add_row("numpy  xl.sigmoid 8 / scipy.special.expit", "≤ 1.25", 1.25,
+                compare(lambda: expit(v), lambda: xl.sigmoid(v), repeats, small_t))
+        add_row("numpy  xl.sigmoid 8 / 1/(1+np.exp(-x)) (article)", "≤ 1.25", 1.25,
+                compare(lambda: 1 / (1 + np.exp(-v)), lambda: xl.sigmoid(v), repeats, small_t))
+        if have_torch:
+            tm, tv = torch.from_numpy(m), torch.from_numpy(v)
+            add_row("torch  xl.matmul 4×4 / torch.matmul", "≤ 1.25", 1.25,
+                    compare(lambda: torch.matmul(tm, tm), lambda: xl.matmul(tm, tm), repeats, small_t))
+            add_row("torch  xl.add 8 / torch.add", "≤ 1.25", 1.25,
+                    compare(lambda: torch.add(tv, tv), lambda: xl.add(tv, tv), repeats, small_t))
+            add_row("torch  xl.sigmoid 8 / torch.sigmoid", "≤ 1.25", 1.25,
+                    compare(lambda: torch.sigmoid(tv), lambda: xl.sigmoid(tv), repeats, small_t))
+
+    if want("large"):
+        print("large inputs: throughput (ratio of times; target ≤ 1/0.97 = 1.031)")
+        big_r = max(5, repeats // 3)
+        g = rng.random((1024, 1024), dtype=np.float32)
+        s = rng.standard_normal((4096, 4096), dtype=np.float32)
+        A = rng.random((1000, 5, 5)) + 5 * np.eye(5)
+        B = rng.random((1000, 5, 1))
+        tgt = 1 / 0.97
+        add_row("numpy  GEMM 1024³ float32", "≥ 0.97× throughput", tgt,
+                compare(lambda: np.matmul(g, g), lambda: xl.matmul(g, g), big_r, 0.2))
+        add_row("numpy  sigmoid 4096² float32 / expit", "≥ 0.97× throughput", tgt,
+                compare(lambda: expit(s), lambda: xl.sigmoid(s), big_r, 0.2))
+        add_row("numpy  solve 1000×(5×5) batched", "≥ 0.97× throughput", tgt,
+                compare(lambda: np.linalg.solve(A, B), lambda: xl.solve(A, B), big_r, 0.2))
+        if have_torch:
+            torch.set_num_threads(os.cpu_count() or 1)
+            tg, ts, tA, tB = (torch.from_numpy(x) for x in (g, s, A, B))
+            add_row("torch  GEMM 1024³ float32", "≥ 0.97× throughput", tgt,
+                    compare(lambda: torch.matmul(tg, tg), lambda: xl.matmul(tg, tg), big_r, 0.2))
+            add_row("torch  sigmoid 4096² float32", "≥ 0.97× throughput", tgt,
+                    compare(lambda: torch.sigmoid(ts), lambda: xl.sigmoid(ts), big_r, 0.2))
+            add_row("torch  solve 1000×(5×5) batched", "≥ 0.97× throughput", tgt,
+                    compare(lambda: torch.linalg.solve(tA, tB), lambda: xl.solve(tA, tB), big_r, 0.2))
+            torch.set_num_threads(1)
+
+    if want("many"):
+        print("1000 separate 5×5 systems in a Python list: loop of native solves / xl.solve_many")
+        As = [rng.random((5, 5)) + 5 * np.eye(5) for _ in range(1000)]
+        bs = [rng.random(5) for _ in range(1000)]
+        st = compare(lambda: [np.linalg.solve(x, y) for x, y in zip(As, bs)],
+                     lambda: xl.solve_many(As, bs), max(5, repeats // 3), 0.2)
+        add_row("numpy  speed-up of solve_many over the loop", "≥ 6×", 1 / 6, st)
+        if have_torch:
+            tAs = [torch.from_numpy(x) for x in As]
+            tbs = [torch.from_numpy(x) for x in bs]
+            st = compare(lambda: [torch.linalg.solve(x, y) for x, y in zip(tAs, tbs)],
+                         lambda: xl.solve_many(tAs, tbs), max(5, repeats // 3), 0.2)
+            add_row("torch  speed-up of solve_many over the loop", "≥ 10×", 1 / 10, st)
+
+    mem: list[tuple[str, float, float]] = []
+    if want("memory") or want("large"):
+        print("peak memory of the large cases (peak-RSS growth of a fresh process)")
+        cases = [
+            ("numpy GEMM 1024³ f32", "import numpy as np, xlinalg as xl; g = np.ones((1024,1024), np.float32)",
+             "np.matmul(g, g)", "xl.matmul(g, g)"),
+            ("numpy sigmoid 4096² f32", "import numpy as np, xlinalg as xl; from scipy.special import expit; s = np.ones((4096,4096), np.float32)",
+             "expit(s)", "xl.sigmoid(s)"),
+            ("numpy solve 1000×5×5", "import numpy as np, xlinalg as xl; A = np.ones((1000,5,5)) + 5*np.eye(5); B = np.ones((1000,5,1))",
+             "np.linalg.solve(A, B)", "xl.solve(A, B)"),
+        ]
+        if have_torch:
+            cases += [
+                ("torch GEMM 1024³ f32", "import torch, xlinalg as xl; g = torch.ones((1024,1024))",
+                 "torch.matmul(g, g)", "xl.matmul(g, g)"),
+                ("torch sigmoid 4096² f32", "import torch, xlinalg as xl; s = torch.ones((4096,4096))",
+                 "torch.sigmoid(s)", "xl.sigmoid(s)"),
+                ("torch solve 1000×5×5", "import torch, xlinalg as xl; A = torch.ones((1000,5,5), dtype=torch.float64) + 5*torch.eye(5, dtype=torch.float64); B = torch.ones((1000,5,1), dtype=torch.float64)",
+                 "torch.linalg.solve(A, B)", "xl.solve(A, B)"),
+            ]
+        for name, setup, native, ours in cases:
+            # warm both paths in the setup so lazy imports are not counted
+            warm = f"{setup}; {native}; {ours}"
+            n = _peak_rss_growth(warm, native)
+            o = _peak_rss_growth(warm, ours)
+            mem.append((name, n, o))
+            ok = o <= n * 1.05 + 64 * 1024
+            print(f"  {name:50s} native {n / 2**20:8.2f} MiB  xlinalg {o / 2**20:8.2f} MiB  "
+                  f"({'ok' if ok else 'MISS'}: within 5%)", flush=True)
+
+    print()
+    print("| what | native median (IQR) | xlinalg median (IQR) | ratio | target |")
+    print("|---|---|---|---|---|")
+    for what, ttxt, _t, st in rows:
+        unit, scale = ("ms", 1e3) if st["native"] > 1e-4 else ("µs", 1e6)
+        print(f"| {what} | {st['native'] * scale:.2f} {unit} ({st['native_iqr'] * scale:.2f}) | "
+              f"{st['ours'] * scale:.2f} {unit} ({st['ours_iqr'] * scale:.2f}) | {st['ratio']:.3f} | {ttxt} |")
+    for name, n, o in mem:
+        print(f"| peak memory: {name} | {n / 2**20:.2f} MiB | {o / 2**20:.2f} MiB | {o / max(n, 1):.3f} | ≤ 1.05 |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
