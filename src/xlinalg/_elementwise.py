@@ -29,6 +29,30 @@ _CACHE = _dispatch._TYPE_CACHE
 _PY_SCALARS = (bool, int, float, complex)
 
 
+_np_add, _np_subtract, _np_multiply = np.add, np.subtract, np.multiply
+_MISS = object()
+
+
+def _fast_binary(name: str, x1: Any, x2: Any) -> Any:
+    """The native kernel for two same-dtype arrays of one library, else _MISS.
+
+    Same library and same dtype leave nothing for xlinalg to decide; anything the
+    native call refuses (devices, shapes) is re-run through the checked path,
+    which names the argument at fault.
+    """
+    t = type(x1)
+    if t is type(x2):
+        ad = _CACHE.get(t)
+        if ad is not None:
+            fn = ad.fast.get(name)
+            if fn is not None and x1.dtype == x2.dtype:
+                try:
+                    return fn(x1, x2)
+                except Exception:  # noqa: BLE001 - diagnosed by the checked path
+                    return _MISS
+    return _MISS
+
+
 def _float_default(ad: Adapter, x: Any) -> Any:
     return ad.float_dtypes(x)[1]
 
@@ -58,6 +82,15 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
         x1, x2 = (scal, arr) if s1 else (arr, scal)
     else:
         ad.check_same_device(x1, x2, "x1", "x2")
+        try:
+            np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+        except ValueError:
+            raise ValueError(
+                f"{name}: the shapes of `x1` {tuple(x1.shape)} and `x2` {tuple(x2.shape)} "
+                "do not broadcast"
+            ) from None
+        except TypeError:  # unknown (NaN) Dask dimensions: the library checks later
+            pass
         k1, k2 = ad.kind(x1.dtype), ad.kind(x2.dtype)
         if "?" in (k1, k2):
             bad, nb = (x1, "x1") if k1 == "?" else (x2, "x2")
@@ -110,8 +143,12 @@ def add(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
     array([[1., 2., 3.],
            [1., 2., 3.]])
     """
-    if xp is None and type(x1) is _NP and type(x2) is _NP:
-        return np.add(x1, x2)
+    if xp is None:
+        if type(x1) is _NP and type(x2) is _NP:
+            return _np_add(x1, x2)
+        out = _fast_binary("add", x1, x2)
+        if out is not _MISS:
+            return out
     return _binary("add", x1, x2, xp)
 
 
@@ -136,8 +173,12 @@ def subtract(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
     >>> xl.subtract(np.array([3.0]), 1.0)
     array([2.])
     """
-    if xp is None and type(x1) is _NP and type(x2) is _NP:
-        return np.subtract(x1, x2)
+    if xp is None:
+        if type(x1) is _NP and type(x2) is _NP:
+            return _np_subtract(x1, x2)
+        out = _fast_binary("subtract", x1, x2)
+        if out is not _MISS:
+            return out
     return _binary("subtract", x1, x2, xp)
 
 
@@ -162,8 +203,12 @@ def multiply(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
     >>> xl.multiply(np.array([1.0, 2.0]), 3.0)
     array([3., 6.])
     """
-    if xp is None and type(x1) is _NP and type(x2) is _NP:
-        return np.multiply(x1, x2)
+    if xp is None:
+        if type(x1) is _NP and type(x2) is _NP:
+            return _np_multiply(x1, x2)
+        out = _fast_binary("multiply", x1, x2)
+        if out is not _MISS:
+            return out
     return _binary("multiply", x1, x2, xp)
 
 
@@ -251,5 +296,11 @@ def sigmoid(x: Any, /, *, xp: Any = None) -> Any:
     >>> xl.sigmoid(np.array([0.0, 1000.0, -1000.0]))
     array([0.5, 1. , 0. ])
     """
+    if xp is None:
+        ad = _CACHE.get(type(x))
+        if ad is not None and x.dtype in ad.solve_dtypes:
+            fn = ad.fast.get("sigmoid")
+            if fn is not None:
+                return fn(x)
     ad, x = _unary_float("sigmoid", x, xp)
     return ad.sigmoid(x)

@@ -105,10 +105,29 @@ def solve(a: Any, b: Any, /, *, errors: str = "raise", xp: Any = None) -> Any:
     """
     ad, a, b = _adapter2(a, b, "a", "b", xp)
     sa = a.shape
+    sb = b.shape
+    vector = len(sb) == 1
+    # Fast path: the checks the native call would not make, as cheap attribute reads.
+    if (
+        len(sa) == 2
+        and len(sb) <= 2
+        and sa[0] == sa[1] == sb[0]
+        and sa[0]
+        and sb[-1]
+        and a.dtype in ad.solve_dtypes
+        and b.dtype == a.dtype
+    ):
+        if errors != "raise":
+            _validate.check_errors(errors)
+        return ad.solve(a, b, vector, errors)
+    return _solve_checked(ad, a, b, vector, errors)
+
+
+def _solve_checked(ad: Adapter, a: Any, b: Any, vector: bool, errors: str) -> Any:
+    """The general path of :func:`solve`: stacks, promotion, empty shapes, errors."""
+    sa, sb = a.shape, b.shape
     if len(sa) < 2 or sa[-1] != sa[-2]:
         _validate.matrix(ad, a, "a", "solve", square=True)
-    vector = b.ndim == 1
-    sb = b.shape
     if not sb:
         raise ValueError(f"solve: `b` must be a vector (M,) or a matrix (..., M, K), got {ad.describe(b)}")
     if sb[0 if vector else -2] != sa[-1]:
@@ -127,10 +146,10 @@ def solve(a: Any, b: Any, /, *, errors: str = "raise", xp: Any = None) -> Any:
             ) from None
     if errors != "raise":
         _validate.check_errors(errors)
-    if a.dtype != b.dtype or ad.kind(a.dtype) not in "fc":
+    if a.dtype != b.dtype or a.dtype not in ad.solve_dtypes:
         a, b = _validate.promote_linalg(ad, a, b, "solve")
     ad.check_same_device(a, b, "a", "b")
-    if 0 in sa or 0 in sb:
+    if 0 in tuple(sa) or 0 in tuple(sb):
         return _empty_solve(ad, a, b, vector)
     return ad.solve(a, b, vector, errors)
 
@@ -176,6 +195,19 @@ def matmul(a: Any, b: Any, /, *, xp: Any = None) -> Any:
     >>> xl.matmul(np.eye(2), np.array([1.0, 2.0]))
     array([1., 2.])
     """
+    if xp is None and type(a) is type(b):
+        ad = _CACHE.get(type(a))
+        if ad is not None and a.dtype == b.dtype:
+            fast = ad.fast.get("matmul")
+            if fast is not None and a.dtype not in ad.fast_excluded:
+                try:
+                    return fast(a, b)
+                except Exception:  # noqa: BLE001 - diagnosed by the checked path below
+                    pass
+    return _matmul_checked(a, b, xp)
+
+
+def _matmul_checked(a: Any, b: Any, xp: Any) -> Any:
     ad, a, b = _adapter2(a, b, "a", "b", xp)
     sa, sb = a.shape, b.shape
     if not sa or not sb:
@@ -190,19 +222,23 @@ def matmul(a: Any, b: Any, /, *, xp: Any = None) -> Any:
             f"matmul: `a` has {ka} columns but `b` has {kb} rows "
             f"(shapes {tuple(sa)} and {tuple(sb)})"
         )
+    da, db = ad.kind(a.dtype), ad.kind(b.dtype)
+    if "b" in (da, db) or "?" in (da, db):
+        raise TypeError(
+            f"matmul: operands must be numeric, got `a` {ad.describe(a)} and `b` {ad.describe(b)}"
+        )
+    ad.check_same_device(a, b, "a", "b")
+    if len(sa) > 2 and len(sb) > 2:
+        try:
+            np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]))
+        except ValueError:
+            raise ValueError(
+                f"matmul: the batch shapes of `a` {tuple(sa[:-2])} and `b` {tuple(sb[:-2])} "
+                "do not broadcast"
+            ) from None
     if a.dtype != b.dtype:
-        da, db = ad.kind(a.dtype), ad.kind(b.dtype)
-        if "b" in (da, db) or "?" in (da, db):
-            raise TypeError(f"matmul: operands must be numeric, got `a` {ad.describe(a)} and `b` {ad.describe(b)}")
         dt = ad.xp.result_type(a.dtype, b.dtype)
         a, b = ad.astype(a, dt), ad.astype(b, dt)
-        ad.check_same_device(a, b, "a", "b")
-    elif type(a) is not _NP:
-        if ad.kind(a.dtype) in "b?":
-            raise TypeError(f"matmul: operands must be numeric, got {ad.describe(a)}")
-        ad.check_same_device(a, b, "a", "b")
-    elif a.dtype.kind in "bOUSV":
-        raise TypeError(f"matmul: operands must be numeric, got {ad.describe(a)}")
     return ad.matmul(a, b)
 
 

@@ -59,8 +59,20 @@ class Adapter:
     #: lazy arrays (no exception possible before compute)
     lazy = False
 
+    #: whether the fast path of solve must check devices (False where the native
+    #: call itself refuses mixed devices and the adapter translates its error)
+    fast_device_check = True
+
     def __init__(self, xp: Any) -> None:
         self.xp = xp
+        #: dtypes linalg routines take as they are (the floating dtypes)
+        self.solve_dtypes: frozenset[Any] = frozenset(
+            getattr(xp, n) for n in ("float32", "float64", "complex64", "complex128") if hasattr(xp, n)
+        )
+        #: native kernels for same-dtype operands of this library (add, matmul, ...)
+        self.fast: dict[str, Any] = {}
+        #: dtypes the fast kernels must not see (the native call would accept them)
+        self.fast_excluded: frozenset[Any] = frozenset()
 
     # ------------------------------------------------------------ description
     def device(self, x: Any) -> Any:
@@ -253,6 +265,9 @@ class Adapter:
 
 
 # ====================================================================== NumPy
+_NP_NON_NUMERIC = frozenset(np.dtype(c) for c in "?OUSVMm")
+
+
 class NumPyAdapter(Adapter):
     library = "NumPy"
 
@@ -260,6 +275,10 @@ class NumPyAdapter(Adapter):
         import array_api_compat.numpy as xnp
 
         super().__init__(xnp)
+        self.fast_device_check = False
+        self.solve_dtypes = frozenset(np.dtype(c) for c in "fdFD")
+        self.fast = {n: getattr(np, n) for n in ("add", "subtract", "multiply", "matmul")}
+        self.fast_excluded = _NP_NON_NUMERIC
         try:  # the gufuncs behind numpy.linalg.solve (compat does the same for NumPy 1.x)
             from numpy.linalg import _umath_linalg
 
@@ -313,8 +332,8 @@ class NumPyAdapter(Adapter):
         gufunc = self._solve1_gufunc if vector else self._solve_gufunc
         if gufunc is None:  # pragma: no cover
             return super().solve(a, b, vector, errors)
-        # As numpy.linalg.solve: LAPACK in double (or cdouble) precision, the result
-        # in the inputs' precision; the gufunc signals a zero pivot as "invalid".
+        # The gufunc behind numpy.linalg.solve, in the inputs' precision (see
+        # _NP_SIGNATURES); it signals a zero pivot as "invalid".
         dt = np.result_type(a.dtype, b.dtype)
         sig = _NP_SIGNATURES[dt.char]
         try:
@@ -358,11 +377,17 @@ class NumPyAdapter(Adapter):
                 from scipy.special import expit
 
                 self._expit = expit
+                self.fast["sigmoid"] = self._sigmoid_fast  # float32/64/complex from now on
             except ImportError:  # pragma: no cover
                 self._expit = False
         if self._expit is False or x.dtype.kind not in "f" or x.dtype.itemsize < 4:
             with np.errstate(over="ignore", under="ignore"):
                 return super().sigmoid(x)
+        return self._expit(x)
+
+    def _sigmoid_fast(self, x: Any) -> Any:
+        if x.dtype.kind == "c":
+            return self.sigmoid(x)
         return self._expit(x)
 
 
@@ -374,7 +399,9 @@ def _np_raise(err: Any, flag: Any) -> None:
     raise _NumPySingular("Singular matrix")
 
 
-_NP_SIGNATURES = {"f": "dd->f", "d": "dd->d", "F": "DD->F", "D": "DD->D", "g": "gg->g", "G": "GG->G"}
+# The gufunc has single- and double-precision loops only ("dd->f" does not exist):
+# float32 input is solved in float32 LAPACK (sgesv), as PyTorch, JAX and CuPy do.
+_NP_SIGNATURES = {"f": "ff->f", "d": "dd->d", "F": "FF->F", "D": "DD->D"}
 
 
 # ====================================================================== torch
@@ -388,6 +415,9 @@ class TorchAdapter(Adapter):
         super().__init__(xt)
         self.torch = torch
         self._linalg_error = torch.linalg.LinAlgError
+        self.fast_device_check = False  # torch refuses mixed devices; solve translates it
+        self.solve_dtypes = frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
+        self.fast = {n: getattr(torch, n) for n in ("add", "subtract", "multiply", "matmul", "sigmoid")}
 
     def describe(self, x: Any) -> str:
         return f"a PyTorch tensor of shape {tuple(x.shape)} and dtype {self.dtype_name(x.dtype)} on {x.device}"
@@ -447,7 +477,11 @@ class TorchAdapter(Adapter):
                 bm = b.unsqueeze(-1) if vector else b
                 x = self._solve_after_failure(a, bm, errors, exc)
                 return x[..., 0] if vector else x
+            except RuntimeError:
+                self.check_same_device(a, b, "a", "b")  # torch's own message names no argument
+                raise
         # errors="nan": the info array flags singular members without a device sync
+        self.check_same_device(a, b, "a", "b")
         x, info = linalg.solve_ex(a, b, check_errors=False)
         bad = info != 0
         nan = self.torch.tensor(float("nan"), dtype=x.dtype, device=x.device)
@@ -474,7 +508,17 @@ class JaxAdapter(Adapter):
         super().__init__(jnp)
         self.jax = jax
         self._tracer = jax.core.Tracer
-        self._solve_checked = jax.jit(self._solve_checked_impl, static_argnames=("vector", "nan"))
+        self._all_cpu = all(d.platform == "cpu" for d in jax.devices())
+        self.solve_dtypes = frozenset(np.dtype(c) for c in "fdFD")
+        self.fast = {n: getattr(jnp, n) for n in ("add", "subtract", "multiply", "matmul")}
+        self.fast["sigmoid"] = jax.nn.sigmoid
+        self.fast_excluded = _NP_NON_NUMERIC
+        # one compiled function per (vector, nan) computing solution and verdict together
+        self._solve_checked = {
+            (v, n): jax.jit(lambda a, b, v=v, n=n: _jax_solve_checked(jnp, a, b, v, n))
+            for v in (False, True)
+            for n in (False, True)
+        }
 
     def describe(self, x: Any) -> str:
         if self.traced(x):
@@ -524,25 +568,39 @@ class JaxAdapter(Adapter):
     def to_host(self, x: Any) -> np.ndarray:
         return np.asarray(x)
 
-    def _solve_checked_impl(self, a: Any, b: Any, vector: bool, nan: bool) -> tuple[Any, Any]:
-        jnp = self.xp
-        bm = b[..., None] if vector else b
-        x = jnp.linalg.solve(a, bm)
-        bad = self._bad_members(a, bm, x)
-        if nan:
-            x = jnp.where(bad[..., None, None], jnp.nan, x)
-        return (x[..., 0] if vector else x), bad
-
     def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
-        # One compiled call computes the solution and the per-member verdict.
-        traced = self.traced(a) or self.traced(b)
-        x, bad = self._solve_checked(a, b, vector=vector, nan=errors == "nan" or traced)
-        if errors == "raise" and not traced and bool(bad.any()):
+        traced = isinstance(a, self._tracer) or isinstance(b, self._tracer)
+        if traced or errors == "nan":
+            # One compiled call: the solution with NaN for singular members. No wait.
+            return self._solve_checked[vector, True](a, b)[0]
+        if self._all_cpu:
+            # errors="raise" on the CPU: the native call, then a host-side look at the
+            # result (zero-copy; waits for it). Only a non-finite result costs more.
+            x = self.xp.linalg.solve(a, b)
+            s = np.asarray(x).sum()
+            if s - s == 0:
+                return x
+        # On an accelerator (or after a non-finite result): the solution and the
+        # per-member verdict in one compiled call; reading the verdict waits.
+        x, bad, any_bad = self._solve_checked[vector, False](a, b)
+        if any_bad.item():
             self._raise_singular(bad, tuple(bad.shape))
         return x
 
     def sigmoid(self, x: Any) -> Any:
         return self.jax.nn.sigmoid(x)
+
+
+def _jax_solve_checked(jnp: Any, a: Any, b: Any, vector: bool, nan: bool) -> tuple[Any, Any, Any]:
+    """Traced body: the solution, the singular-member mask and whether any is set."""
+    bm = b[..., None] if vector else b
+    x = jnp.linalg.solve(a, bm)
+    fin_x = jnp.all(jnp.isfinite(x), axis=(-2, -1))
+    fin_in = jnp.all(jnp.isfinite(a), axis=(-2, -1)) & jnp.all(jnp.isfinite(bm), axis=(-2, -1))
+    bad = ~fin_x & fin_in  # inf/NaN out of finite input: a zero pivot
+    if nan:
+        x = jnp.where(bad[..., None, None], jnp.nan, x)
+    return (x[..., 0] if vector else x), bad, jnp.any(bad)
 
 
 # ====================================================================== CuPy
