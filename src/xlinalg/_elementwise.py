@@ -3,14 +3,22 @@
 Rule (the same on every backend):
 
 * array ⊕ array: the standard's type promotion (float32 with float64 gives
-  float64, PyTorch included); shapes broadcast.
+  float64, PyTorch included); shapes broadcast, else ValueError naming both.
+  Mixed kinds, which the standard leaves undefined, follow NumPy's table on
+  every backend: ``int64 + float32 -> float64``, ``int8 + float32 -> float32``
+  (PyTorch and JAX give float32, array-api-strict raises).
+* bool ⊕ bool: ``add`` is logical or, ``multiply`` logical and (as NumPy,
+  PyTorch and JAX), ``subtract`` raises TypeError.
 * Python scalars are *weak*: ``add(x_float32, 2.0)`` stays float32. A float
   scalar with an integer or bool array gives float64 (float32 where the device
-  has no float64), as NumPy does; PyTorch and JAX would give float32.
+  has no float64), as NumPy does; PyTorch and JAX would give float32. A Python
+  int out of an integer array's range raises OverflowError (PyTorch and JAX
+  would wrap around).
 * NumPy scalars (``np.float64(2.0)``) next to a non-NumPy array behave like
-  Python scalars.
+  Python scalars (next to a NumPy array, NumPy's own rule applies).
 * ``divide``, ``exp`` and ``sigmoid`` of integer or bool input compute in float64
-  (float32 where the device has no float64), on every backend.
+  (float32 where the device has no float64), on every backend; they emit no
+  floating-point warnings (Dask included, when computed).
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ def _fast_binary(name: str, x1: Any, x2: Any) -> Any:
             if fn is not None and x1.dtype == x2.dtype:
                 try:
                     return fn(x1, x2)
-                except Exception:  # noqa: BLE001 - diagnosed by the checked path
+                except Exception:  # any refusal is diagnosed by the checked path
                     return _MISS
     return _MISS
 
@@ -74,11 +82,25 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
         x2 = ad.asarray(x2, x1 if not s1 else None, "x2")
     if s1 or s2:
         arr, scal = (x2, x1) if s1 else (x1, x2)
+        na = "x2" if s1 else "x1"
         k = ad.kind(arr.dtype)
         if k in "ib" and (to_float or isinstance(scal, (float, complex))):
             arr = ad.astype(arr, _float_default(ad, arr))
+            k = "f"
+        elif k == "b":
+            if isinstance(scal, bool):
+                return _bool_op(ad, name, arr, ad.asarray(scal, arr, "x1" if s1 else "x2"))
+            arr = ad.astype(arr, ad.xp.int64)  # bool array with a Python int: NumPy's int64
+            k = "i"
         elif k == "?":
-            raise TypeError(f"{name}: `{'x2' if s1 else 'x1'}` must be numeric, got {ad.describe(arr)}")
+            raise TypeError(f"{name}: `{na}` must be numeric, got {ad.describe(arr)}")
+        if k == "i" and type(scal) is int:
+            info = ad.xp.iinfo(arr.dtype)
+            if not info.min <= scal <= info.max:
+                raise OverflowError(
+                    f"{name}: the Python int `{'x1' if s1 else 'x2'}` = {scal} is out of the "
+                    f"range of `{na}`'s dtype {ad.dtype_name(arr.dtype)} [{info.min}, {info.max}]"
+                )
         x1, x2 = (scal, arr) if s1 else (arr, scal)
     else:
         ad.check_same_device(x1, x2, "x1", "x2")
@@ -97,7 +119,58 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
             raise TypeError(f"{name}: `{nb}` must be numeric, got {ad.describe(bad)}")
         if to_float and k1 in "ib" and k2 in "ib":
             x1 = ad.astype(x1, _float_default(ad, x1))
-    return getattr(ad.xp, name)(x1, x2)
+        elif k1 == k2 == "b":
+            return _bool_op(ad, name, x1, x2)
+        if x1.dtype != x2.dtype:
+            dt = _validate.mixed_dtype(ad, x1, x2)
+            if dt is not None:
+                x1, x2 = ad.astype(x1, dt), ad.astype(x2, dt)
+    if name == "divide" and ad.lazy:  # Dask runs later, outside the caller's np.errstate
+        from dask.array.core import elemwise
+
+        return elemwise(_quiet_divide, x1, x2)
+    fn = getattr(ad.xp, name)
+    if s1 or s2:
+        try:
+            return fn(x1, x2)
+        except (TypeError, AttributeError):
+            # a namespace without Python scalar arguments (the standard before 2024.12,
+            # e.g. array-api-strict's api_version flag): the scalar as a weak array
+            if s1:
+                x1 = _scalar_array(ad, x1, x2)
+            else:
+                x2 = _scalar_array(ad, x2, x1)
+    return fn(x1, x2)
+
+
+def _scalar_array(ad: Adapter, scal: Any, arr: Any) -> Any:
+    """A Python scalar as an array of `arr`'s dtype (complex for a complex scalar)."""
+    dt = arr.dtype
+    if isinstance(scal, complex) and ad.kind(dt) != "c":
+        dt = ad.xp.complex64 if dt == ad.xp.float32 else ad.xp.complex128
+    return ad.xp.asarray(scal, dtype=dt, device=ad.device(arr))
+
+
+def _quiet_divide(x1: Any, x2: Any) -> Any:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(x1, x2)
+
+
+def _quiet_exp(x: Any) -> Any:
+    with np.errstate(over="ignore", under="ignore"):
+        return np.exp(x)
+
+
+def _bool_op(ad: Adapter, name: str, x1: Any, x2: Any) -> Any:
+    """bool ⊕ bool as NumPy, PyTorch and JAX do it (array-api-strict refuses)."""
+    if name == "add":
+        return ad.xp.logical_or(x1, x2)
+    if name == "multiply":
+        return ad.xp.logical_and(x1, x2)
+    raise TypeError(
+        f"{name}: `x1` and `x2` are both bool, for which {name} is not defined; "
+        "use logical_xor, or cast to an integer dtype first"
+    )
 
 
 def _unary_float(name: str, x: Any, xp: Any) -> tuple[Adapter, Any]:
@@ -134,7 +207,7 @@ def add(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
     TypeError
         For operands of two libraries, or non-numeric dtypes.
     ValueError
-        If the shapes do not broadcast (the library's own error).
+        If the shapes do not broadcast (on every backend, naming `x1` and `x2`).
 
     Examples
     --------
@@ -145,7 +218,10 @@ def add(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
     """
     if xp is None:
         if type(x1) is _NP and type(x2) is _NP:
-            return _np_add(x1, x2)
+            try:
+                return _np_add(x1, x2)
+            except (ValueError, TypeError):
+                pass  # shapes or dtypes refused: the checked path names the argument
         out = _fast_binary("add", x1, x2)
         if out is not _MISS:
             return out
@@ -175,7 +251,10 @@ def subtract(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
     """
     if xp is None:
         if type(x1) is _NP and type(x2) is _NP:
-            return _np_subtract(x1, x2)
+            try:
+                return _np_subtract(x1, x2)
+            except (ValueError, TypeError):
+                pass  # shapes or dtypes refused: the checked path names the argument
         out = _fast_binary("subtract", x1, x2)
         if out is not _MISS:
             return out
@@ -205,7 +284,10 @@ def multiply(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
     """
     if xp is None:
         if type(x1) is _NP and type(x2) is _NP:
-            return _np_multiply(x1, x2)
+            try:
+                return _np_multiply(x1, x2)
+            except (ValueError, TypeError):
+                pass  # shapes or dtypes refused: the checked path names the argument
         out = _fast_binary("multiply", x1, x2)
         if out is not _MISS:
             return out
@@ -239,7 +321,10 @@ def divide(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
     """
     if xp is None and type(x1) is _NP and type(x2) is _NP and x1.dtype.kind in "fc" and x2.dtype.kind in "fc":
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.divide(x1, x2)
+            try:
+                return np.divide(x1, x2)
+            except ValueError:
+                pass  # shapes refused: the checked path names the argument
     with np.errstate(divide="ignore", invalid="ignore"):
         return _binary("divide", x1, x2, xp, to_float=True)
 
@@ -266,6 +351,8 @@ def exp(x: Any, /, *, xp: Any = None) -> Any:
     array([1.])
     """
     ad, x = _unary_float("exp", x, xp)
+    if ad.lazy:  # Dask runs later, outside this np.errstate: silence each block
+        return x.map_blocks(_quiet_exp, dtype=x.dtype)
     with np.errstate(over="ignore", under="ignore"):
         return ad.xp.exp(x)
 

@@ -119,6 +119,8 @@ def solve(a: Any, b: Any, /, *, errors: str = "raise", xp: Any = None) -> Any:
     ):
         if errors != "raise":
             _validate.check_errors(errors)
+        if ad.fast_device_check:  # the error must name `a` and `b` (strict, JAX, CuPy)
+            ad.check_same_device(a, b, "a", "b")
         return ad.solve(a, b, vector, errors)
     return _solve_checked(ad, a, b, vector, errors)
 
@@ -202,7 +204,7 @@ def matmul(a: Any, b: Any, /, *, xp: Any = None) -> Any:
             if fast is not None and a.dtype not in ad.fast_excluded:
                 try:
                     return fast(a, b)
-                except Exception:  # noqa: BLE001 - diagnosed by the checked path below
+                except Exception:  # any refusal is diagnosed by the checked path below
                     pass
     return _matmul_checked(a, b, xp)
 
@@ -237,7 +239,10 @@ def _matmul_checked(a: Any, b: Any, xp: Any) -> Any:
                 "do not broadcast"
             ) from None
     if a.dtype != b.dtype:
-        dt = ad.xp.result_type(a.dtype, b.dtype)
+        # NumPy's table for mixed kinds (int64 x float32 -> float64) on every backend
+        dt = _validate.mixed_dtype(ad, a, b)
+        if dt is None:
+            dt = ad.xp.result_type(a.dtype, b.dtype)
         a, b = ad.astype(a, dt), ad.astype(b, dt)
     return ad.matmul(a, b)
 
@@ -288,6 +293,9 @@ def svd(x: Any, /, *, full_matrices: bool = True, xp: Any = None) -> SVDResult:
         If `x` has fewer than two dimensions.
     TypeError
         For float16/bfloat16 or non-numeric dtypes.
+    LinAlgError
+        If the SVD does not converge, as for any `x` with NaN or inf entries (on
+        every backend; Dask when computed; NaN instead under ``jax.jit``).
 
     Examples
     --------
@@ -333,6 +341,9 @@ def svdvals(x: Any, /, *, xp: Any = None) -> Any:
         If `x` has fewer than two dimensions.
     TypeError
         For float16/bfloat16 or non-numeric dtypes.
+    LinAlgError
+        If the SVD does not converge, as for any `x` with NaN or inf entries (on
+        every backend; Dask when computed; NaN instead under ``jax.jit``).
 
     Examples
     --------

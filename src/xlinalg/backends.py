@@ -27,6 +27,7 @@ __all__ = [
     "available_backends",
     "backend_of",
     "get_backend",
+    "strict_to_numpy",
     "synchronize",
     "to",
 ]
@@ -163,6 +164,31 @@ class _NumPy(Backend):
 
 
 # ---------------------------------------------------------------------- strict
+class _LegacyDLPack:
+    """`x` seen through the 2022.12 DLPack protocol (no ``max_version`` keyword)."""
+
+    def __init__(self, x: Any) -> None:
+        self.x = x
+
+    def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
+        return self.x.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self) -> Any:
+        return self.x.__dlpack_device__()
+
+
+def strict_to_numpy(x: Any) -> np.ndarray:
+    """A NumPy copy of an array-api-strict array, under any ``api_version`` flag.
+
+    NumPy asks ``__dlpack__`` for ``max_version``, which array-api-strict refuses
+    when its flags select an API version before 2023.12.
+    """
+    try:
+        return np.from_dlpack(x).copy()
+    except ValueError:
+        return np.from_dlpack(_LegacyDLPack(x)).copy()
+
+
 class _Strict(Backend):
     name = "array-api-strict"
     module = "array_api_strict"
@@ -174,7 +200,7 @@ class _Strict(Backend):
         return xps.asarray(np.array(arr, copy=True))
 
     def to_numpy(self, x: Any) -> np.ndarray:
-        return np.from_dlpack(x).copy()
+        return strict_to_numpy(x)
 
     def owns(self, x: Any) -> bool:
         return type(x).__module__.startswith("array_api_strict")
@@ -218,7 +244,8 @@ class _Torch(Backend):
     def from_numpy(self, arr: np.ndarray) -> Any:
         import torch
 
-        return torch.tensor(np.ascontiguousarray(arr), device=self.device_type)
+        # np.ascontiguousarray turns 0-d into 1-d: restore the shape (a view)
+        return torch.tensor(np.ascontiguousarray(arr).reshape(arr.shape), device=self.device_type)
 
     def to_numpy(self, x: Any) -> np.ndarray:
         return np.asarray(x.detach().cpu().resolve_conj().numpy())
@@ -449,7 +476,20 @@ def get_backend(name: str) -> Backend:
 
 
 def available_backends() -> list[str]:
-    """The ids of the backends usable on this machine, in display order."""
+    """The ids of the backends usable on this machine, in display order.
+
+    Returns
+    -------
+    list of str
+        A subset of :data:`BACKEND_NAMES`; ask ``get_backend(name).unavailable_reason()``
+        why one is missing.
+
+    Examples
+    --------
+    >>> import xlinalg as xl
+    >>> "numpy" in xl.available_backends()
+    True
+    """
     return [n for n in BACKEND_NAMES if _REGISTRY[n].is_available()]
 
 
@@ -461,12 +501,29 @@ def _library_of(x: Any) -> str:
 def backend_of(x: Any) -> str:
     """The backend id of array `x`, e.g. ``"torch-cpu"`` or ``"jax-gpu"``.
 
+    Parameters
+    ----------
+    x : array
+        An array of any registered library (a NumPy scalar counts as NumPy).
+
+    Returns
+    -------
+    str
+        One of :data:`BACKEND_NAMES` (a torch tensor on another device type, e.g.
+        ``"meta"``, gives ``"torch-<type>"``).
+
     Raises
     ------
     TypeError
         If `x` is not an array of a known backend.
+
+    Examples
+    --------
+    >>> import numpy as np, xlinalg as xl
+    >>> xl.backend_of(np.ones(2))
+    'numpy'
     """
-    if isinstance(x, np.ndarray):
+    if isinstance(x, (np.ndarray, np.generic)):  # NumPy returns scalars for 0-d results
         return "numpy"
     mod = type(x).__module__
     if mod.startswith("torch"):
@@ -504,6 +561,16 @@ def synchronize(*arrays: Any, backend: str | None = None) -> None:
         Arrays whose producing work must finish. Each is fenced on its own backend.
     backend : str, optional
         With no arrays, wait for all queued work on this backend.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import numpy as np, xlinalg as xl
+    >>> x = xl.matmul(np.eye(2), np.ones(2))
+    >>> xl.synchronize(x)  # a no-op for NumPy; a fence for CUDA, JAX and Dask
     """
     if not arrays:
         if backend is not None:

@@ -1,27 +1,593 @@
-"""The ``xlinalg`` command (placeholder until the benchmark CLI lands)."""
+"""The ``xlinalg`` command: ``info``, ``bench``, ``report``, ``compare``.
+
+Exit status: 0 success; 1 the run finished but some cell failed or gave a
+wrong result (all recorded); 2 usage error (unknown backend, case or option, an
+unavailable backend, an unreadable results file); 130 interrupted by Ctrl-C;
+143 stopped by SIGTERM. Errors are one line on stderr, never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime as _dt
+import importlib
+import json
+import signal
 import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 __all__ = ["main"]
 
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143
 
-def main(argv: list[str] | None = None) -> int:
-    from . import __version__, backends
 
-    parser = argparse.ArgumentParser(prog="xlinalg", description="xlinalg command line")
+class _UsageError(Exception):
+    """A one-line usage error (exit status 2)."""
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an exception so that the run stops cleanly."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors that list the valid options."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments"):
+            opts = sorted({s for a in self._actions for s in a.option_strings if s.startswith("--")})
+            message += f"; valid options: {', '.join(opts)}"
+        raise _UsageError(f"{self.prog}: error: {message} (see {self.prog} --help)")
+
+
+# ---------------------------------------------------------------------- parser
+_BENCH_EPILOG = """\
+examples:
+  xlinalg bench                                   every available backend, default scale
+  xlinalg bench --quick --backends numpy,torch-cpu --cases solve,matmul
+  xlinalg bench --cases matmul --sizes 256,1024 --dtype float32 --threads 1
+  xlinalg bench --out run.jsonl --resume          finish an interrupted run
+
+What is measured: each cell (case x backend x size) gets identical inputs made
+outside the timed region, a first call timed apart (compilation), warm-up,
+calibrated blocks closed by the backend's fence (JAX block_until_ready, CUDA
+synchronize, Dask compute), the median/IQR of per-call times, a check against a
+float64 NumPy reference, and the peak memory of one more call. Every finished
+cell is appended to the results file at once (JSON Lines). A cell that fails,
+runs out of memory or past --time-limit is recorded and the run goes on.
+
+exit status: 0 all cells ok; 1 some cell failed or was wrong; 2 usage error;
+130 interrupted (the file keeps every finished cell: --resume completes it).
+"""
+
+
+def _build_parser() -> _Parser:
+    from . import __version__
+
+    parser = _Parser(
+        prog="xlinalg",
+        description=(
+            "xlinalg: linear algebra on any array library, and a benchmark that times it "
+            "honestly across NumPy, PyTorch, CuPy, JAX and Dask."
+        ),
+        epilog="Run 'xlinalg COMMAND --help' for the options of a command.",
+    )
     parser.add_argument("--version", action="version", version=f"xlinalg {__version__}")
-    sub = parser.add_subparsers(dest="command")
-    sub.add_parser("info", help="list the backends and whether they are available")
-    args = parser.parse_args(argv)
-    if args.command in (None, "info"):
-        for name in backends.BACKEND_NAMES:
-            reason = backends.get_backend(name).unavailable_reason()
-            print(f"{name:18s} {'available' if reason is None else 'unavailable: ' + reason}")
-        return 0
-    return 2
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p_info = sub.add_parser(
+        "info", help="the backends (available or not, and why), devices, versions, BLAS, threads",
+        description="Show which backends can run here (and why not), their versions and "
+                    "devices, the BLAS library and thread counts.",
+    )
+    p_info.add_argument("--json", action="store_true", help="print the information as JSON")
+
+    p = sub.add_parser(
+        "bench", help="time the operations on the installed backends (the main job)",
+        description="Time every case on every selected backend and write one JSON line per "
+                    "finished cell.",
+        epilog=_BENCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--backends", metavar="LIST",
+                   help="comma-separated backend ids (default: every available backend); "
+                        "see 'xlinalg info'")
+    p.add_argument("--cases", metavar="LIST",
+                   help="comma-separated case names (default: all); see --list-cases")
+    p.add_argument("--sizes", metavar="LIST",
+                   help="comma-separated sizes replacing the scale's, e.g. 64,256 or "
+                        "128x256x512 (a case reads n as its square form)")
+    p.add_argument("--dtype", default="float64",
+                   choices=["float64", "float32", "float16", "bfloat16"],
+                   help="dtype of every input, the same on all backends (default: float64)")
+    scale = p.add_mutually_exclusive_group()
+    scale.add_argument("--quick", dest="scale", action="store_const", const="quick",
+                       help="small sizes and short timing (CI)")
+    scale.add_argument("--full", dest="scale", action="store_const", const="full",
+                       help="the documents' full sizes and longer timing")
+    p.set_defaults(scale="default")
+    p.add_argument("--threads", type=_positive_int, metavar="N",
+                   help="set BLAS/OpenMP, torch and Dask threads to N (JAX: CPU affinity); "
+                        "default: the libraries' own, recorded")
+    p.add_argument("--tf32", action="store_true",
+                   help="allow TF32/reduced-precision float32 matmul (off by default)")
+    p.add_argument("--out", metavar="FILE",
+                   help="results file, JSON Lines (default: xlinalg-bench-DATE-TIME.jsonl)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue --out FILE: skip the cells already in it")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="with --resume, run again the cells recorded as failed")
+    p.add_argument("--overwrite", action="store_true", help="replace --out FILE if it exists")
+    p.add_argument("--time-limit", type=_positive_float, default=300.0, metavar="S",
+                   help="seconds one cell may take before its worker is killed (default: 300)")
+    p.add_argument("--memory-limit", type=_memory_size, metavar="SIZE",
+                   help="address-space limit of each worker process, e.g. 8G (host memory)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the inputs (default: 0)")
+    p.add_argument("--case-file", action="append", default=[], metavar="FILE",
+                   help="a Python file declaring extra cases (repeatable)")
+    p.add_argument("--no-isolate", action="store_true",
+                   help="run cells in this process instead of a worker per backend "
+                        "(no hard time limit)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--list-cases", action="store_true",
+                   help="list the cases and their sizes, and exit")
+
+    parser.subparsers = {"info": p_info, "bench": p}  # type: ignore[attr-defined]
+    for name, helptext in (("report", "tables and plots from a results file"),
+                           ("compare", "compare two results files")):
+        plugin = _plugin(name)
+        sp = sub.add_parser(name, help=helptext, description=helptext)
+        if plugin is not None and hasattr(plugin, "add_arguments"):
+            plugin.add_arguments(sp)
+        else:
+            sp.add_argument("files", nargs="+", metavar="FILE", help="results file(s)")
+        parser.subparsers[name] = sp  # type: ignore[attr-defined]
+    return parser
+
+
+def _plugin(name: str) -> Any:
+    """``xlinalg.bench._<name>`` if it exists (report/compare are separate modules)."""
+    mod = f"xlinalg.bench._{name}"
+    try:
+        return importlib.import_module(mod)
+    except ModuleNotFoundError as exc:
+        if exc.name == mod:
+            return None
+        raise
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return v
+
+
+def _memory_size(text: str) -> int:
+    units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = t[-1] if t and t[-1] in units else ""
+    try:
+        v = float(t[: len(t) - len(unit)] if unit else t) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 512M or 8G, got {text!r}"
+        ) from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive size, got {text!r}")
+    return int(v)
+
+
+def _split(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise _UsageError(f"xlinalg bench: error: empty list {text!r}")
+    return items
+
+
+# ---------------------------------------------------------------------- info
+def _cmd_info(args: argparse.Namespace) -> int:
+    from .backends import BACKEND_NAMES, get_backend
+    from .bench._env import collect_env
+
+    rows = []
+    for name in BACKEND_NAMES:
+        b = get_backend(name)
+        reason = b.unavailable_reason()
+        row: dict[str, Any] = {"backend": name, "available": reason is None}
+        if reason is None:
+            try:
+                row["version"] = b.version()
+                row["device"] = b.device_name()
+            except Exception as exc:  # pragma: no cover - a broken install
+                row["version"] = "?"
+                row["device"] = f"error: {exc}"
+        else:
+            row["reason"] = reason
+            row["install"] = b.install
+        rows.append(row)
+    env = collect_env()
+    threads: dict[str, Any] = {}
+    if any(r["backend"].startswith("torch") and r["available"] for r in rows):
+        import torch
+
+        threads["torch"] = torch.get_num_threads()
+        threads["torch_float32_matmul_precision"] = torch.get_float32_matmul_precision()
+    env["blas"] = _blas_now()
+    if args.json:
+        print(json.dumps({"backends": rows, "env": env, "threads": threads}, indent=2))
+        return EXIT_OK
+
+    out = _console()
+    if out is not None:
+        from rich.markup import escape
+        from rich.table import Table
+
+        t = Table(title="xlinalg backends", title_justify="left")
+        for col in ("backend", "status", "version", "device / why not"):
+            t.add_column(col)
+        for r in rows:
+            if r["available"]:
+                t.add_row(r["backend"], "[green]available[/]", escape(r["version"]),
+                          escape(r["device"]))
+            else:
+                t.add_row(r["backend"], "[red]unavailable[/]", "",
+                          escape(f"{r['reason']}; install: {r['install']}"))
+        out.print(t)
+    else:
+        for r in rows:
+            if r["available"]:
+                print(f"{r['backend']:18s} available    {r['version']:12s} {r['device']}")
+            else:
+                print(f"{r['backend']:18s} unavailable  {r['reason']}; install: {r['install']}")
+    cpu = env["cpu"]
+    print(f"\nPython {env['python']['version']} on {env['os']['platform']}")
+    print(f"CPU: {cpu['model']} ({cpu['logical_cores']} logical cores, "
+          f"{cpu['usable_cores']} usable); memory {_fmt_bytes(env['memory_bytes'])}")
+    gpus = env["gpus"]
+    print("GPU: " + (", ".join(f"{g['name']} ({g['memory_mib']} MiB)" for g in gpus)
+                     if gpus else "none found (no nvidia-smi or no device)"))
+    for lib in env["blas"]:
+        if "error" in lib:
+            print(f"BLAS: {lib['error']}")
+            continue
+        print(f"{lib.get('user_api', '?').upper()}: {lib.get('internal_api')} "
+              f"{lib.get('version') or ''} ({lib.get('architecture') or lib.get('prefix')}), "
+              f"{lib.get('num_threads')} threads")
+    for k, v in threads.items():
+        print(f"{k}: {v}")
+    if env["env_vars"]:
+        print("environment: " + " ".join(f"{k}={v}" for k, v in env["env_vars"].items()))
+    return EXIT_OK
+
+
+def _blas_now() -> list[dict[str, Any]]:
+    import numpy  # noqa: F401 - load NumPy's BLAS so that threadpoolctl sees it
+
+    from .bench._env import blas_info
+
+    with contextlib.suppress(ImportError):  # SciPy may bring its own BLAS
+        import scipy.linalg  # noqa: F401
+    return blas_info()
+
+
+def _console(stderr: bool = False) -> Any:
+    try:
+        from rich.console import Console
+    except ImportError:
+        return None
+    console = Console(stderr=stderr, highlight=False)
+    if not console.is_terminal:  # a file or a pipe: do not squeeze tables into 80 columns
+        console = Console(stderr=stderr, highlight=False, width=200)
+    return console
+
+
+def _fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"  # pragma: no cover
+
+
+def _fmt_time(s: float | None) -> str:
+    if s is None:
+        return "?"
+    for unit, f in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if s >= f or unit == "ns":
+            v = s / f
+            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
+    return f"{s:.3g} s"  # pragma: no cover
+
+
+# ---------------------------------------------------------------------- bench
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import (
+        BenchUsageError,
+        ResultsFileError,
+        RunConfig,
+        case_names,
+        get_case,
+        load_case_file,
+        read_results,
+        run_benchmark,
+    )
+
+    if args.list_cases:
+        try:
+            for f in args.case_file:
+                load_case_file(f)
+        except Exception as exc:
+            raise _UsageError(f"xlinalg bench: error: {exc}".splitlines()[0]) from None
+        for name in case_names():
+            c = get_case(name)
+            print(f"{name:12s} {c.doc}")
+            for sc in ("quick", "default", "full"):
+                sizes = ", ".join(_size_str(s) for s in c.sizes_for(sc))
+                print(f"{'':12s}   {sc:8s} {sizes}")
+        return EXIT_OK
+    if args.resume and not args.out:
+        raise _UsageError("xlinalg bench: error: --resume needs --out FILE (the file to continue)")
+    if args.resume and args.overwrite:
+        raise _UsageError("xlinalg bench: error: --resume and --overwrite exclude each other")
+    out = args.out or f"xlinalg-bench-{_dt.datetime.now():%Y%m%d-%H%M%S}.jsonl"
+    config = RunConfig(
+        backends=_split(args.backends),
+        cases=_split(args.cases),
+        dtype=args.dtype,
+        scale=args.scale,
+        sizes=_split(args.sizes),
+        threads=args.threads,
+        allow_tf32=args.tf32,
+        out=out,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        retry_failed=args.retry_failed,
+        time_limit=args.time_limit,
+        isolate=not args.no_isolate,
+        seed=args.seed,
+        case_files=args.case_file,
+        memory_limit=args.memory_limit,
+    )
+    progress = _Progress(enabled=not args.no_progress)
+    try:
+        summary = run_benchmark(config, progress=progress)
+    except (BenchUsageError, FileExistsError) as exc:
+        raise _UsageError(f"xlinalg bench: error: {exc}") from None
+    except ResultsFileError as exc:
+        raise _UsageError(f"xlinalg bench: error: cannot resume: {exc}") from None
+    except KeyboardInterrupt as exc:
+        progress.stop()
+        n = progress.finished
+        how = "stopped by SIGTERM" if isinstance(exc, _Terminated) else "interrupted"
+        print(f"xlinalg bench: {how}; {n} finished cell(s) of this run are in {out}; "
+              f"complete it with: xlinalg bench --resume --out {out} (and the same options)",
+              file=sys.stderr)
+        return EXIT_SIGTERM if isinstance(exc, _Terminated) else EXIT_SIGINT
+    finally:
+        progress.stop()
+
+    # the table shows every planned cell, including those done before a resume
+    try:
+        latest = read_results(summary.path, warn=False).latest()
+    except ResultsFileError:  # pragma: no cover - we just wrote it
+        latest = {r["key"]: r for r in summary.records}
+    from .bench import plan_cells
+
+    keys = [c["key"] for c in plan_cells(config)]
+    records = [latest[k] for k in keys if k in latest]
+    _print_table(records, config)
+    bad = [r for r in records if r.get("status") in ("failed", "wrong")]
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    line = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    extra = f" ({summary.already_done} from before)" if summary.already_done else ""
+    print(f"{len(records)} cells{extra}: {line}. Results: {summary.path}")
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+def _size_str(s: Any) -> str:
+    from .bench import format_size
+
+    return format_size(s)
+
+
+class _Progress:
+    """A rich progress bar on a terminal; one line per cell otherwise."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.task: Any = None
+        self.finished = 0
+        self.total = 0
+
+    def __call__(self, event: str, payload: dict[str, Any], index: int, total: int) -> None:
+        if event == "plan":
+            self.total = total
+            if payload.get("already_done"):
+                print(f"resuming: {payload['already_done']} cell(s) already in the file, "
+                      f"{total} to run", file=sys.stderr)
+            if self.enabled and sys.stderr.isatty():
+                try:
+                    from rich.progress import (
+                        BarColumn,
+                        MofNCompleteColumn,
+                        Progress,
+                        TextColumn,
+                        TimeElapsedColumn,
+                    )
+                except ImportError:  # pragma: no cover
+                    return
+                self.bar = Progress(
+                    TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=_console(stderr=True), transient=True,
+                )
+                self.bar.start()
+                self.task = self.bar.add_task("benchmark", total=total)
+        elif event == "start":
+            desc = f"{payload['case']} {payload['backend']} {payload['size_label']}"
+            if self.bar is not None:
+                self.bar.update(self.task, description=desc)
+        elif event == "result":
+            self.finished += 1
+            if self.bar is not None:
+                self.bar.advance(self.task)
+            elif self.enabled:
+                print(f"[{index + 1}/{total}] {payload['case']} {payload['backend']} "
+                      f"{payload['dtype']} {payload['size_label']}: {_cell_text(payload)}",
+                      file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def _cell_text(r: dict[str, Any], rich_markup: bool = False) -> str:
+    st = r.get("status")
+    if st == "skipped":
+        return "skipped"
+    if st == "failed":
+        kind = r.get("error", {}).get("kind", "error")
+        label = {"oom": "OOM", "timeout": "timeout", "crash": "crashed"}.get(kind, "error")
+        return f"[red]{label}[/]" if rich_markup else label
+    t = r.get("time", {})
+    txt = _fmt_time(t.get("median_s"))
+    rel = t.get("iqr_over_median")
+    if rel is not None:
+        txt += f" ±{rel * 50:.0f}%"  # half the IQR, relative to the median
+    if t.get("noisy"):
+        txt += " !"
+    if st == "wrong":
+        txt += " WRONG"
+        if rich_markup:
+            txt = f"[red]{txt}[/]"
+    return txt
+
+
+def _print_table(records: list[dict[str, Any]], config: Any) -> None:
+    if not records:
+        print("no cells ran")
+        return
+    backends = list(dict.fromkeys(r["backend"] for r in records))
+    rows: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for r in records:
+        rows.setdefault((r["case"], r["size_label"]), {})[r["backend"]] = r
+    console = _console()
+    title = (f"median time per call ({config.dtype}; ±: half the IQR; !: noisy; "
+             "second line: GFLOP/s)")
+    if console is not None:
+        from rich.table import Table
+
+        t = Table(title=title, title_justify="left")
+        t.add_column("case")
+        t.add_column("size")
+        for b in backends:
+            t.add_column(b, justify="right")
+        for (case, size), by in rows.items():
+            cells = []
+            for b in backends:
+                rb = by.get(b)
+                if rb is None:
+                    cells.append("")
+                    continue
+                txt = _cell_text(rb, rich_markup=True)
+                gf = (rb.get("throughput") or {}).get("gflops")
+                if gf is not None and rb.get("status") in ("ok", "wrong", "unchecked"):
+                    txt += f"\n[dim]{gf:.3g} GF/s[/]"
+                cells.append(txt)
+            t.add_row(case, size, *cells)
+        console.print(t)
+    else:
+        print(title)
+        print("  ".join(["case".ljust(10), "size".ljust(14)] + [b.rjust(18) for b in backends]))
+        for (case, size), by in rows.items():
+            print("  ".join([case.ljust(10), size.ljust(14)]
+                            + [(_cell_text(by[b]) if b in by else "").rjust(18) for b in backends]))
+    for r in records:
+        if r.get("status") == "failed":
+            e = r.get("error", {})
+            print(f"  {r['key']}: {e.get('kind')}: {e.get('message')}")
+        elif r.get("status") == "wrong":
+            print(f"  {r['key']}: WRONG: {r.get('check', {}).get('message')}")
+
+
+# ---------------------------------------------------------------------- report/compare
+def _cmd_plugin(name: str, args: argparse.Namespace) -> int:
+    plugin = _plugin(name)
+    if plugin is not None and hasattr(plugin, "run"):
+        return int(plugin.run(args))
+    from .bench import ResultsFileError, read_results
+
+    for f in args.files:
+        try:
+            res = read_results(f, warn=False)
+        except ResultsFileError as exc:
+            raise _UsageError(f"xlinalg {name}: error: {exc}") from None
+        for w in res.warnings:
+            print(f"xlinalg {name}: warning: {w}", file=sys.stderr)
+    print(f"xlinalg {name}: not yet implemented", file=sys.stderr)
+    return EXIT_USAGE
+
+
+# ---------------------------------------------------------------------- main
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``xlinalg`` command. Returns the exit status."""
+    old_term = None
+    try:
+        parser = _build_parser()
+        args, extras = parser.parse_known_args(list(argv) if argv is not None else None)
+        if extras:  # name the subcommand whose options were wrong, and list its options
+            owner = parser.subparsers.get(args.command, parser)  # type: ignore[attr-defined]
+            owner.error(f"unrecognized arguments: {' '.join(extras)}")
+        if args.command is None:
+            parser.print_help()
+            return EXIT_USAGE
+        if args.command == "info":
+            return _cmd_info(args)
+        if args.command == "bench":
+            def _on_term(signum: int, frame: Any) -> None:
+                raise _Terminated()
+
+            try:
+                old_term = signal.signal(signal.SIGTERM, _on_term)
+            except ValueError:  # not the main thread
+                old_term = None
+            return _cmd_bench(args)
+        return _cmd_plugin(args.command, args)
+    except _UsageError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("xlinalg: interrupted", file=sys.stderr)
+        return EXIT_SIGINT
+    except BrokenPipeError:  # pragma: no cover - `xlinalg info | head`
+        return EXIT_OK
+    except SystemExit as exc:  # --help, --version
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,17 @@ def _prod(shape: tuple[int, ...]) -> int:
     return math.prod(shape)
 
 
+def _to_batch(mask: np.ndarray, batch_shape: tuple[int, ...]) -> np.ndarray:
+    """Reduce a mask over a broadcast batch to `batch_shape` (any over broadcast axes)."""
+    if mask.shape == batch_shape:
+        return mask
+    lead = mask.ndim - len(batch_shape)
+    if lead > 0:
+        mask = np.asarray(mask.any(axis=tuple(range(lead))))
+    axes = tuple(i for i, (s, t) in enumerate(zip(mask.shape, batch_shape)) if t == 1 and s != 1)
+    return np.asarray(mask.any(axis=axes, keepdims=True)) if axes else mask
+
+
 def _singular_message(indices: list[tuple[int, ...]], batch_shape: tuple[int, ...]) -> str:
     if not batch_shape:
         return "`a` is singular: solve needs an invertible matrix"
@@ -80,7 +91,8 @@ class Adapter:
 
     def describe(self, x: Any) -> str:
         shape = tuple(x.shape)
-        return f"a {self.library} array of shape {shape} and dtype {self.dtype_name(x.dtype)}{self._where(x)}"
+        art = "an" if self.library[:1].lower() in "aeiou" else "a"
+        return f"{art} {self.library} array of shape {shape} and dtype {self.dtype_name(x.dtype)}{self._where(x)}"
 
     def _where(self, x: Any) -> str:
         dev = self.device(x)
@@ -181,8 +193,14 @@ class Adapter:
         return sign == 0
 
     def _raise_singular(self, mask: Any, batch_shape: tuple[int, ...], cause: Any = None) -> None:
-        m = np.asarray(self.to_host(mask)).reshape(batch_shape)
-        indices = [tuple(int(i) for i in ix) for ix in zip(*np.nonzero(m))] if batch_shape else [()]
+        """Raise LinAlgError naming the singular members of `a` (batch shape `batch_shape`).
+
+        `mask` may cover the batch broadcast against `b`'s; it is reduced to `a`'s.
+        """
+        m = _to_batch(np.asarray(self.to_host(mask)), batch_shape).reshape(batch_shape)
+        indices: list[tuple[int, ...]] = (
+            [tuple(int(i) for i in ix) for ix in zip(*np.nonzero(m))] if batch_shape else [()]
+        )
         members = [int(i) for i in np.flatnonzero(m)] if batch_shape else [0]
         raise LinAlgError(
             _singular_message(indices, batch_shape), indices=indices, members=members
@@ -225,11 +243,17 @@ class Adapter:
         fin_b = xp.all(xp.isfinite(b), axis=(-2, -1))
         return xp.logical_and(xp.logical_not(fin_x), xp.logical_and(fin_a, fin_b))
 
-    def _check_nonfinite(self, a: Any, b: Any, x: Any, errors: str) -> Any:
-        """Singular detection from the result, for libraries that return inf/NaN."""
+    def _check_nonfinite(
+        self, a: Any, b: Any, x: Any, errors: str, batch_shape: tuple[int, ...] | None = None
+    ) -> Any:
+        """Singular detection from the result, for libraries that return inf/NaN.
+
+        `batch_shape` is the batch shape of the caller's `a` (before broadcasting).
+        """
         xp = self.xp
         bad = self._bad_members(a, b, x)
-        batch_shape = tuple(x.shape[:-2])
+        if batch_shape is None:
+            batch_shape = tuple(x.shape[:-2])
         if self.traced(x) or self.lazy:
             errors = "nan"  # no exception possible: documented NaN semantics
         if errors == "raise":
@@ -242,11 +266,42 @@ class Adapter:
     def matmul(self, a: Any, b: Any) -> Any:
         return self.xp.matmul(a, b)
 
+    # SVD of NaN or inf: LAPACK fails for NaN but returns NaN for inf, JAX returns
+    # NaN for both. xlinalg raises LinAlgError for both, everywhere (NaN under a
+    # trace); checking S costs a look at k numbers (a wait for the result on a GPU).
     def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
-        return tuple(self.xp.linalg.svd(a, full_matrices=full_matrices))  # type: ignore[return-value]
+        try:
+            out = tuple(self.xp.linalg.svd(a, full_matrices=full_matrices))
+        except Exception as exc:
+            if not self._is_singular_error(exc):
+                raise
+            raise self._svd_error(a, "svd") from exc
+        self._check_svd(a, out[1], "svd")
+        return out
 
     def svdvals(self, a: Any) -> Any:
-        return self.xp.linalg.svdvals(a)
+        try:
+            s = self.xp.linalg.svdvals(a)
+        except Exception as exc:
+            if not self._is_singular_error(exc):
+                raise
+            raise self._svd_error(a, "svdvals") from exc
+        self._check_svd(a, s, "svdvals")
+        return s
+
+    def _check_svd(self, a: Any, s: Any, fn: str) -> None:
+        if not self.traced(s) and not bool(self.xp.all(self.xp.isfinite(s))):
+            raise self._svd_error(a, fn)
+
+    def _svd_error(self, a: Any, fn: str) -> LinAlgError:
+        """The one error for an SVD that did not converge (NaN or inf in `a`, mostly)."""
+        xp = self.xp
+        try:
+            finite = bool(xp.all(xp.isfinite(a)))
+        except Exception:  # pragma: no cover - a library without isfinite on this dtype
+            finite = True
+        why = "" if finite else ": `x` contains NaN or inf"
+        return LinAlgError(f"{fn}: the SVD of `x` did not converge{why}")
 
     def qr(self, a: Any, mode: str) -> tuple[Any, Any]:
         return tuple(self.xp.linalg.qr(a, mode=mode))  # type: ignore[return-value]
@@ -259,6 +314,9 @@ class Adapter:
         branch overflows, for any |x|.
         """
         xp = self.xp
+        if xp.isdtype(x.dtype, "complex floating"):
+            # no order on C: the plain formula, as torch.sigmoid computes it
+            return 1.0 / (1.0 + xp.exp(-x))
         e = xp.exp(-xp.abs(x))
         one_plus = 1.0 + e
         return xp.where(x >= 0, 1.0 / one_plus, e / one_plus)
@@ -360,10 +418,22 @@ class NumPyAdapter(Adapter):
         return sign == 0
 
     def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
-        return tuple(np.linalg.svd(a, full_matrices=full_matrices))  # type: ignore[return-value]
+        try:
+            out = np.linalg.svd(a, full_matrices=full_matrices)
+        except np.linalg.LinAlgError as exc:
+            raise self._svd_error(a, "svd") from exc
+        if not np.isfinite(out.S).all():
+            raise self._svd_error(a, "svd")
+        return tuple(out)  # type: ignore[return-value]
 
     def svdvals(self, a: Any) -> Any:
-        return np.linalg.svd(a, compute_uv=False)
+        try:
+            s = np.linalg.svd(a, compute_uv=False)
+        except np.linalg.LinAlgError as exc:
+            raise self._svd_error(a, "svdvals") from exc
+        if not np.isfinite(s).all():
+            raise self._svd_error(a, "svdvals")
+        return s
 
     def qr(self, a: Any, mode: str) -> tuple[Any, Any]:
         return tuple(np.linalg.qr(a, mode=mode))  # type: ignore[return-value]
@@ -381,7 +451,7 @@ class NumPyAdapter(Adapter):
             except ImportError:  # pragma: no cover
                 self._expit = False
         if self._expit is False or x.dtype.kind not in "f" or x.dtype.itemsize < 4:
-            with np.errstate(over="ignore", under="ignore"):
+            with np.errstate(all="ignore"):  # complex: inf/inf is "invalid", quietly NaN
                 return super().sigmoid(x)
         return self._expit(x)
 
@@ -474,6 +544,7 @@ class TorchAdapter(Adapter):
             try:
                 return linalg.solve(a, b)
             except self._linalg_error as exc:
+                self.check_same_device(a, b, "a", "b")  # (a "meta" operand fails this way)
                 bm = b.unsqueeze(-1) if vector else b
                 x = self._solve_after_failure(a, bm, errors, exc)
                 return x[..., 0] if vector else x
@@ -491,7 +562,12 @@ class TorchAdapter(Adapter):
         return isinstance(exc, self._linalg_error)
 
     def svdvals(self, a: Any) -> Any:
-        return self.torch.linalg.svdvals(a)
+        try:
+            s = self.torch.linalg.svdvals(a)
+        except self._linalg_error as exc:
+            raise self._svd_error(a, "svdvals") from exc
+        self._check_svd(a, s, "svdvals")
+        return s
 
     def sigmoid(self, x: Any) -> Any:
         return self.torch.sigmoid(x)
@@ -577,14 +653,14 @@ class JaxAdapter(Adapter):
             # errors="raise" on the CPU: the native call, then a host-side look at the
             # result (zero-copy; waits for it). Only a non-finite result costs more.
             x = self.xp.linalg.solve(a, b)
-            s = np.asarray(x).sum()
-            if s - s == 0:
+            # isfinite, not a sum: summing inf and -inf (or overflowing) warns
+            if np.isfinite(np.asarray(x)).all():
                 return x
         # On an accelerator (or after a non-finite result): the solution and the
         # per-member verdict in one compiled call; reading the verdict waits.
         x, bad, any_bad = self._solve_checked[vector, False](a, b)
         if any_bad.item():
-            self._raise_singular(bad, tuple(bad.shape))
+            self._raise_singular(bad, tuple(a.shape[:-2]))
         return x
 
     def sigmoid(self, x: Any) -> Any:
@@ -639,7 +715,8 @@ class CuPyAdapter(Adapter):
         b_b = cp.broadcast_to(bm, (*batch, *bm.shape[-2:]))
         with a.device:
             x = cp.linalg.solve(a_b, b_b)  # CuPy returns inf/NaN for singular input
-            x = self._check_nonfinite(a_b, b_b, x, errors)  # errors="raise" syncs the device
+            # errors="raise" syncs the device
+            x = self._check_nonfinite(a_b, b_b, x, errors, tuple(a.shape[:-2]))
         return x[..., 0] if vector else x
 
     def sigmoid(self, x: Any) -> Any:
@@ -692,30 +769,44 @@ class DaskAdapter(Adapter):
     def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
         da = self.da
         bm = b[..., None] if vector else b
-        batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(bm.shape[:-2]))
+        a_batch = tuple(a.shape[:-2])
+        batch = np.broadcast_shapes(a_batch, tuple(bm.shape[:-2]))
         a_b = self._core_whole(da.broadcast_to(a, (*batch, *a.shape[-2:])))
         b_b = da.broadcast_to(bm, (*batch, *bm.shape[-2:])).rechunk(a_b.chunks[:-2] + ((bm.shape[-2],), (bm.shape[-1],)))
         dtype = np.result_type(a.dtype, b.dtype)
 
-        def block(ab: np.ndarray, bb: np.ndarray, block_info: Any = None) -> np.ndarray:
-            try:
-                return NUMPY.solve(ab, bb, False, errors)
-            except LinAlgError as exc:
-                # re-state the failing members in the whole array's batch coordinates
-                loc = block_info[0]["array-location"][: len(batch)] if block_info else []
-                offs = [lo for lo, _ in loc]
-                idx = [tuple(o + i for o, i in zip(offs, ix)) for ix in exc.indices]
-                members = [int(np.ravel_multi_index(ix, batch)) for ix in idx] if batch else [0]
-                raise LinAlgError(
-                    _singular_message(idx, batch), indices=idx, members=members
-                ) from None
+        meta = np.empty((0,) * b_b.ndim, dtype)
+        # Each block solves with NaN for its singular members (never raising), so
+        # that errors="raise" can name *every* singular member, not only those of
+        # the first block to fail.
+        x = da.map_blocks(_dask_solve_block, a_b, b_b, dtype=dtype, chunks=b_b.chunks, meta=meta)
+        if errors == "raise":
+            # all-NaN solution from finite input: a singular member (as on JAX). The
+            # verdict needs every block: the result's blocks wait for all solves.
+            fin = da.logical_and(
+                da.all(da.isfinite(a_b), axis=(-2, -1)), da.all(da.isfinite(b_b), axis=(-2, -1))
+            )
+            bad = da.logical_and(da.all(da.isnan(x), axis=(-2, -1)), fin)
+            import dask
 
-        x = da.map_blocks(block, a_b, b_b, dtype=dtype, chunks=b_b.chunks, meta=np.empty((0,) * b_b.ndim, dtype))
+            verdict = dask.delayed(np.asarray)(bad)
+            x = x.map_blocks(self._raise_if_singular, verdict, a_batch, dtype=dtype, meta=meta)
         return x[..., 0] if vector else x
 
+    def _raise_if_singular(self, x: np.ndarray, bad: np.ndarray, a_batch: tuple[int, ...]) -> np.ndarray:
+        if bad.any():
+            self._raise_singular(bad, a_batch)
+        return x
+
     def _gufunc(self, fn: Any, sig: str, a: Any, nout: int, sizes: dict[str, int], dtypes: Any) -> Any:
+        # meta given explicitly: dask would derive it by casting a sample of `a`
+        # (a complex -> real cast warns with ComplexWarning)
+        core = [c.count(",") + 1 for c in sig.split("->")[1].strip("()").split("),(")]
+        nb = a.ndim - 2
+        metas = [np.empty((0,) * (nb + n), dtype=d) for n, d in zip(core, dtypes if nout > 1 else [dtypes])]
         return self.da.apply_gufunc(
-            fn, sig, self._core_whole(a), output_dtypes=dtypes, output_sizes=sizes, allow_rechunk=False
+            fn, sig, self._core_whole(a), meta=tuple(metas) if nout > 1 else metas[0],
+            output_sizes=sizes, allow_rechunk=False,
         )
 
     def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
@@ -744,12 +835,18 @@ class DaskAdapter(Adapter):
         return x.map_blocks(NUMPY.sigmoid, dtype=x.dtype)
 
 
+def _dask_solve_block(ab: np.ndarray, bb: np.ndarray) -> np.ndarray:
+    return NUMPY.solve(ab, bb, False, "nan")
+
+
 # ====================================================================== strict
 class StrictAdapter(Adapter):
     library = "array-api-strict"
 
     def to_host(self, x: Any) -> np.ndarray:
-        return np.from_dlpack(x).copy()
+        from ..backends import strict_to_numpy
+
+        return strict_to_numpy(x)
 
 
 NUMPY = NumPyAdapter()

@@ -9,7 +9,7 @@ import numpy as np
 
 from ._adapters import Adapter
 
-__all__ = ["as_arrays", "check_errors", "linalg_dtype", "matrix", "promote_linalg"]
+__all__ = ["as_arrays", "check_errors", "linalg_dtype", "matrix", "mixed_dtype", "promote_linalg"]
 
 ERRORS = ("raise", "nan")
 
@@ -85,3 +85,24 @@ def size(shape: tuple[Any, ...]) -> int:
         return math.prod(int(s) for s in shape)
     except (TypeError, ValueError):  # unknown (NaN) Dask dimensions
         return -1
+
+
+_WIDE = {"float64": "float32", "complex128": "complex64"}
+
+
+def mixed_dtype(ad: Adapter, x1: Any, x2: Any) -> Any:
+    """The common dtype of two arrays of different dtypes: NumPy's promotion table.
+
+    The standard leaves mixed kinds (integer with float) undefined: PyTorch and JAX
+    give ``int64 + float32 -> float32``, array-api-strict raises. xlinalg uses
+    NumPy's table on every backend (``int64 + float32 -> float64``,
+    ``int8 + float32 -> float32``), with float64 narrowed to float32 on devices
+    without float64. None where a dtype has no NumPy equivalent (bfloat16).
+    """
+    try:
+        name = np.result_type(np.dtype(ad.dtype_name(x1.dtype)), np.dtype(ad.dtype_name(x2.dtype))).name
+    except TypeError:
+        return None
+    if name in _WIDE and ad.float_dtypes(x1)[1] == ad.xp.float32:
+        name = _WIDE[name]
+    return getattr(ad.xp, name, None)

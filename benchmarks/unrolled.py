@@ -1,0 +1,514 @@
+"""The unrolled small-n solver against each backend's native batched solve (issue 7).
+
+Usage::
+
+    python benchmarks/unrolled.py                  # the targets: ratios in one run (~2 min)
+    python benchmarks/unrolled.py --all --out benchmarks/results/unrolled-cpu.json
+                                                   # + layouts, crossover in n, compile costs (~10 min)
+    python benchmarks/unrolled.py --derive benchmarks/results/unrolled-cpu.json
+                                                   # the selection table derived from a results file
+    python benchmarks/unrolled.py --gpu --out benchmarks/results/unrolled-gpu.json
+                                                   # torch-cuda, jax-gpu, cupy: 1e6 systems, GB/s
+
+Every row times the native call and the unrolled call *interleaved* (A, B, A, B, ...)
+with calibrated inner loops closed by the backend's fence, and reports the medians,
+their ratio (native / unrolled: > 1 means the unrolled solver is faster) and the
+IQRs. The first call of each (compile included) is timed apart. Every unrolled
+result is checked against ``numpy.linalg.solve`` in float64 before it is timed.
+This machine is shared: read ratios from one run, not absolute times across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("JAX_ENABLE_X64", "1")
+
+import contextlib
+
+import numpy as np
+
+from xlinalg import _unrolled as U
+
+N_HEADLINE = 5
+
+
+# ---------------------------------------------------------------------- timing
+def _calibrate(fn: Callable[[], Any], min_time: float) -> int:
+    number = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        if time.perf_counter() - t0 >= min_time:
+            return number
+        number *= 2
+
+
+def _block(fn: Callable[[], Any], number: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number
+
+
+def pair(native: Callable[[], Any], unrolled: Callable[[], Any], *, repeats: int = 7, min_time: float = 0.04) -> dict[str, float]:
+    """Interleaved medians of two fenced callables (both already warm)."""
+    nn, nu = _calibrate(native, min_time), _calibrate(unrolled, min_time)
+    tn, tu = [], []
+    for _ in range(repeats):
+        tn.append(_block(native, nn))
+        tu.append(_block(unrolled, nu))
+    mn, mu = statistics.median(tn), statistics.median(tu)
+    qn, qu = statistics.quantiles(tn, n=4), statistics.quantiles(tu, n=4)
+    return {
+        "native_s": mn,
+        "unrolled_s": mu,
+        "ratio": mn / mu,
+        "native_iqr_rel": (qn[2] - qn[0]) / mn,
+        "unrolled_iqr_rel": (qu[2] - qu[0]) / mu,
+    }
+
+
+def first_call(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------------- backends
+def _data(n: int, batch: int, dtype: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Random systems (randn + 2 sqrt(n) I, so a few are ill-conditioned), one column."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((batch, n, n)) + 2 * np.sqrt(n) * np.eye(n)
+    b = rng.standard_normal((batch, n, 1))
+    return a.astype(dtype), b.astype(dtype)
+
+
+def _check(x: Any, a: np.ndarray, b: np.ndarray) -> None:
+    """A wrong answer is reported as wrong, not fast: GEPP's backward error bound,
+    |b - a x| <= 100 n eps (|a| |x| + |b|), checked in float64 for every member."""
+    x64 = np.asarray(x, dtype=np.float64)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    res = np.abs(a64 @ x64 - b64)
+    bound = 100 * a.shape[-1] * float(np.finfo(a.dtype).eps) * (np.abs(a64) @ np.abs(x64) + np.abs(b64))
+    if not (res <= bound).all():
+        raise AssertionError(f"unrolled result fails the backward-error check by {float((res - bound).max()):.3g}")
+
+
+class Case:
+    """Native and unrolled callables for one backend, with the fence."""
+
+    backend = ""
+
+    def __init__(self, n: int, batch: int, dtype: str, layout: str | None = None, seed: int = 0) -> None:
+        self.n, self.batch, self.dtype, self.layout = n, batch, dtype, layout
+        self.a_np, self.b_np = _data(n, batch, dtype, seed)
+        self.a, self.b = self.put(self.a_np), self.put(self.b_np)
+
+    def put(self, x: np.ndarray) -> Any:
+        return x
+
+    def fence(self, x: Any) -> Any:
+        return x
+
+    def native(self) -> Any:
+        raise NotImplementedError
+
+    def unrolled(self) -> Any:
+        return self.fence(U.solve_unrolled(self.a, self.b, layout=self.layout, **self.kw()))
+
+    def kw(self) -> dict[str, Any]:
+        return {}
+
+    def host(self, x: Any) -> np.ndarray:
+        return np.asarray(x)
+
+
+class NumPyCase(Case):
+    backend = "numpy"
+
+    def native(self) -> Any:
+        return np.linalg.solve(self.a, self.b)
+
+
+class JaxCase(Case):
+    backend = "jax-cpu"
+
+    def put(self, x: np.ndarray) -> Any:
+        import jax
+
+        return jax.device_put(x, jax.devices(self.backend.split("-")[1])[0])
+
+    def fence(self, x: Any) -> Any:
+        return x.block_until_ready()
+
+    def native(self) -> Any:
+        import jax.numpy as jnp
+
+        return jnp.linalg.solve(self.a, self.b).block_until_ready()
+
+
+class JaxGpuCase(JaxCase):
+    backend = "jax-gpu"
+
+
+class TorchCase(Case):
+    backend = "torch-cpu"
+    device = "cpu"
+
+    def put(self, x: np.ndarray) -> Any:
+        import torch
+
+        return torch.from_numpy(x).to(self.device)
+
+    def fence(self, x: Any) -> Any:
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+        return x
+
+    def native(self) -> Any:
+        import torch
+
+        return self.fence(torch.linalg.solve(self.a, self.b))
+
+    def kw(self) -> dict[str, Any]:
+        return {"compile": True}
+
+    def host(self, x: Any) -> np.ndarray:
+        return x.cpu().numpy()
+
+
+class TorchCudaCase(TorchCase):
+    backend = "torch-cuda"
+    device = "cuda"
+
+
+class CuPyCase(Case):
+    backend = "cupy"
+
+    def put(self, x: np.ndarray) -> Any:
+        import cupy
+
+        return cupy.asarray(x)
+
+    def fence(self, x: Any) -> Any:
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+        return x
+
+    def native(self) -> Any:
+        import cupy
+
+        return self.fence(cupy.linalg.solve(self.a, self.b))
+
+    def host(self, x: Any) -> np.ndarray:
+        return x.get()
+
+
+CASES = {c.backend: c for c in (NumPyCase, JaxCase, JaxGpuCase, TorchCase, TorchCudaCase, CuPyCase)}
+
+
+def measure(backend: str, n: int, batch: int, dtype: str = "float64", layout: str | None = None, repeats: int = 7) -> dict[str, Any]:
+    if backend.startswith("jax"):
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+    case = CASES[backend](n, batch, dtype, layout)
+    t_native_first = first_call(case.native)
+    t_unrolled_first = first_call(case.unrolled)
+    _check(case.host(case.unrolled()), case.a_np, case.b_np)
+    row: dict[str, Any] = {
+        "backend": backend,
+        "n": n,
+        "batch": batch,
+        "dtype": dtype,
+        "layout": layout or U.DEFAULT_LAYOUT[backend],
+        "native_first_s": t_native_first,
+        "unrolled_first_s": t_unrolled_first,
+    }
+    row.update(pair(case.native, case.unrolled, repeats=repeats))
+    row["bytes"] = int(case.a_np.nbytes + 2 * case.b_np.nbytes)
+    row["unrolled_GBps"] = row["bytes"] / row["unrolled_s"] / 1e9
+    return row
+
+
+def _show(row: dict[str, Any], target: float | None = None) -> None:
+    tgt = "" if target is None else f"  target >= {target:g}x: {'met' if row['ratio'] >= target else 'NOT met'}"
+    print(
+        f"  {row['backend']:10s} n={row['n']:<2d} {row['batch']:>8d} x {row['dtype']:7s} {row['layout']:11s}"
+        f" native {row['native_s'] * 1e3:9.3f} ms  unrolled {row['unrolled_s'] * 1e3:9.3f} ms"
+        f"  ratio {row['ratio']:5.2f}x  (IQR {row['native_iqr_rel']:.0%}/{row['unrolled_iqr_rel']:.0%};"
+        f" first calls {row['native_first_s']:.2f}/{row['unrolled_first_s']:.2f} s){tgt}",
+        flush=True,
+    )
+
+
+# ---------------------------------------------------------------------- sections
+def headline() -> list[dict[str, Any]]:
+    print("Targets (issue 7): n = 5, float64, ratio = native / unrolled")
+    rows = []
+    for backend, batch, target in (
+        ("jax-cpu", 1000, 1.0),
+        ("jax-cpu", 100_000, 4.0),
+        ("torch-cpu", 100_000, 2.5),
+        ("numpy", 100_000, None),
+    ):
+        row = measure(backend, N_HEADLINE, batch)
+        row["section"] = "headline"
+        row["target"] = target
+        _show(row, target)
+        rows.append(row)
+    return rows
+
+
+def layouts() -> list[dict[str, Any]]:
+    print("Layouts (n = 5, 100000 systems, float64)")
+    rows = []
+    for backend in ("jax-cpu", "torch-cpu", "numpy"):
+        for layout in U.LAYOUTS:
+            row = measure(backend, N_HEADLINE, 100_000, layout=layout, repeats=5)
+            row["section"] = "layout"
+            _show(row)
+            rows.append(row)
+    return rows
+
+
+def _measure_fresh(backend: str, n: int, batch: int, dtype: str) -> dict[str, Any]:
+    """`measure` in a fresh process: NumPy's eager schedule allocates ~200 temporaries
+    per call, and its speed depends on the allocator's state (a process that ran
+    JAX and torch benchmarks first measured it 5x faster than a fresh one)."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--row", backend, str(n), str(batch), dtype],
+        capture_output=True, text=True, check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def crossover(only: set[str] | None = None) -> list[dict[str, Any]]:
+    print("Crossover in n (ratio > 1: the unrolled solver wins)")
+    rows = []
+    plan = [
+        ("jax-cpu", "float64", range(1, U.MAX_N + 1), (100, 1000, 10_000, 100_000)),
+        ("jax-cpu", "float32", range(1, U.MAX_N + 1), (100, 1000, 10_000, 100_000)),
+        ("torch-cpu", "float64", (1, 2, 3, 4, 5, 6, 8), (1000, 10_000, 100_000)),
+        ("numpy", "float64", (1, 2, 3, 4, 5, 8), (1000, 10_000, 100_000)),
+    ]
+    for backend, dtype, ns, batches in plan:
+        if only and backend not in only:
+            continue
+        for n in ns:
+            for batch in batches:
+                try:
+                    if backend == "numpy":
+                        row = _measure_fresh(backend, n, batch, dtype)
+                    else:
+                        row = measure(backend, n, batch, dtype, repeats=5)
+                except Exception as exc:  # recorded, and the run goes on
+                    row = {"backend": backend, "n": n, "batch": batch, "dtype": dtype, "error": repr(exc)[:300]}
+                    print(f"  {backend} n={n} {batch} {dtype}: ERROR {row['error']}", flush=True)
+                    continue
+                row["section"] = "crossover"
+                _show(row)
+                rows.append(row)
+    return rows
+
+
+_TORCH_COLD = textwrap.dedent(
+    """
+    import json, time, numpy as np, torch
+    from xlinalg._unrolled import solve_unrolled
+    a = torch.from_numpy(np.random.default_rng(0).standard_normal((1000, {n}, {n})) + 3 * np.eye({n}))
+    b = torch.ones(1000, {n}, 1, dtype=torch.float64)
+    t0 = time.perf_counter(); solve_unrolled(a, b, compile=True); t1 = time.perf_counter()
+    solve_unrolled(a, b, compile=True); t2 = time.perf_counter()
+    print(json.dumps({{"first_call_s": t1 - t0, "second_call_s": t2 - t1}}))
+    """
+)
+
+
+def compile_costs() -> list[dict[str, Any]]:
+    """torch.compile in fresh processes: a cold on-disk cache, then the warm cache."""
+    print("torch.compile cost, fresh processes (includes importing torch's compiler stack)")
+    rows = []
+    for n in (2, 5, 8):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache)
+            for state in ("cold", "warm"):
+                out = subprocess.run(
+                    [sys.executable, "-c", _TORCH_COLD.format(n=n)], env=env, capture_output=True, text=True, check=True
+                )
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                row = {"section": "compile", "backend": "torch-cpu", "n": n, "cache": state, **r}
+                print(f"  torch-cpu n={n} {state} on-disk cache: first call {r['first_call_s']:.1f} s", flush=True)
+                rows.append(row)
+    return rows
+
+
+def gpu() -> list[dict[str, Any]]:
+    print("GPU (n = 5, 1e6 systems): ratio and achieved bandwidth of the unrolled solver")
+    rows = []
+    from xlinalg import backends
+
+    for backend in ("torch-cuda", "jax-gpu", "cupy"):
+        reason = backends.get_backend(backend).unavailable_reason()
+        if reason is not None:
+            print(f"  {backend}: skipped ({reason})")
+            continue
+        for dtype in ("float64", "float32"):
+            for layout in U.LAYOUTS:
+                row = measure(backend, N_HEADLINE, 1_000_000, dtype, layout=layout)
+                row["section"] = "gpu"
+                row["device"] = backends.get_backend(backend).device_name()
+                _show(row, 5.0)
+                print(f"    {row['unrolled_GBps']:.1f} GB/s moved (a, b, x) on {row['device']}")
+                rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------------- the selection rule
+def derive(results: dict[str, Any], margin: float = 1.2) -> dict[tuple[str, str], dict[str, Any]]:
+    """The selection table from crossover rows.
+
+    Per (backend, dtype): for each n, the smallest measured batch from which the
+    unrolled solver wins by `margin` (20%, above this machine's noise) at *every*
+    larger measured batch (`batch_min`, per n); `n_max` is the largest n such that
+    every n from 1 up has one. Per n, `extra_first_call_s` is the median first-call
+    time beyond the native path's own first call (the compile), and
+    `saving_per_system_s` the smallest steady-state saving from `batch_min` up:
+    together they say how many same-shape calls amortize a compile.
+    torch: `warm_only` (its 5-60 s compile is never started automatically).
+    """
+    table: dict[tuple[str, str], dict[str, Any]] = {}
+    rows = [r for r in results["crossover"] if "ratio" in r]
+    for key in sorted({(r["backend"], r["dtype"]) for r in rows}):
+        mine = [r for r in rows if (r["backend"], r["dtype"]) == key]
+        per_n: dict[int, int] = {}
+        for n in sorted({r["n"] for r in mine}):
+            rn = sorted((r for r in mine if r["n"] == n), key=lambda r: r["batch"])
+            wins = [r["ratio"] >= margin for r in rn]
+            for i in range(len(rn)):
+                if all(wins[i:]):
+                    per_n[n] = rn[i]["batch"]
+                    break
+        n_max = 0
+        while n_max + 1 in per_n:
+            n_max += 1
+        if n_max == 0:
+            continue
+        extra, saving = [], []
+        for n in range(1, n_max + 1):
+            chosen = [r for r in mine if r["n"] == n and r["batch"] >= per_n[n]]
+            extra.append(round(statistics.median(
+                max(0.0, r["unrolled_first_s"] - r["native_first_s"]) for r in chosen), 3))
+            saving.append(float(f"{min((r['native_s'] - r['unrolled_s']) / r['batch'] for r in chosen):.3g}"))
+        table[key] = {
+            "n_max": n_max,
+            "batch_min": tuple(per_n[n] for n in range(1, n_max + 1)),
+            "warm_only": key[0].startswith("torch"),
+            "extra_first_call_s": tuple(extra),
+            "saving_per_system_s": tuple(saving),
+        }
+    return table
+
+
+def _env() -> dict[str, Any]:
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "numpy": np.__version__,
+        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    try:
+        with open("/proc/cpuinfo") as f:
+            env["cpu"] = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    for mod in ("jax", "torch"):
+        with contextlib.suppress(ImportError):
+            env[mod] = __import__(mod).__version__
+    env["jax_cpu_chunk"] = U._JAX_CPU_CHUNK
+    env["jax_cpu_options"] = U._JAX_CPU_OPTIONS
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--all", action="store_true", help="also layouts, crossover in n and compile costs")
+    p.add_argument("--gpu", action="store_true", help="the GPU backends (1e6 systems)")
+    p.add_argument("--out", help="write the results (JSON) here")
+    p.add_argument("--derive", metavar="RESULTS", help="print the selection table derived from a results file")
+    p.add_argument("--only", help="crossover: only these backends (comma-separated)")
+    p.add_argument("--merge", action="store_true", help="crossover only, merged into the --out file")
+    p.add_argument("--row", nargs=4, metavar=("BACKEND", "N", "BATCH", "DTYPE"), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.row:
+        backend, n, batch, dtype = args.row
+        print(json.dumps(measure(backend, int(n), int(batch), dtype, repeats=5)))
+        return 0
+    if args.derive:
+        with open(args.derive) as f:
+            table = derive(json.load(f))
+        for (backend, dtype), rule in table.items():
+            print(f"    ({backend!r}, {dtype!r}): SelectionRule(**{rule}),")
+        return 0
+    if args.merge:
+        if not args.out:
+            p.error("--merge needs --out")
+        with open(args.out) as f:
+            results = json.load(f)
+        only = set(args.only.split(",")) if args.only else None
+        new = crossover(only)
+        redone = {(r["backend"], r["dtype"]) for r in new}
+        results["crossover"] = [r for r in results["crossover"] if (r["backend"], r["dtype"]) not in redone] + new
+        results["selection"] = {f"{k[0]}/{k[1]}": v for k, v in derive(results).items()}
+        results.setdefault("merged", []).append({"time": time.strftime("%Y-%m-%d %H:%M:%S"), "backends": sorted(only or [])})
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=1)
+        for k, v in results["selection"].items():
+            print(f"  {k}: {v}")
+        return 0
+    results: dict[str, Any] = {"env": _env(), "headline": [], "layout": [], "crossover": [], "compile": [], "gpu": []}
+
+    def save() -> None:  # after each section: an interrupted run keeps what it measured
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(results, f, indent=1)
+
+    if args.gpu:
+        results["gpu"] = gpu()
+        save()
+    else:
+        results["headline"] = headline()
+        save()
+        if args.all:
+            for name, fn in (("layout", layouts), ("crossover", crossover), ("compile", compile_costs)):
+                results[name] = fn()
+                save()
+            results["selection"] = {f"{k[0]}/{k[1]}": v for k, v in derive(results).items()}
+            print("Selection table derived from this run:")
+            for k, v in results["selection"].items():
+                print(f"  {k}: {v}")
+            save()
+    if args.out:
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

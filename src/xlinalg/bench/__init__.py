@@ -1,0 +1,91 @@
+"""The xlinalg benchmark engine: device-correct timing across array libraries.
+
+Public API
+----------
+Declaring cases
+    :class:`Case`, :func:`register_case`, :func:`get_case`, :func:`case_names`,
+    :func:`load_case_file`, :class:`Ctx`
+Timing
+    :class:`Timer`, :class:`TimerConfig`, :class:`Measurement`, :class:`Stats`
+Running
+    :class:`RunConfig`, :func:`run_benchmark`, :func:`plan_cells`,
+    :func:`execute_cell`, :func:`make_cell`, :func:`check_result`,
+    :func:`fence_selfcheck`, :class:`RunSummary`, :class:`BenchUsageError`
+Storing
+    :class:`ResultStore`, :func:`read_results`, :class:`ResultsFile`,
+    :class:`ResultsFileError`, :data:`SCHEMA_VERSION`
+Environment
+    :func:`collect_env`
+
+Importing this package imports no array library but NumPy, and none of rich,
+threadpoolctl or psutil (they are imported where used).
+"""
+
+from ._cases import (
+    DTYPES,
+    SCALES,
+    Case,
+    Ctx,
+    case_names,
+    format_size,
+    get_case,
+    load_case_file,
+    register_case,
+    unregister_case,
+)
+from ._cell import check_result, execute_cell, make_cell
+from ._env import collect_env
+from ._runner import (
+    BenchUsageError,
+    RunConfig,
+    RunSummary,
+    plan_cells,
+    run_benchmark,
+    validate_config,
+)
+from ._selfcheck import fence_selfcheck
+from ._store import (
+    SCHEMA_VERSION,
+    ResultsFile,
+    ResultsFileError,
+    ResultsFileWarning,
+    ResultStore,
+    cell_key,
+    read_results,
+)
+from ._timer import Measurement, Stats, Timer, TimerConfig
+
+__all__ = [
+    "BenchUsageError",
+    "Case",
+    "Ctx",
+    "DTYPES",
+    "Measurement",
+    "ResultStore",
+    "ResultsFile",
+    "ResultsFileError",
+    "ResultsFileWarning",
+    "RunConfig",
+    "RunSummary",
+    "SCALES",
+    "SCHEMA_VERSION",
+    "Stats",
+    "Timer",
+    "TimerConfig",
+    "case_names",
+    "cell_key",
+    "check_result",
+    "collect_env",
+    "execute_cell",
+    "fence_selfcheck",
+    "format_size",
+    "get_case",
+    "load_case_file",
+    "make_cell",
+    "plan_cells",
+    "read_results",
+    "register_case",
+    "run_benchmark",
+    "unregister_case",
+    "validate_config",
+]

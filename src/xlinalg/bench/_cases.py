@@ -1,0 +1,365 @@
+"""Benchmark cases: what to time, declared as data.
+
+A :class:`Case` says everything the runner needs and nothing about *how* to
+time: its sizes at each scale, how to make float64 inputs from a seeded NumPy
+generator, the operation (given a :class:`Ctx` that holds the backend's native
+namespace), a float64 NumPy reference, flop and byte counts for GFLOP/s and
+GB/s, and which backends, dtypes or sizes it skips and why.
+
+Adding a case is one call::
+
+    from xlinalg.bench import Case, register_case
+
+    register_case(Case(
+        name="matmul",
+        doc="A1: GEMM a @ b, (m, k) x (k, n)",
+        sizes={"quick": [(64, 64, 64)], "default": [(128, 256, 512)], "full": [...]},
+        size_names=("m", "k", "n"),
+        setup=lambda rng, s: (rng.standard_normal(s[:2]), rng.standard_normal(s[1:])),
+        op=lambda ctx, a, b: ctx.xp.matmul(a, b),
+        reference=np.matmul,
+        flops=lambda s: 2.0 * s[0] * s[1] * s[2],
+        bytes=lambda s, itemsize: itemsize * (s[0] * s[1] + s[1] * s[2] + s[0] * s[2]),
+        skip={"array-api-strict": "why it is skipped"},
+    ))
+
+Inputs are generated in float64 and cast to the run's dtype once on the host;
+the reference is computed in float64 from the *cast* values, so the check
+measures the backend's rounding, not the cast. Every backend gets identical
+inputs (their SHA-256 is recorded).
+
+Extra cases can live in any Python file passed with ``xlinalg bench
+--case-file FILE`` (it is imported by the runner and by each worker process).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DTYPES",
+    "SCALES",
+    "Case",
+    "Ctx",
+    "case_names",
+    "format_size",
+    "get_case",
+    "load_case_file",
+    "native_namespace",
+    "register_case",
+    "unregister_case",
+]
+
+#: Scales of a run, smallest first.
+SCALES: tuple[str, ...] = ("quick", "default", "full")
+#: The dtypes a run can ask for.
+DTYPES: tuple[str, ...] = ("float64", "float32", "float16", "bfloat16")
+
+Size = int | tuple[int, ...]
+
+#: default relative (norm-wise) tolerance per dtype for the correctness check
+DEFAULT_RTOL: dict[str, float] = {
+    "float64": 1e-10,
+    "float32": 1e-4,
+    "float16": 1e-2,
+    "bfloat16": 5e-2,
+}
+
+
+@dataclass
+class Ctx:
+    """What an operation sees: the backend and its native namespace.
+
+    Attributes
+    ----------
+    backend : str
+        The backend id, e.g. ``"torch-cpu"``.
+    xp : module
+        The backend's own namespace: ``numpy``, ``torch``, ``cupy``,
+        ``jax.numpy``, ``dask.array`` or ``array_api_strict``.
+    xl : module
+        :mod:`xlinalg` itself, for cases that time xlinalg's functions.
+    dtype : str
+        The run's dtype name.
+    native_dtype : object
+        The dtype object of `xp` for `dtype`.
+    size : int or tuple of int
+        The size being timed.
+    """
+
+    backend: str
+    xp: Any
+    xl: Any
+    dtype: str
+    native_dtype: Any
+    size: Any
+
+
+@dataclass
+class Case:
+    """One benchmark operation.
+
+    Parameters
+    ----------
+    name : str
+        The id used on the command line (``--cases``).
+    sizes : mapping of scale -> list of sizes
+        Sizes for ``"quick"``, ``"default"`` and ``"full"`` (a missing scale
+        falls back to the next smaller one). A size is an int or a tuple of ints.
+    setup : callable ``(rng, size) -> tuple of float64 ndarrays``
+        Makes the inputs from a seeded ``numpy.random.Generator``. Never timed.
+    op : callable ``(ctx, *inputs) -> array``
+        The timed operation. Inputs arrive on the backend, in the run's dtype.
+    reference : callable ``(*float64 ndarrays) -> ndarray``, optional
+        The float64 NumPy result to compare with; ``None``: the result is not checked.
+    flops : callable ``size -> float``, optional
+        Floating-point operations of one call (for GFLOP/s).
+    bytes : callable ``(size, itemsize) -> float``, optional
+        Bytes one call must move at least (inputs read + output written, for GB/s).
+    doc : str
+        One line shown by ``xlinalg bench --list-cases`` and stored with results.
+    size_names : tuple of str
+        Names of the size's components (``("m", "k", "n")``), for the records.
+    dtypes : tuple of str
+        The dtypes this case supports; others are recorded as skipped.
+    skip : mapping backend -> reason
+        Backends this case does not run on, with the reason recorded.
+    skip_if : callable ``(backend, dtype, size) -> str | None``, optional
+        A finer skip rule; returns the reason or None.
+    rtol : mapping dtype -> float, or callable ``(dtype, size) -> float``
+        Norm-wise relative tolerance ``max|r - ref| / max|ref|`` of the check.
+    build : callable ``ctx -> callable``, optional
+        Makes the callable that is timed (e.g. ``jax.jit`` of a function), once
+        per cell, untimed; the first call (compilation) is recorded apart. When
+        given, `op` is ignored and the built callable is called with the inputs.
+    parse_size : callable ``str -> size``, optional
+        Parses a ``--sizes`` item; default: ``"64"`` -> 64 and ``"2x3x4"`` -> (2, 3, 4),
+        then :attr:`normalize_size`.
+    normalize_size : callable ``size -> size``, optional
+        Turns a user-given size into the case's form (``64`` -> ``(64, 64, 64)``).
+    result_for_check : callable, optional
+        Maps the result, brought to the host as NumPy (a tuple for several
+        outputs), to what `reference` returns, before the comparison: e.g. the
+        singular values of an ``SVDResult``, or ``U @ diag(S) @ Vh`` (signs of
+        singular vectors are not unique).
+    """
+
+    name: str
+    sizes: Mapping[str, Sequence[Size]]
+    setup: Callable[[np.random.Generator, Any], tuple[np.ndarray, ...]]
+    op: Callable[..., Any] | None = None
+    reference: Callable[..., Any] | None = None
+    flops: Callable[[Any], float] | None = None
+    bytes: Callable[[Any, int], float] | None = None
+    doc: str = ""
+    size_names: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ("float64", "float32")
+    skip: Mapping[str, str] = field(default_factory=dict)
+    skip_if: Callable[[str, str, Any], str | None] | None = None
+    rtol: Mapping[str, float] | Callable[[str, Any], float] | None = None
+    build: Callable[[Ctx], Callable[..., Any]] | None = None
+    parse_size: Callable[[str], Any] | None = None
+    normalize_size: Callable[[Any], Any] | None = None
+    result_for_check: Callable[[Any], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name or any(c in self.name for c in " ,|="):
+            raise ValueError(f"case name must be a non-empty word, got {self.name!r}")
+        if self.op is None and self.build is None:
+            raise ValueError(f"case {self.name!r}: give `op` or `build`")
+        unknown = set(self.sizes) - set(SCALES)
+        if unknown:
+            raise ValueError(f"case {self.name!r}: unknown scales {sorted(unknown)}; valid: {SCALES}")
+        if not any(self.sizes.get(s) for s in SCALES):
+            raise ValueError(f"case {self.name!r}: no sizes")
+
+    # -------------------------------------------------------------- sizes
+    def sizes_for(self, scale: str) -> list[Any]:
+        """The sizes at `scale` (falling back to the nearest smaller scale that has some)."""
+        if scale not in SCALES:
+            raise ValueError(f"unknown scale {scale!r}; valid: {', '.join(SCALES)}")
+        i = SCALES.index(scale)
+        for s in (*SCALES[i::-1], *SCALES[i + 1 :]):
+            if self.sizes.get(s):
+                return [self.normalize(x) for x in self.sizes[s]]
+        return []  # pragma: no cover - __post_init__ forbids it
+
+    def normalize(self, size: Any) -> Any:
+        """The canonical form of `size` (ints; tuples for several components)."""
+        if isinstance(size, list):
+            size = tuple(size)
+        if self.normalize_size is not None:
+            size = self.normalize_size(size)
+        if isinstance(size, tuple):
+            return tuple(int(v) for v in size)
+        return int(size)
+
+    def parse(self, text: str) -> Any:
+        """A size from its command-line form."""
+        if self.parse_size is not None:
+            return self.normalize(self.parse_size(text))
+        parts = text.lower().replace("×", "x").split("x")
+        try:
+            vals = tuple(int(p) for p in parts)
+        except ValueError:
+            raise ValueError(
+                f"case {self.name!r}: size {text!r} is not an integer or AxB... of integers"
+            ) from None
+        if any(v < 0 for v in vals):
+            raise ValueError(f"case {self.name!r}: size {text!r} has a negative component")
+        return self.normalize(vals[0] if len(vals) == 1 else vals)
+
+    # -------------------------------------------------------------- rules
+    def skip_reason(self, backend: str, dtype: str, size: Any) -> str | None:
+        """Why this cell is not run, or None."""
+        if backend in self.skip:
+            return self.skip[backend]
+        if dtype not in self.dtypes:
+            return f"case {self.name!r} supports dtypes {', '.join(self.dtypes)}, not {dtype}"
+        if self.skip_if is not None:
+            return self.skip_if(backend, dtype, size)
+        return None
+
+    def tolerance(self, dtype: str, size: Any) -> float:
+        """The norm-wise relative tolerance of the correctness check."""
+        if callable(self.rtol):
+            return float(self.rtol(dtype, size))
+        if self.rtol is not None and dtype in self.rtol:
+            return float(self.rtol[dtype])
+        return DEFAULT_RTOL.get(dtype, 1e-2)
+
+    def params(self, size: Any) -> dict[str, int]:
+        """`size` as named parameters (``{"m": 128, "k": 256, "n": 512}``)."""
+        comps = size if isinstance(size, tuple) else (size,)
+        names = self.size_names or (
+            ("n",) if len(comps) == 1 else tuple(f"d{i}" for i in range(len(comps)))
+        )
+        if len(names) != len(comps):
+            names = tuple(f"d{i}" for i in range(len(comps)))
+        return dict(zip(names, comps))
+
+
+def format_size(size: Any) -> str:
+    """``5`` -> ``"5"``; ``(128, 256, 512)`` -> ``"128x256x512"``."""
+    if isinstance(size, (tuple, list)):
+        return "x".join(str(int(v)) for v in size)
+    return str(int(size))
+
+
+# ---------------------------------------------------------------------- registry
+_CASES: dict[str, Case] = {}
+
+
+def register_case(case: Case, *, replace: bool = False) -> Case:
+    """Add `case` to the registry (``replace=True`` to redefine a name)."""
+    _load_builtin()  # built-in cases first, whoever registers first
+    if case.name in _CASES and not replace and _CASES[case.name] is not case:
+        raise ValueError(f"a case named {case.name!r} is already registered")
+    _CASES[case.name] = case
+    return case
+
+
+def unregister_case(name: str) -> None:
+    """Remove a case from the registry (tests, plugins); no error if absent."""
+    _CASES.pop(name, None)
+
+
+def get_case(name: str) -> Case:
+    """The case called `name`; ValueError listing the valid names otherwise."""
+    _load_builtin()
+    try:
+        return _CASES[name]
+    except KeyError:
+        raise ValueError(f"unknown case {name!r}; valid cases: {', '.join(case_names())}") from None
+
+
+def case_names() -> list[str]:
+    """Registered case names, in registration order."""
+    _load_builtin()
+    return list(_CASES)
+
+
+_builtin_loaded = False
+
+
+def _load_builtin() -> None:
+    global _builtin_loaded
+    if not _builtin_loaded:
+        _builtin_loaded = True
+        importlib.import_module("xlinalg.bench._suite")
+
+
+_loaded_files: dict[str, Any] = {}
+
+
+def load_case_file(path: str | os.PathLike[str]) -> list[str]:
+    """Import a Python file that registers cases; return the names it added.
+
+    The file is run as a module (it is code the user chose to run, like a
+    ``conftest.py``); nothing is ever loaded from a results file.
+    """
+    _load_builtin()
+    p = Path(path).resolve()
+    if not p.is_file():
+        raise ValueError(f"case file {str(path)!r} does not exist")
+    key = str(p)
+    if key in _loaded_files:
+        return _loaded_files[key]
+    before = set(_CASES)
+    mod_name = f"_xlinalg_case_file_{len(_loaded_files)}_{p.stem}"
+    spec = importlib.util.spec_from_file_location(mod_name, p)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"cannot import case file {str(path)!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    spec.loader.exec_module(module)
+    added = [n for n in _CASES if n not in before]
+    _loaded_files[key] = added
+    return added
+
+
+# ---------------------------------------------------------------------- namespaces
+def native_namespace(backend: str) -> Any:
+    """The backend's own array namespace (imports the library)."""
+    if backend == "numpy":
+        return np
+    if backend.startswith("torch"):
+        import torch
+
+        return torch
+    if backend == "cupy":
+        import cupy
+
+        return cupy
+    if backend.startswith("jax"):
+        import jax.numpy as jnp
+
+        return jnp
+    if backend == "dask":
+        import dask.array as da
+
+        return da
+    if backend == "array-api-strict":
+        import array_api_strict
+
+        return array_api_strict
+    raise ValueError(f"no native namespace for backend {backend!r}")
+
+
+def native_dtype(backend: str, dtype: str) -> Any:
+    """The dtype object called `dtype` in `backend`'s namespace."""
+    xp = native_namespace(backend)
+    if backend == "dask":
+        xp = np
+    if dtype == "bfloat16" and xp is np:
+        raise TypeError(f"{backend} has no bfloat16")
+    return getattr(xp, dtype)

@@ -1,0 +1,429 @@
+"""One cell of a benchmark (case x backend x dtype x size), run in this process.
+
+:func:`execute_cell` is what a worker process runs for each request, and what
+the runner runs directly when isolation is off. It never raises for a failing
+cell: the failure becomes the record (``status="failed"`` with an ``error``
+of kind ``"oom"``, ``"error"`` or ``"timeout"``), and memory is released.
+
+Order of work inside a cell (only step 5 is timed):
+
+1. inputs made in float64 from a seeded generator (the seed depends on the
+   case and size only, so every backend and dtype gets the same numbers);
+2. cast to the run's dtype on the host; SHA-256 of the inputs recorded;
+3. float64 NumPy reference from the cast values;
+4. inputs moved to the backend and fenced;
+5. :class:`~xlinalg.bench.Timer` with the backend's fence inside every block;
+6. the last timed result compared with the reference;
+7. peak memory in one more, separate call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import signal
+import threading
+import time
+import traceback
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ._cases import Case, Ctx, format_size, get_case, native_dtype, native_namespace
+from ._memory import measure_memory, release_memory
+from ._store import cell_key
+from ._timer import Timer, TimerConfig, cuda_event_clock
+
+__all__ = ["CellTimeout", "check_result", "classify_error", "execute_cell", "make_cell"]
+
+
+class CellTimeout(Exception):
+    """A cell ran past its time limit."""
+
+
+_OOM_TYPES = ("OutOfMemoryError", "_ArrayMemoryError", "MemoryError", "CUDAOutOfMemoryError")
+_OOM_TEXT = ("out of memory", "resource_exhausted", "cannot allocate memory",
+             "failed to allocate", "unable to allocate")
+
+
+def classify_error(exc: BaseException) -> dict[str, str]:
+    """``{"kind", "type", "message"}`` of a failure; kind is "oom", "timeout" or "error"."""
+    name = type(exc).__name__
+    msg = str(exc).strip()
+    first = msg.splitlines()[0] if msg else name
+    if isinstance(exc, CellTimeout):
+        kind = "timeout"
+    elif isinstance(exc, MemoryError) or name in _OOM_TYPES or any(
+        t in msg.lower() for t in _OOM_TEXT
+    ):
+        kind = "oom"
+    else:
+        kind = "error"
+    return {
+        "kind": kind,
+        "type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
+        "message": first[:500],
+    }
+
+
+def cell_seed(seed: int, case: str, size_label: str) -> int:
+    """Seed of a cell's inputs: the same for every backend and dtype."""
+    return zlib.crc32(f"{seed}|{case}|{size_label}".encode()) ^ (seed & 0xFFFFFFFF)
+
+
+def make_cell(
+    case: str | Case,
+    backend: str,
+    size: Any,
+    *,
+    dtype: str = "float64",
+    seed: int = 0,
+    timer: TimerConfig | None = None,
+    check: bool = True,
+    memory: bool = True,
+    threads: int | None = None,
+    allow_tf32: bool = False,
+) -> dict[str, Any]:
+    """The JSON-able description of one cell (what a worker is sent)."""
+    c = get_case(case) if isinstance(case, str) else case
+    size = c.normalize(size)
+    label = format_size(size)
+    return {
+        "case": c.name,
+        "backend": backend,
+        "dtype": dtype,
+        "size": list(size) if isinstance(size, tuple) else size,
+        "size_label": label,
+        "key": cell_key(c.name, backend, dtype, label),
+        "seed": seed,
+        "timer": (timer or TimerConfig()).to_dict(),
+        "check": check,
+        "memory": memory,
+        "threads": threads,
+        "allow_tf32": allow_tf32,
+    }
+
+
+# ---------------------------------------------------------------------- data
+def _host_cast(arr: np.ndarray, dtype: str) -> np.ndarray:
+    """`arr` rounded to `dtype` on the host (bfloat16 via ml_dtypes, held as float32)."""
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return np.asarray(arr, dtype=np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+    return np.ascontiguousarray(arr, dtype=np.dtype(dtype))
+
+
+def _to_backend(backend: Any, host: np.ndarray, dtype: str) -> Any:
+    x = backend.from_numpy(host)
+    if dtype == "bfloat16":  # host holds bf16-exact float32 values: cast on the backend
+        nd = native_dtype(backend.name, dtype)
+        x = x.to(nd) if hasattr(x, "to") and backend.name.startswith("torch") else x.astype(nd)
+    return x
+
+
+def _materialize(backend: Any, out: Any) -> Any:
+    """A lazy backend's result evaluated (each member of a tuple result)."""
+    if isinstance(out, (tuple, list)):
+        import dask
+
+        return tuple(dask.compute(*out))
+    return backend.materialize(out)
+
+
+def _result_to_numpy(backend: Any, x: Any) -> Any:
+    """The host form of a result; a tuple result (e.g. ``SVDResult``) becomes a tuple."""
+    if isinstance(x, (tuple, list)):
+        return tuple(_result_to_numpy(backend, v) for v in x)
+    if isinstance(x, np.ndarray):
+        return x
+    if backend.name.startswith("torch") and hasattr(x, "dtype"):
+        import torch
+
+        if x.dtype in (torch.bfloat16, torch.float16):
+            x = x.float()
+    out = backend.to_numpy(x)
+    return np.asarray(out)
+
+
+def _layout(x: Any) -> dict[str, Any]:
+    info: dict[str, Any] = {"shape": [int(s) for s in getattr(x, "shape", ())]}
+    if isinstance(x, np.ndarray):
+        info["c_contiguous"] = bool(x.flags.c_contiguous)
+    elif hasattr(x, "is_contiguous"):
+        info["c_contiguous"] = bool(x.is_contiguous())
+    elif hasattr(x, "chunks"):
+        info["chunks"] = [[int(c) for c in ch] for ch in x.chunks]
+    else:
+        info["c_contiguous"] = True  # JAX and array-api-strict arrays are row-major
+    return info
+
+
+def check_result(result: Any, reference: Any, rtol: float) -> dict[str, Any]:
+    """Compare `result` with a float64 `reference`: norm-wise relative error.
+
+    ``max_rel_err = max|r - ref| / max|ref|``; the verdict is "ok" when it is at
+    most `rtol`, "wrong" otherwise (also for a shape mismatch or non-finite values
+    where the reference is finite). Tuples (several outputs) are compared member
+    by member; the worst member decides.
+    """
+    if isinstance(reference, (tuple, list)):
+        if not isinstance(result, (tuple, list)) or len(result) != len(reference):
+            n = len(result) if isinstance(result, (tuple, list)) else 1
+            return {"rtol": float(rtol), "reference": "numpy float64", "verdict": "wrong",
+                    "max_rel_err": None, "max_abs_err": None,
+                    "message": f"{n} outputs, the reference has {len(reference)}"}
+        parts = [check_result(r, f, rtol) for r, f in zip(result, reference)]
+        failing = [p for p in parts if p["verdict"] != "ok"]
+        worst = failing[0] if failing else max(parts, key=lambda p: p["max_rel_err"] or 0.0)
+        combined = dict(worst)
+        combined["members"] = parts
+        return combined
+    ref = np.asarray(reference, dtype=np.float64)
+    out: dict[str, Any] = {"rtol": float(rtol), "reference": "numpy float64"}
+    r = np.asarray(result)
+    if r.shape != ref.shape:
+        out.update(verdict="wrong", max_rel_err=None, max_abs_err=None,
+                   message=f"shape {tuple(r.shape)} != reference shape {tuple(ref.shape)}")
+        return out
+    r = r.astype(np.float64)
+    if ref.size == 0:
+        out.update(verdict="ok", max_rel_err=0.0, max_abs_err=0.0)
+        return out
+    bad = ~np.isfinite(r) & np.isfinite(ref)
+    if bad.any():
+        out.update(verdict="wrong", max_rel_err=None, max_abs_err=None,
+                   message=f"{int(bad.sum())} non-finite values where the reference is finite")
+        return out
+    diff = np.abs(r - ref)
+    diff[~np.isfinite(ref)] = 0.0
+    abs_err = float(diff.max())
+    scale = float(np.abs(ref[np.isfinite(ref)]).max()) if np.isfinite(ref).any() else 0.0
+    rel = abs_err / scale if scale > 0 else abs_err
+    out.update(verdict="ok" if rel <= rtol else "wrong", max_abs_err=abs_err, max_rel_err=rel)
+    if rel > rtol:
+        out["message"] = f"max relative error {rel:.3g} > tolerance {rtol:.3g}"
+    return out
+
+
+# ---------------------------------------------------------------------- time limit
+@contextlib.contextmanager
+def alarm(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`CellTimeout` after `seconds` (main thread, POSIX; best effort).
+
+    A Python signal handler runs only between bytecodes: a long C call (a LAPACK
+    routine) is interrupted only when it returns. Worker processes, killed by the
+    runner, are the robust limit; this is the in-process fallback.
+    """
+    usable = (
+        seconds is not None
+        and seconds > 0
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def _handler(signum: int, frame: Any) -> None:
+        raise CellTimeout(f"cell ran past the time limit of {seconds:g} s")
+
+    old = signal.signal(signal.SIGALRM, _handler)
+    signal.setitimer(signal.ITIMER_REAL, float(seconds))  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+# ---------------------------------------------------------------------- the cell
+_JAX_FENCE = "per block: jax.block_until_ready on every result of the block"
+_FENCES = {
+    "jax-cpu": _JAX_FENCE,
+    "jax-gpu": _JAX_FENCE,
+    "torch-cuda": "per block: torch.cuda.synchronize (+ CUDA events for device time)",
+    "cupy": "per block: current-stream synchronize (+ CUDA events for device time)",
+}
+
+def execute_cell(
+    cell: dict[str, Any],
+    *,
+    backend_state: dict[str, Any] | None = None,
+    time_limit: float | None = None,
+) -> dict[str, Any]:
+    """Run one cell in this process and return its result record (never raises
+    for a failure of the cell; KeyboardInterrupt and SystemExit propagate).
+
+    Parameters
+    ----------
+    cell : dict
+        From :func:`make_cell`.
+    backend_state : dict, optional
+        The fairness state of the backend in this process (``_env.backend_state``),
+        merged into the record.
+    time_limit : float, optional
+        In-process best-effort limit (see :func:`alarm`).
+    """
+    from .. import backends as _backends
+
+    t_start = time.perf_counter()
+    case = get_case(cell["case"])
+    size = case.normalize(cell["size"])
+    backend_name, dtype = cell["backend"], cell["dtype"]
+    label = format_size(size)
+    rec: dict[str, Any] = {
+        "key": cell_key(case.name, backend_name, dtype, label),
+        "case": case.name,
+        "backend": backend_name,
+        "dtype": dtype,
+        "size": list(size) if isinstance(size, tuple) else size,
+        "size_label": label,
+        "params": case.params(size),
+        "case_doc": case.doc,
+    }
+    state = backend_state or {}
+    rec["backend_info"] = {k: state.get(k) for k in ("version", "device")}
+    reason = case.skip_reason(backend_name, dtype, size)
+    if reason is not None:
+        rec.update(status="skipped", skip_reason=reason, cell_wall_s=0.0)
+        return rec
+
+    seed = cell_seed(int(cell.get("seed", 0)), case.name, label)
+    rec["seed"] = seed
+    cfg = TimerConfig(**cell.get("timer", {}))
+    inputs: list[Any] = []
+    host: list[np.ndarray] = []
+    ref: Any = None
+    timer: Timer | None = None
+    try:
+        with alarm(time_limit):
+            backend = _backends.get_backend(backend_name)
+            backend.require()
+            # 1-3: identical inputs, cast once, reference from the cast values
+            rng = np.random.default_rng(seed)
+            host = [_host_cast(np.asarray(a, dtype=np.float64), dtype)
+                    for a in case.setup(rng, size)]
+            digest = hashlib.sha256()
+            for h in host:
+                digest.update(str(h.shape).encode())
+                digest.update(np.ascontiguousarray(h).tobytes())
+            if cell.get("check", True) and case.reference is not None:
+                ref = case.reference(*[h.astype(np.float64) for h in host])
+            # 4: on the backend, fenced, outside the timed region
+            xp = native_namespace(backend_name)
+            ctx = Ctx(backend=backend_name, xp=xp, xl=_xlinalg(), dtype=dtype,
+                      native_dtype=native_dtype(backend_name, dtype), size=size)
+            inputs = [_to_backend(backend, h, dtype) for h in host]
+            if not backend.lazy:
+                backend.synchronize(*inputs)
+            # The timed callable adds as few Python frames as possible around the
+            # operation (functools.partial calls in C): a 5x5 solve lasts ~4 µs.
+            if case.build is not None:
+                fn: Callable[..., Any] = case.build(ctx)
+            else:
+                assert case.op is not None
+                fn = functools.partial(case.op, ctx)
+            args = tuple(inputs)
+            stmt: Callable[[], Any]
+            if backend.lazy:  # the fence of a lazy backend is evaluating the graph
+                def stmt() -> Any:
+                    return _materialize(backend, fn(*args))
+
+                fence = None
+                fence_desc = "per call: compute() (Dask graphs are evaluated inside the timed call)"
+            else:
+                stmt = functools.partial(fn, *args)
+                fence = backend.synchronize
+                fence_desc = _FENCES.get(backend_name, "none needed (synchronous backend)")
+            # 5: timing
+            timer = Timer(
+                stmt,
+                fence=fence,
+                fence_all=backend_name.startswith("jax"),
+                config=cfg,
+                device_clock=cuda_event_clock(backend_name),
+            )
+            m = timer.run()
+            rec["time"] = m.to_dict()
+            med = m.median
+            thr: dict[str, Any] = {}
+            if case.flops is not None:
+                fl = float(case.flops(size))
+                thr["flops"] = fl
+                thr["gflops"] = fl / med / 1e9 if med > 0 else None
+            if case.bytes is not None:
+                itemsize = 2 if dtype in ("float16", "bfloat16") else np.dtype(dtype).itemsize
+                by = float(case.bytes(size, itemsize))
+                thr["bytes"] = by
+                thr["gbs"] = by / med / 1e9 if med > 0 else None
+            rec["throughput"] = thr
+            # 6: correctness of the last timed result
+            if ref is not None:
+                res = _result_to_numpy(backend, timer.last_result)
+                if case.result_for_check is not None:
+                    res = case.result_for_check(res)
+                rec["check"] = check_result(res, ref, case.tolerance(dtype, size))
+                status = "ok" if rec["check"]["verdict"] == "ok" else "wrong"
+            else:
+                rec["check"] = {"verdict": "unchecked"}
+                status = "unchecked"
+            timer.last_result = None
+            # 7: memory, in a separate untimed call
+            if cell.get("memory", True):
+                def _once() -> None:
+                    out = stmt()
+                    if fence is not None:
+                        fence(out)
+
+                try:
+                    rec["memory"] = measure_memory(backend_name, _once)
+                except (KeyboardInterrupt, SystemExit, CellTimeout):
+                    raise
+                except Exception as exc:  # keep the timing; say why memory is missing
+                    rec["memory"] = {"measured": [], "error": classify_error(exc)}
+                    release_memory(backend_name)
+            rec["fairness"] = {
+                "dtype": dtype,
+                "threads": state.get("threads"),
+                "matmul_precision": state.get("matmul_precision"),
+                "x64": state.get("x64"),
+                "allow_tf32": bool(cell.get("allow_tf32", False)),
+                "inputs_sha256": digest.hexdigest(),
+                "inputs_from": "numpy.random.default_rng(seed), float64, cast on the host",
+                "layout": [_layout(x) for x in inputs],
+                "fence": fence_desc,
+                "regime": "throughput: blocks of `number` back-to-back calls, one fence per block",
+            }
+            rec["status"] = status
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:
+        err = classify_error(exc)
+        tb = traceback.extract_tb(exc.__traceback__)
+        if tb:
+            last = tb[-1]
+            err["where"] = f"{last.filename.rsplit('/', 1)[-1]}:{last.lineno} in {last.name}"
+        rec["status"] = "failed"
+        rec["error"] = err
+        for k in ("time", "throughput", "check", "memory"):
+            rec.pop(k, None)
+        del exc
+    finally:
+        if timer is not None:
+            timer.last_result = None
+        inputs.clear()
+        host.clear()
+        ref = None
+        release_memory(backend_name)
+    rec["cell_wall_s"] = time.perf_counter() - t_start
+    return rec
+
+
+def _xlinalg() -> Any:
+    import xlinalg
+
+    return xlinalg

@@ -1,0 +1,299 @@
+"""The environment a run happened in, and the fairness settings of each backend.
+
+:func:`collect_env` describes the machine without importing any array library
+but NumPy (versions come from package metadata), so writing a run's header is
+cheap. :func:`configure_backend` and :func:`backend_state` run inside the
+process that times a backend: they apply the fairness settings (threads,
+float32 matmul precision, JAX's 64-bit mode) and read back what is in effect,
+which every result records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import os
+import platform
+import sys
+from collections.abc import Callable
+from typing import Any
+
+__all__ = [
+    "ENV_VARS",
+    "backend_state",
+    "blas_info",
+    "collect_env",
+    "configure_backend",
+]
+
+#: Environment variables that change what is measured; recorded when set.
+ENV_VARS: tuple[str, ...] = (
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "XLA_FLAGS",
+    "JAX_PLATFORMS",
+    "JAX_ENABLE_X64",
+    "JAX_DEFAULT_MATMUL_PRECISION",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "CUDA_VISIBLE_DEVICES",
+    "CUPY_TF32",
+    "NVIDIA_TF32_OVERRIDE",
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+    "PYTORCH_CUDA_ALLOC_CONF",
+)
+
+_DISTRIBUTIONS: dict[str, str | tuple[str, ...]] = {
+    "numpy": "numpy",
+    "scipy": "scipy",
+    "torch": "torch",
+    "jax": "jax",
+    "jaxlib": "jaxlib",
+    "cupy": ("cupy", "cupy-cuda12x", "cupy-cuda11x", "cupy-cuda13x"),
+    "dask": "dask",
+    "array-api-strict": "array-api-strict",
+    "array-api-compat": "array-api-compat",
+    "threadpoolctl": "threadpoolctl",
+}
+
+
+def _dist_version(names: str | tuple[str, ...]) -> str | None:
+    for name in (names,) if isinstance(names, str) else names:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def blas_info() -> list[dict[str, Any]]:
+    """BLAS/OpenMP libraries loaded in this process (threadpoolctl), with their threads."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - threadpoolctl is in the bench extra
+        return [{"error": "threadpoolctl is not installed (pip install threadpoolctl)"}]
+    keep = ("user_api", "internal_api", "version", "num_threads", "threading_layer",
+            "architecture", "prefix")
+    return [{k: info.get(k) for k in keep if k in info} for info in threadpool_info()]
+
+
+def _memory_total() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().total)
+    except Exception:  # pragma: no cover - psutil missing
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            return None
+
+
+def _gpus() -> list[dict[str, Any]]:
+    """GPUs seen by nvidia-smi (no CUDA library is imported). Empty when none."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=name,memory.total,driver_version",
+             "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=10, check=False,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    gpus = []
+    for line in out.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 3:
+            gpus.append({"name": parts[0], "memory_mib": parts[1], "driver": parts[2]})
+    return gpus
+
+
+def collect_env() -> dict[str, Any]:
+    """The machine and software a run uses (stored in the results file's header)."""
+    import numpy as np
+
+    from .. import __version__
+
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        affinity = None
+    try:
+        import psutil
+
+        physical = psutil.cpu_count(logical=False)
+    except Exception:  # pragma: no cover
+        physical = None
+    return {
+        "xlinalg": __version__,
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "build": " ".join(platform.python_build()),
+            "executable": sys.executable,
+        },
+        "os": {
+            "platform": platform.platform(),
+            "system": platform.system(),
+            "release": platform.release(),
+        },
+        "host": platform.node(),
+        "cpu": {
+            "model": _cpu_model(),
+            "machine": platform.machine(),
+            "logical_cores": os.cpu_count(),
+            "physical_cores": physical,
+            "usable_cores": affinity,
+        },
+        "memory_bytes": _memory_total(),
+        "gpus": _gpus(),
+        "numpy": np.__version__,
+        "packages": {k: _dist_version(v) for k, v in _DISTRIBUTIONS.items()},
+        "blas": blas_info(),
+        "env_vars": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
+    }
+
+
+# ---------------------------------------------------------------------- per backend
+def configure_backend(
+    backend: str,
+    *,
+    threads: int | None = None,
+    allow_tf32: bool = False,
+) -> Callable[[], None]:
+    """Apply the fairness settings in this process, before any array is made.
+
+    - JAX: 64-bit mode on (float64 cases compare like for like), default matmul
+      precision "highest" (full float32) unless `allow_tf32`.
+    - torch: float32 matmul precision "highest" (no TF32) unless `allow_tf32`,
+      in which case "high"; ``torch.set_num_threads(threads)``.
+    - BLAS/OpenMP pools (NumPy, SciPy, torch's): ``threadpool_limits(threads)``.
+    - Dask: the threaded scheduler, with `threads` workers when given.
+    - CuPy reads ``CUPY_TF32`` from the environment (the runner sets it for
+      its worker processes).
+
+    Returns
+    -------
+    callable
+        Restores the previous settings (for runs inside a caller's process).
+    """
+    undo: list[Callable[[], None]] = []
+    if backend.startswith("jax"):
+        import jax
+
+        old_x64 = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
+        old_prec = jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
+        jax.config.update("jax_enable_x64", True)
+        jax.config.update(
+            "jax_default_matmul_precision", "tensorfloat32" if allow_tf32 else "highest"
+        )
+        undo.append(lambda: jax.config.update("jax_enable_x64", old_x64))
+        undo.append(lambda: jax.config.update("jax_default_matmul_precision", old_prec))
+    if backend.startswith("torch"):
+        import torch
+
+        old_tprec = torch.get_float32_matmul_precision()
+        old_threads = torch.get_num_threads()
+        torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
+        undo.append(lambda: torch.set_float32_matmul_precision(old_tprec))
+        if backend == "torch-cuda":  # pragma: no cover - needs CUDA
+            old_tf32 = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+
+            def _undo_tf32() -> None:
+                torch.backends.cuda.matmul.allow_tf32 = old_tf32
+
+            undo.append(_undo_tf32)
+        if threads is not None:
+            torch.set_num_threads(threads)
+            undo.append(lambda: torch.set_num_threads(old_threads))
+    if backend == "dask":
+        import dask
+
+        cfg: dict[str, Any] = {"scheduler": "threads"}
+        if threads is not None:
+            cfg["num_workers"] = threads
+        ctx = dask.config.set(cfg)
+        undo.append(lambda: ctx.__exit__(None, None, None))
+    if threads is not None:
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # pragma: no cover
+            pass
+        else:
+            limiter = threadpool_limits(limits=threads)
+            undo.append(limiter.restore_original_limits)
+
+    def restore() -> None:
+        for f in reversed(undo):
+            f()
+        undo.clear()
+
+    return restore
+
+
+def backend_state(backend: str, *, threads_requested: int | None = None) -> dict[str, Any]:
+    """Version, device and the fairness settings in effect for `backend` in this process."""
+    from ..backends import get_backend
+
+    b = get_backend(backend)
+    state: dict[str, Any] = {
+        "backend": backend,
+        "version": b.version(),
+        "device": b.device_name(),
+        "threads": {"requested": threads_requested, "blas": blas_info()},
+        "matmul_precision": None,
+    }
+    with contextlib.suppress(AttributeError, OSError):
+        state["threads"]["affinity"] = len(os.sched_getaffinity(0))
+    if backend.startswith("torch"):
+        import torch
+
+        state["threads"]["torch"] = torch.get_num_threads()
+        state["threads"]["torch_interop"] = torch.get_num_interop_threads()
+        state["matmul_precision"] = {"float32": torch.get_float32_matmul_precision()}
+        if backend == "torch-cuda":  # pragma: no cover - needs CUDA
+            state["matmul_precision"]["allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
+            state["cuda"] = torch.version.cuda
+    elif backend.startswith("jax"):
+        import jax
+
+        state["jaxlib"] = _dist_version("jaxlib")
+        state["x64"] = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
+        state["matmul_precision"] = {
+            "default": str(jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
+                           or "default")
+        }
+        state["threads"]["jax"] = (
+            "XLA CPU thread pool (not settable at run time; limited by CPU affinity "
+            "and XLA_FLAGS when --threads is given)"
+        )
+        state["async_dispatch"] = True
+    elif backend == "cupy":  # pragma: no cover - needs CUDA
+        state["matmul_precision"] = {"CUPY_TF32": os.environ.get("CUPY_TF32", "0")}
+    elif backend == "dask":
+        import dask
+
+        state["scheduler"] = str(dask.config.get("scheduler", "threads"))
+        state["threads"]["dask_workers"] = dask.config.get("num_workers", None) or os.cpu_count()
+    return state

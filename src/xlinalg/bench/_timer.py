@@ -1,0 +1,455 @@
+"""Timing one operation: warm-up, calibrated blocks, a fence inside every block.
+
+The model is ``torch.utils.benchmark.Timer.blocked_autorange`` with the
+warm-up accounting JAX's benchmarking guide asks for:
+
+1. **First call** — timed on its own, fence included, and reported apart
+   (``first_call_s``): it holds compilation (``jax.jit``, ``torch.compile``),
+   lazy initialisation, first-touch page faults and cache misses.
+2. **Warm-up** — more calls until ``warmup_time`` has passed (at least
+   ``min_warmup_calls``); they also give a first estimate of the per-call time.
+3. **Calibration** — the number of calls per sample (``number``) grows until one
+   sample lasts at least ``min_sample_time``, so timer resolution and the
+   cost of the fence are amortised (timeit, asv and pyperf do the same).
+4. **Samples** — blocks of ``number`` calls, each closed by the *fence* on
+   the block's results *inside* the timed region, until ``min_run_time`` has
+   been spent and at least ``min_samples`` blocks exist (bounded by
+   ``max_samples`` and ``max_run_time``).
+
+A block measures pipelined throughput, like torch's Timer: the calls are issued
+back to back and the fence waits for all of them once. The statistics are
+computed on per-call times (block time / ``number``): median, quartiles,
+IQR, min, max, mean. ``IQR/median`` above ``noise_threshold`` sets
+:attr:`Measurement.noisy` (torch.utils.benchmark warns at 10 %).
+
+The garbage collector is disabled inside timed blocks (as :mod:`timeit` does).
+
+Device clocks: on CUDA backends a :class:`DeviceClock` (CUDA events on the
+current stream) can time each block on the device as well; the host time stays
+the primary figure because it is the one a user of the library experiences.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "DeviceClock",
+    "Measurement",
+    "Stats",
+    "Timer",
+    "TimerConfig",
+    "cuda_event_clock",
+]
+
+NOISE_THRESHOLD = 0.10
+GROSS_NOISE_THRESHOLD = 0.25
+
+
+@dataclass(frozen=True)
+class TimerConfig:
+    """How long and how often to time.
+
+    Attributes
+    ----------
+    warmup_time : float
+        Seconds of warm-up calls after the first call.
+    min_warmup_calls : int
+        Warm-up calls after the first, at least.
+    min_sample_time : float
+        A sample (one block of ``number`` calls) lasts at least this long.
+    min_run_time : float
+        Seconds of samples to collect, at least (unless ``max_run_time`` stops it).
+    min_samples, max_samples : int
+        Bounds on the number of samples.
+    max_run_time : float
+        Stop adding samples after this many seconds of samples, once
+        ``hard_min_samples`` exist (slow operations).
+    hard_min_samples : int
+        Samples collected whatever the time.
+    max_number : int
+        Upper bound on calls per sample.
+    noise_threshold : float
+        ``IQR/median`` above which a measurement is flagged noisy.
+    number : int or None
+        Fix the calls per sample (no calibration).
+    """
+
+    warmup_time: float = 0.05
+    min_warmup_calls: int = 1
+    min_sample_time: float = 0.01
+    min_run_time: float = 0.2
+    min_samples: int = 7
+    max_samples: int = 100
+    max_run_time: float = 10.0
+    hard_min_samples: int = 3
+    max_number: int = 1_000_000
+    noise_threshold: float = NOISE_THRESHOLD
+    number: int | None = None
+
+    @classmethod
+    def for_scale(cls, scale: str) -> TimerConfig:
+        """Defaults for the ``quick``, ``default`` and ``full`` scales."""
+        if scale == "quick":
+            return cls(warmup_time=0.02, min_sample_time=0.005, min_run_time=0.05,
+                       min_samples=5, max_samples=50, max_run_time=3.0)
+        if scale == "full":
+            return cls(warmup_time=0.2, min_sample_time=0.02, min_run_time=1.0,
+                       min_samples=10, max_samples=200, max_run_time=30.0)
+        return cls()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Order statistics of per-call times, in seconds."""
+
+    median: float
+    q1: float
+    q3: float
+    iqr: float
+    min: float
+    max: float
+    mean: float
+    stdev: float
+    n: int
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[float]) -> Stats:
+        """Statistics of `samples` (quartiles by linear interpolation, as NumPy's default)."""
+        xs = sorted(float(s) for s in samples)
+        if not xs:
+            raise ValueError("no samples")
+        q1, med, q3 = (_quantile(xs, q) for q in (0.25, 0.5, 0.75))
+        return cls(
+            median=med,
+            q1=q1,
+            q3=q3,
+            iqr=q3 - q1,
+            min=xs[0],
+            max=xs[-1],
+            mean=statistics.fmean(xs),
+            stdev=statistics.stdev(xs) if len(xs) > 1 else 0.0,
+            n=len(xs),
+        )
+
+    @property
+    def relative_iqr(self) -> float:
+        """``IQR / median`` (0 when the median is 0)."""
+        return self.iqr / self.median if self.median > 0 else 0.0
+
+
+def _quantile(sorted_xs: Sequence[float], q: float) -> float:
+    """The q-quantile of sorted data, linear interpolation (NumPy's 'linear')."""
+    n = len(sorted_xs)
+    if n == 1:
+        return sorted_xs[0]
+    pos = q * (n - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, n - 1)
+    frac = pos - lo
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * frac
+
+
+@dataclass
+class Measurement:
+    """The result of timing one operation.
+
+    ``times`` are per-call seconds, one per sample (block time / ``number``).
+    ``device_times`` are the same from a device clock (CUDA events) when one was used.
+    """
+
+    times: list[float]
+    number: int
+    first_call_s: float
+    warmup_calls: int
+    warmup_s: float
+    calibration_blocks: int
+    total_s: float
+    noise_threshold: float = NOISE_THRESHOLD
+    device_times: list[float] | None = None
+    clock: str = "time.perf_counter"
+    stats: Stats = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stats = Stats.from_samples(self.times)
+
+    @property
+    def median(self) -> float:
+        return self.stats.median
+
+    @property
+    def iqr(self) -> float:
+        return self.stats.iqr
+
+    @property
+    def min(self) -> float:
+        return self.stats.min
+
+    @property
+    def total_calls(self) -> int:
+        return self.number * len(self.times)
+
+    @property
+    def noisy(self) -> bool:
+        """Whether ``IQR/median`` exceeds the noise threshold."""
+        return self.stats.relative_iqr > self.noise_threshold
+
+    @property
+    def warnings(self) -> list[str]:
+        out = []
+        r = self.stats.relative_iqr
+        if r > GROSS_NOISE_THRESHOLD:
+            out.append(f"IQR is {r:.0%} of the median: significant environmental influence")
+        elif r > self.noise_threshold:
+            out.append(f"IQR is {r:.0%} of the median: the machine may be noisy")
+        if len(self.times) < 3:
+            out.append(f"only {len(self.times)} samples")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form stored in a result record's ``time`` field."""
+        s = self.stats
+        d: dict[str, Any] = {
+            "median_s": s.median,
+            "iqr_s": s.iqr,
+            "q1_s": s.q1,
+            "q3_s": s.q3,
+            "min_s": s.min,
+            "max_s": s.max,
+            "mean_s": s.mean,
+            "stdev_s": s.stdev,
+            "iqr_over_median": s.relative_iqr,
+            "noisy": self.noisy,
+            "warnings": self.warnings,
+            "samples": s.n,
+            "number": self.number,
+            "total_calls": self.total_calls,
+            "first_call_s": self.first_call_s,
+            "warmup_calls": self.warmup_calls,
+            "warmup_s": self.warmup_s,
+            "calibration_blocks": self.calibration_blocks,
+            "total_s": self.total_s,
+            "clock": self.clock,
+            "raw_s": list(self.times),
+        }
+        if self.device_times:
+            ds = Stats.from_samples(self.device_times)
+            d["device"] = {
+                "median_s": ds.median,
+                "iqr_s": ds.iqr,
+                "min_s": ds.min,
+                "clock": "cuda-events",
+                "raw_s": list(self.device_times),
+            }
+        return d
+
+
+class DeviceClock(Protocol):
+    """Times a block on the device: ``start()`` before it, ``stop()`` after it
+    (after the fence) returns the device-side seconds."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> float: ...
+
+
+def cuda_event_clock(backend_name: str) -> DeviceClock | None:
+    """A CUDA-event clock on the current stream of torch-cuda or CuPy, else None.
+
+    The events bracket the block on the stream the library issues work to (the
+    current stream), as ``cupyx.profiler.benchmark`` and ``triton.testing.do_bench``
+    do. Not exercised on machines without a CUDA device.
+    """
+    if backend_name == "torch-cuda":  # pragma: no cover - needs a CUDA device
+        import torch
+
+        class _TorchEvents:
+            def start(self) -> None:
+                self._a = torch.cuda.Event(enable_timing=True)
+                self._b = torch.cuda.Event(enable_timing=True)
+                self._a.record()
+
+            def stop(self) -> float:
+                self._b.record()
+                self._b.synchronize()
+                return float(self._a.elapsed_time(self._b)) / 1e3
+
+        return _TorchEvents()
+    if backend_name == "cupy":  # pragma: no cover - needs a CUDA device
+        import cupy
+
+        class _CupyEvents:
+            def start(self) -> None:
+                self._a = cupy.cuda.Event()
+                self._b = cupy.cuda.Event()
+                self._a.record()
+
+            def stop(self) -> float:
+                self._b.record()
+                self._b.synchronize()
+                return float(cupy.cuda.get_elapsed_time(self._a, self._b)) / 1e3
+
+        return _CupyEvents()
+    return None
+
+
+def _no_fence(*_: Any) -> None:
+    return None
+
+
+class Timer:
+    """Time ``stmt()`` with a fence on its results inside every timed block.
+
+    Parameters
+    ----------
+    stmt : callable
+        The operation, called with no arguments; its inputs must already be
+        created and on the device (the caller does that outside the timing).
+    fence : callable, optional
+        Called inside the timed region at the end of each block with the
+        block's results (``fence(*results)``); it must return only when the work
+        producing them has finished (``Backend.synchronize``).
+    fence_all : bool
+        Pass every result of the block to the fence (JAX: independent
+        computations may finish out of order). Otherwise only the last one
+        (the fence waits for the whole device queue, or there is nothing to wait for).
+    config : TimerConfig
+    clock : callable
+        Host clock in seconds (``time.perf_counter``); injectable for tests.
+    device_clock : DeviceClock, optional
+        Also time each block on the device (CUDA events).
+    """
+
+    def __init__(
+        self,
+        stmt: Callable[[], Any],
+        *,
+        fence: Callable[..., Any] | None = None,
+        fence_all: bool = False,
+        config: TimerConfig | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        device_clock: DeviceClock | None = None,
+    ) -> None:
+        self.stmt = stmt
+        self.fence = fence or _no_fence
+        self.fence_all = fence_all
+        self.config = config or TimerConfig()
+        self.clock = clock
+        self.device_clock = device_clock
+        #: the result of the last call of the last block (for a correctness check)
+        self.last_result: Any = None
+
+    # ------------------------------------------------------------------ blocks
+    def _block(self, number: int) -> tuple[float, float | None]:
+        """Run `number` calls and the fence; return (host seconds, device seconds)."""
+        stmt, fence, clock = self.stmt, self.fence, self.clock
+        dev = self.device_clock
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            if self.fence_all:
+                outs: list[Any] = [None] * number
+                if dev is not None:
+                    dev.start()
+                t0 = clock()
+                for i in range(number):
+                    outs[i] = stmt()
+                fence(*outs)
+                t1 = clock()
+                last = outs[-1]
+                del outs
+            else:
+                last = None
+                if dev is not None:
+                    dev.start()
+                t0 = clock()
+                for _ in range(number):
+                    last = stmt()
+                fence(last)
+                t1 = clock()
+            device_s = dev.stop() if dev is not None else None
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        self.last_result = last
+        return t1 - t0, device_s
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> Measurement:
+        """Warm up, calibrate and collect samples (see the module docstring)."""
+        cfg = self.config
+        start = self.clock()
+        first, _ = self._block(1)
+
+        # warm-up: at least min_warmup_calls, until warmup_time has passed
+        warm_times: list[float] = []
+        t_warm0 = self.clock()
+        while len(warm_times) < cfg.min_warmup_calls or (
+            self.clock() - t_warm0 < cfg.warmup_time and len(warm_times) < 10_000
+        ):
+            warm_times.append(self._block(1)[0])
+        warmup_s = self.clock() - t_warm0
+        per_call = max(min(warm_times), 1e-9)
+
+        # calibration: number of calls so that a sample lasts >= min_sample_time
+        calibration_blocks = 0
+        if cfg.number is not None:
+            number = max(1, int(cfg.number))
+        else:
+            number = self._initial_number(per_call)
+            # number == 1: the warm-up calls were already samples of >= min_sample_time
+            while 1 < number < cfg.max_number:
+                t, _ = self._block(number)
+                calibration_blocks += 1
+                if t >= cfg.min_sample_time:
+                    break
+                per_call = max(t / number, 1e-9)
+                # grow at least x2, at most x10 per step (asv: x1.1 .. x10)
+                target = math.ceil(cfg.min_sample_time * 1.1 / per_call)
+                number = min(cfg.max_number, max(2 * number, min(10 * number, target)))
+
+        # samples
+        times: list[float] = []
+        dev_times: list[float] = []
+        t_run0 = self.clock()
+        spent = 0.0
+        while True:
+            t, d = self._block(number)
+            times.append(t / number)
+            if d is not None:
+                dev_times.append(d / number)
+            spent += t
+            n = len(times)
+            if n >= cfg.max_samples:
+                break
+            if n >= cfg.min_samples and spent >= cfg.min_run_time:
+                break
+            if n >= cfg.hard_min_samples and self.clock() - t_run0 >= cfg.max_run_time:
+                break
+        return Measurement(
+            times=times,
+            number=number,
+            first_call_s=first,
+            warmup_calls=len(warm_times),
+            warmup_s=warmup_s,
+            calibration_blocks=calibration_blocks,
+            total_s=self.clock() - start,
+            noise_threshold=cfg.noise_threshold,
+            device_times=dev_times or None,
+            clock=getattr(self.clock, "__qualname__", "clock"),
+        )
+
+    def _initial_number(self, per_call: float) -> int:
+        cfg = self.config
+        if per_call >= cfg.min_sample_time:
+            return 1
+        return max(1, min(cfg.max_number, math.ceil(cfg.min_sample_time / per_call)))

@@ -1,0 +1,113 @@
+"""The worker process that times one backend: ``python -m xlinalg.bench._worker``.
+
+The runner starts one worker per backend (pyperf and asv isolate benchmarks in
+processes the same way): each library gets a fresh interpreter with its own
+settings (JAX's 64-bit mode, thread pools, CUDA context, allocator), and a cell
+that hangs in a C call or is killed by the out-of-memory killer takes only its
+worker down — the runner records the cell and starts a new worker.
+
+Protocol: newline-delimited JSON. Requests arrive on stdin
+(``{"op": "run", "cell": {...}}`` or ``{"op": "exit"}``); replies go to the
+file descriptor given by ``--fd`` (``{"event": "hello", ...}`` once, then
+``{"event": "result", "record": {...}}`` per request, or ``{"event": "fatal"}``).
+The worker's own stdout is redirected to stderr so that a library printing
+something cannot corrupt the channel. Nothing but JSON crosses it.
+
+SIGINT is ignored here: the runner owns the interrupt and stops workers itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from typing import Any
+
+__all__ = ["main"]
+
+
+def _set_parent_death_signal() -> None:
+    """Linux: get SIGKILL when the runner dies, so a worker never outlives it."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except Exception:  # pragma: no cover - best effort
+        pass
+
+
+def _send(fd: int, obj: dict[str, Any]) -> None:
+    from ._store import dumps_record
+
+    data = (dumps_record(obj) + "\n").encode("utf-8")
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m xlinalg.bench._worker")
+    p.add_argument("--backend", required=True)
+    p.add_argument("--fd", type=int, required=True)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--allow-tf32", action="store_true")
+    p.add_argument("--case-file", action="append", default=[])
+    p.add_argument("--memory-limit", type=int, default=None, help="RLIMIT_AS in bytes")
+    p.add_argument("--parent", type=int, default=None)
+    p.add_argument("--affinity", type=int, default=None, help="use only the first N CPUs")
+    args = p.parse_args(argv)
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _set_parent_death_signal()
+    if args.parent is not None and os.getppid() != args.parent:  # parent already gone
+        return 1
+    os.dup2(2, 1)  # stray prints go to the log, never into the channel
+    fd = args.fd
+
+    try:
+        if args.affinity:
+            try:
+                cpus = sorted(os.sched_getaffinity(0))[: args.affinity]
+                os.sched_setaffinity(0, cpus)
+            except (AttributeError, OSError):  # pragma: no cover - not Linux
+                pass
+        if args.memory_limit:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (args.memory_limit, args.memory_limit))
+        from ..backends import get_backend
+        from ._cases import load_case_file
+        from ._cell import execute_cell
+        from ._env import backend_state, configure_backend
+
+        get_backend(args.backend).require()
+        configure_backend(args.backend, threads=args.threads, allow_tf32=args.allow_tf32)
+        for f in args.case_file:
+            load_case_file(f)
+        state = backend_state(args.backend, threads_requested=args.threads)
+    except BaseException as exc:  # report why the worker cannot start
+        _send(fd, {"event": "fatal", "error": f"{type(exc).__name__}: {exc}".splitlines()[0]})
+        return 1
+    _send(fd, {"event": "hello", "pid": os.getpid(), "state": state})
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        if req.get("op") == "exit":
+            break
+        if req.get("op") == "run":
+            rec = execute_cell(req["cell"], backend_state=state)
+            _send(fd, {"event": "result", "record": rec})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

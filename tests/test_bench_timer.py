@@ -1,0 +1,259 @@
+"""The timer: calibration and statistics on synthetic functions and a fake clock,
+and the fence self-check on every CPU backend (the only timing assertions)."""
+
+from __future__ import annotations
+
+import gc
+import json
+import time
+
+import numpy as np
+import pytest
+
+from xlinalg.bench import Measurement, Stats, Timer, TimerConfig, fence_selfcheck
+from xlinalg.bench._timer import cuda_event_clock
+
+
+class FakeClock:
+    """Time advances only when the timed function (or the fence) says so."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, dt: float) -> None:
+        self.t += dt
+
+
+def make_stmt(clock: FakeClock, costs):
+    """A statement whose i-th call costs costs(i) seconds of fake time."""
+    calls = {"n": 0}
+
+    def stmt():
+        clock.advance(costs(calls["n"]))
+        calls["n"] += 1
+        return calls["n"]
+
+    return stmt, calls
+
+
+CFG = TimerConfig(warmup_time=0.05, min_warmup_calls=1, min_sample_time=0.01,
+                  min_run_time=0.2, min_samples=7, max_samples=100, max_run_time=10.0)
+
+
+# ---------------------------------------------------------------------- calibration
+def test_calibration_reaches_min_sample_time():
+    clock = FakeClock()
+    stmt, _ = make_stmt(clock, lambda i: 1e-4)
+    m = Timer(stmt, config=CFG, clock=clock).run()
+    # 1e-4 s per call: 100 calls make the 10 ms sample
+    assert m.number * 1e-4 >= CFG.min_sample_time
+    assert m.number <= 2 * 110
+    assert m.median == pytest.approx(1e-4)
+    assert m.iqr == pytest.approx(0.0, abs=1e-15)
+    assert m.stats.n >= CFG.min_samples
+    assert sum(m.times) * m.number >= CFG.min_run_time - 1e-12
+
+
+def test_calibration_grows_from_a_bad_estimate():
+    # the warm-up calls look slow (1 ms), the steady state is 1 µs: calibration must grow
+    clock = FakeClock()
+    stmt, _ = make_stmt(clock, lambda i: 1e-3 if i < 60 else 1e-6)
+    m = Timer(stmt, config=CFG, clock=clock).run()
+    assert m.calibration_blocks >= 2
+    assert m.number * 1e-6 >= CFG.min_sample_time
+    assert m.median == pytest.approx(1e-6)
+
+
+def test_first_call_is_recorded_apart():
+    clock = FakeClock()
+    stmt, _ = make_stmt(clock, lambda i: 2.0 if i == 0 else 1e-3)  # "compilation"
+    m = Timer(stmt, config=CFG, clock=clock).run()
+    assert m.first_call_s == pytest.approx(2.0)
+    assert m.median == pytest.approx(1e-3)
+    assert max(m.times) == pytest.approx(1e-3)
+    assert m.warmup_calls >= CFG.min_warmup_calls
+
+
+def test_slow_operation_stops_at_max_run_time():
+    clock = FakeClock()
+    stmt, calls = make_stmt(clock, lambda i: 3.0)
+    cfg = TimerConfig(warmup_time=0.0, min_sample_time=0.01, min_run_time=100.0,
+                      min_samples=50, max_run_time=5.0, hard_min_samples=3)
+    m = Timer(stmt, config=cfg, clock=clock).run()
+    assert m.number == 1
+    assert m.stats.n == 3
+    assert calls["n"] == 1 + 1 + 3  # first, one warm-up, three samples
+
+
+def test_max_samples_and_fixed_number():
+    clock = FakeClock()
+    stmt, _ = make_stmt(clock, lambda i: 1e-5)
+    cfg = TimerConfig(number=7, min_samples=3, max_samples=4, min_run_time=1e9)
+    m = Timer(stmt, config=cfg, clock=clock).run()
+    assert m.number == 7
+    assert m.stats.n == 4
+    assert m.calibration_blocks == 0
+    assert m.total_calls == 28
+
+
+def test_fence_is_inside_the_timed_block():
+    clock = FakeClock()
+    stmt, _ = make_stmt(clock, lambda i: 1e-3)
+    seen = []
+
+    def fence(*outs):
+        seen.append(len(outs))
+        clock.advance(5e-3)  # the device finishing the queued work
+
+    cfg = TimerConfig(number=4, min_samples=3, max_samples=3)
+    m = Timer(stmt, fence=fence, config=cfg, clock=clock).run()
+    # per call: (4 * 1 ms + 5 ms) / 4
+    assert m.median == pytest.approx((4e-3 + 5e-3) / 4)
+    assert set(seen) == {1}  # only the last result, unless fence_all
+
+    seen.clear()
+    Timer(stmt, fence=fence, fence_all=True, config=cfg, clock=clock).run()
+    assert 4 in seen  # every result of a 4-call block reaches the fence
+
+
+def test_last_result_is_kept_for_the_check():
+    clock = FakeClock()
+    stmt, calls = make_stmt(clock, lambda i: 1e-3)
+    t = Timer(stmt, config=TimerConfig(number=2, min_samples=2, max_samples=2), clock=clock)
+    t.run()
+    assert t.last_result == calls["n"]
+
+
+def test_gc_is_disabled_inside_blocks():
+    states = []
+
+    def stmt():
+        states.append(gc.isenabled())
+
+    was = gc.isenabled()
+    Timer(stmt, config=TimerConfig(number=3, min_samples=2, max_samples=2)).run()
+    assert not any(states)
+    assert gc.isenabled() == was
+
+
+def test_real_clock_sleep_is_measured():
+    # a sanity check of the default clock path, not a performance assertion
+    m = Timer(lambda: time.sleep(0.002),
+              config=TimerConfig(min_samples=3, max_samples=3, min_sample_time=0.001)).run()
+    assert m.min >= 0.002
+
+
+# ---------------------------------------------------------------------- statistics
+def test_stats_known_values():
+    s = Stats.from_samples([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (s.median, s.q1, s.q3, s.iqr, s.min, s.max) == (3.0, 2.0, 4.0, 2.0, 1.0, 5.0)
+    assert s.mean == 3.0
+    assert s.relative_iqr == pytest.approx(2 / 3)
+    assert Stats.from_samples([7.0]).iqr == 0.0
+
+
+def test_stats_match_numpy_percentiles():
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 10, 51):
+        x = rng.lognormal(size=n)
+        s = Stats.from_samples(x)
+        q1, med, q3 = np.percentile(x, [25, 50, 75])
+        assert (s.q1, s.median, s.q3) == pytest.approx((q1, med, q3))
+        assert s.stdev == pytest.approx(np.std(x, ddof=1))
+
+
+def test_stats_rejects_empty():
+    with pytest.raises(ValueError, match="no samples"):
+        Stats.from_samples([])
+
+
+def test_noisy_measurement_is_flagged():
+    costs = [1e-3, 1e-3, 3e-3, 1e-3, 4e-3, 1e-3, 2e-3, 5e-3]
+    clock = FakeClock()
+    stmt, _ = make_stmt(clock, lambda i: costs[i % len(costs)])
+    m = Timer(stmt, config=TimerConfig(number=1, min_samples=8, max_samples=8),
+              clock=clock).run()
+    assert m.noisy
+    assert any("IQR" in w for w in m.warnings)
+    quiet = Measurement(times=[1.0, 1.01, 0.99, 1.0], number=1, first_call_s=1.0,
+                        warmup_calls=1, warmup_s=1.0, calibration_blocks=0, total_s=5.0)
+    assert not quiet.noisy
+    assert quiet.warnings == []
+
+
+def test_measurement_to_dict_is_json():
+    m = Measurement(times=[1e-3, 2e-3, 3e-3], number=10, first_call_s=0.5, warmup_calls=2,
+                    warmup_s=0.1, calibration_blocks=1, total_s=1.0)
+    d = json.loads(json.dumps(m.to_dict()))
+    assert d["median_s"] == 2e-3
+    assert d["number"] == 10
+    assert d["total_calls"] == 30
+    assert d["samples"] == 3
+    assert d["first_call_s"] == 0.5
+    assert d["raw_s"] == [1e-3, 2e-3, 3e-3]
+    for key in ("iqr_s", "min_s", "q1_s", "q3_s", "noisy", "iqr_over_median", "warnings"):
+        assert key in d
+
+
+def test_scale_presets():
+    q, d, f = (TimerConfig.for_scale(s) for s in ("quick", "default", "full"))
+    assert q.min_run_time < d.min_run_time < f.min_run_time
+
+
+def test_no_cuda_event_clock_on_cpu_backends():
+    for name in ("numpy", "torch-cpu", "jax-cpu", "dask", "array-api-strict"):
+        assert cuda_event_clock(name) is None
+
+
+@pytest.mark.skip(reason="no CUDA device")
+def test_cuda_event_clock():  # pragma: no cover - GPU machines
+    clock = cuda_event_clock("torch-cuda")
+    clock.start()
+    assert clock.stop() >= 0
+
+
+# ---------------------------------------------------------------------- fences (real time)
+CPU_BACKENDS = [
+    pytest.param("numpy", id="numpy"),
+    pytest.param("torch-cpu", id="torch-cpu"),
+    pytest.param("jax-cpu", id="jax-cpu"),
+    pytest.param("dask", id="dask"),
+    pytest.param("array-api-strict", id="array-api-strict"),
+]
+_MODULE = {"numpy": "numpy", "torch-cpu": "torch", "jax-cpu": "jax", "dask": "dask.array",
+           "array-api-strict": "array_api_strict"}
+
+
+@pytest.mark.parametrize("backend", CPU_BACKENDS)
+def test_fence_selfcheck_time_grows_with_work(backend):
+    """Timing a matmul at n=32 and n=1024 (32768x the work) must show the growth:
+    a fence that does not wait would time only the dispatch at both sizes."""
+    pytest.importorskip(_MODULE[backend])
+    res = fence_selfcheck(backend, sizes=(32, 1024))
+    assert res["ok"], res
+    assert res["median_s"][1] > 3 * res["median_s"][0]
+
+
+def test_jax_without_its_fence_times_only_the_dispatch():
+    """JAX dispatches asynchronously on the CPU: without block_until_ready the
+    timer sees the dispatch, not the work."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from xlinalg.backends import get_backend
+
+    backend = get_backend("jax-cpu")
+    x = jax.device_put(np.random.default_rng(0).standard_normal((700, 700)).astype(np.float32))
+    chain = jax.jit(lambda a: ((a @ a) @ a) @ a)
+    chain(x).block_until_ready()  # compile outside the comparison
+    cfg = TimerConfig(number=1, min_samples=5, max_samples=5, warmup_time=0.0)
+
+    with_fence = Timer(lambda: chain(x), fence=backend.synchronize, fence_all=True,
+                       config=cfg).run()
+    t = Timer(lambda: chain(x), fence=None, config=cfg)
+    without = t.run()
+    jnp.asarray(t.last_result).block_until_ready()  # drain the queue
+    assert without.median < 0.5 * with_fence.median, (without.median, with_fence.median)

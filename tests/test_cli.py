@@ -1,0 +1,194 @@
+"""The ``xlinalg`` command end to end (subprocesses) and its error handling."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from xlinalg import __version__
+from xlinalg.bench import read_results
+from xlinalg.cli import main
+
+
+def xl(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "xlinalg", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def assert_one_line_error(proc_or_err: str, *needles: str) -> None:
+    err = proc_or_err.strip()
+    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1, err
+    for n in needles:
+        assert n in err, err
+
+
+# ---------------------------------------------------------------------- end to end
+def test_bench_end_to_end(tmp_path):
+    out = tmp_path / "r.jsonl"
+    p = xl("bench", "--quick", "--backends", "numpy", "--cases", "solve", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr
+    res = read_results(out)
+    assert [r["size_label"] for r in res.records] == ["5", "64"]
+    assert all(r["status"] == "ok" and r["check"]["verdict"] == "ok" for r in res.records)
+    assert res.headers[0]["run"]["scale"] == "quick"
+    assert "solve" in p.stdout
+    assert "numpy" in p.stdout
+    assert "2 cells" in p.stdout
+    assert str(out) in p.stdout
+    assert "[1/2] solve numpy float64 5" in p.stderr  # progress, one line per cell off a TTY
+
+    # the same command again refuses to clobber the file
+    again = xl("bench", "--quick", "--backends", "numpy", "--cases", "solve", "--out", str(out))
+    assert again.returncode == 2
+    assert_one_line_error(again.stderr, "--resume", "--overwrite")
+    # --resume has nothing left to do
+    resumed = xl("bench", "--quick", "--backends", "numpy", "--cases", "solve", "--out",
+                 str(out), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(read_results(out).records) == 2
+
+
+def test_bench_float32_threads_and_sizes(tmp_path):
+    out = tmp_path / "r.jsonl"
+    p = xl("bench", "--backends", "numpy,torch-cpu", "--cases", "matmul", "--sizes", "8,4x5x6",
+           "--dtype", "float32", "--threads", "1", "--out", str(out), "--quick")
+    assert p.returncode == 0, p.stderr
+    recs = read_results(out).records
+    assert {(r["backend"], r["size_label"]) for r in recs} == {
+        (b, s) for b in ("numpy", "torch-cpu") for s in ("8x8x8", "4x5x6")}
+    for r in recs:
+        assert r["dtype"] == "float32"
+        assert r["fairness"]["threads"]["requested"] == 1
+    torch_rec = next(r for r in recs if r["backend"] == "torch-cpu")
+    assert torch_rec["fairness"]["threads"]["torch"] == 1
+
+
+def test_failed_cells_give_exit_status_1(tmp_path):
+    out = tmp_path / "r.jsonl"
+    p = xl("bench", "--backends", "numpy", "--cases", "matmul", "--sizes", "300000,4",
+           "--memory-limit", "3G", "--out", str(out), "--quick")
+    assert p.returncode == 1, p.stderr
+    assert "OOM" in p.stdout
+    statuses = [r["status"] for r in read_results(out).records]
+    assert statuses == ["failed", "ok"]
+
+
+def test_version_and_help():
+    p = xl("--version")
+    assert p.returncode == 0
+    assert p.stdout.strip() == f"xlinalg {__version__}"
+    h = xl("bench", "--help")
+    assert h.returncode == 0
+    for opt in ("--backends", "--cases", "--sizes", "--dtype", "--quick", "--full",
+                "--threads", "--out", "--resume", "--time-limit", "exit status"):
+        assert opt in h.stdout
+    top = xl("--help")
+    for cmd in ("info", "bench", "report", "compare"):
+        assert cmd in top.stdout
+
+
+def test_info(capsys):
+    p = xl("info")
+    assert p.returncode == 0, p.stderr
+    for name in ("numpy", "torch-cpu", "jax-cpu", "dask", "array-api-strict", "cupy"):
+        assert name in p.stdout
+    assert "unavailable" in p.stdout  # e.g. cupy here
+    assert "pip install" in p.stdout  # and how to install it
+    assert "BLAS" in p.stdout
+    assert "threads" in p.stdout
+    assert main(["info", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    by = {b["backend"]: b for b in data["backends"]}
+    assert by["numpy"]["available"]
+    assert by["numpy"]["version"]
+    assert not by["cupy"]["available"] or by["cupy"]["version"]
+    assert data["env"]["blas"]
+
+
+def test_list_cases(capsys):
+    assert main(["bench", "--list-cases"]) == 0
+    out = capsys.readouterr().out
+    for c in ("solve", "matmul", "sigmoid", "quick", "full"):
+        assert c in out
+
+
+# ---------------------------------------------------------------------- usage errors
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["bench", "--backends", "numpyy"], ["unknown backend 'numpyy'", "valid backends: numpy"]),
+        (["bench", "--backends", "cupy"], ["'cupy' is not available", "install: pip install cupy",
+                                           "available here: numpy"]),
+        (["bench", "--backends", "torch-cuda"], ["not available", "install:"]),
+        (["bench", "--cases", "solv"], ["unknown case 'solv'", "valid cases: solve"]),
+        (["bench", "--frobnicate"], ["unrecognized arguments: --frobnicate",
+                                     "valid options:", "--backends"]),
+        (["bench", "--dtype", "int8"], ["invalid choice: 'int8'", "float32"]),
+        (["bench", "--threads", "0"], ["positive integer"]),
+        (["bench", "--quick", "--full"], ["not allowed with"]),
+        (["bench", "--resume"], ["--resume needs --out"]),
+        (["bench", "--backends", "numpy", "--sizes", "big"], ["invalid --sizes item 'big'"]),
+        (["bench", "--memory-limit", "lots"], ["512M"]),
+        (["bench", "--case-file", "/nonexistent/cases.py"], ["does not exist"]),
+        (["frob"], ["invalid choice: 'frob'", "bench"]),
+    ],
+    ids=lambda v: "-".join(v) if isinstance(v, list) and v and v[0] in ("bench", "frob") else "",
+)
+def test_usage_errors_are_one_line_with_status_2(capsys, argv, needles):
+    assert main(argv) == 2
+    cap = capsys.readouterr()
+    assert_one_line_error(cap.err, *needles)
+
+
+def test_usage_error_in_a_subprocess():
+    p = xl("bench", "--backends", "numpy,nope")
+    assert p.returncode == 2
+    assert_one_line_error(p.stderr, "unknown backend 'nope'", "valid backends")
+    assert p.stdout == ""
+
+
+def test_no_command_prints_help(capsys):
+    assert main([]) == 2
+    assert "bench" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------- report/compare inputs
+def _good_file(path):
+    from xlinalg.bench import ResultStore
+
+    with ResultStore(path) as s:
+        s.write_header({"cpu": {}}, {})
+        s.append({"key": "solve|numpy|float64|5", "case": "solve", "backend": "numpy",
+                  "dtype": "float64", "size": 5, "size_label": "5", "status": "ok"})
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b"not json at all\n", ":1: not an xlinalg results file"),
+        (b'{"type": "header", "schema_version": 99, "run_id": "x", "created": "", "env": {}}\n',
+         ":1: schema_version 99 is newer"),
+    ],
+    ids=["not-json", "newer-schema"],
+)
+def test_unreadable_results_file_is_one_line_error(tmp_path, capsys, command, content, needle):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(content)
+    args = [command, str(bad)] if command == "report" else [command, str(bad), str(bad)]
+    assert main(args) == 2
+    assert_one_line_error(capsys.readouterr().err, str(bad) + needle)
+
+
+def test_corrupt_line_is_named(tmp_path, capsys):
+    f = tmp_path / "r.jsonl"
+    _good_file(f)
+    with open(f, "a") as fh:
+        fh.write('{"type": "result", "schema_ver\n{"x": 1}\n')
+    assert main(["report", str(f)]) == 2
+    assert_one_line_error(capsys.readouterr().err, f"{f}:3: corrupt line")

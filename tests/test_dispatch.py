@@ -1,0 +1,365 @@
+"""Dispatch: mixing libraries and devices, host data (scalars, lists), explicit
+``xp=``, results on the input's backend, ``backend_of``, ``to``, ``synchronize``,
+array-api-strict's flags and devices, ``jax.jit`` and Dask laziness."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import xlinalg as xl
+from conftest import SELECTED, BackendCase, random, require_backend, well_conditioned
+from xlinalg import backends as registry
+
+LIBRARY_WORDS = {
+    "numpy": "NumPy",
+    "torch-cpu": "PyTorch",
+    "torch-cuda": "PyTorch",
+    "cupy": "CuPy",
+    "jax-cpu": "JAX",
+    "jax-gpu": "JAX",
+    "dask": "Dask",
+    "array-api-strict": "array-api-strict",
+}
+
+# one call per public function, on arrays made by `mk` (a backend's from_numpy)
+CALLS = {
+    "solve": lambda mk: (xl.solve, (mk(np.eye(3) * 2), mk(np.ones(3)))),
+    "matmul": lambda mk: (xl.matmul, (mk(np.eye(3)), mk(np.ones((3, 2))))),
+    "svd": lambda mk: (xl.svd, (mk(np.eye(3)),)),
+    "svdvals": lambda mk: (xl.svdvals, (mk(np.eye(3)),)),
+    "qr": lambda mk: (xl.qr, (mk(np.eye(3)),)),
+    "add": lambda mk: (xl.add, (mk(np.ones(3)), mk(np.ones(3)))),
+    "subtract": lambda mk: (xl.subtract, (mk(np.ones(3)), mk(np.ones(3)))),
+    "multiply": lambda mk: (xl.multiply, (mk(np.ones(3)), mk(np.ones(3)))),
+    "divide": lambda mk: (xl.divide, (mk(np.ones(3)), mk(np.ones(3)))),
+    "exp": lambda mk: (xl.exp, (mk(np.ones(3)),)),
+    "sigmoid": lambda mk: (xl.sigmoid, (mk(np.ones(3)),)),
+}
+
+
+@pytest.mark.parametrize("fn", list(CALLS))
+def test_results_stay_on_the_input_backend(backend: BackendCase, fn) -> None:
+    f, args = CALLS[fn](backend.arr)
+    out = f(*args)
+    for o in out if isinstance(out, tuple) else (out,):
+        backend.check_owned(o)
+
+
+def test_backend_of(backend: BackendCase) -> None:
+    assert xl.backend_of(backend.arr(np.ones(2))) == backend.name
+    assert xl.backend_of(backend.arr(np.float64(1.0))) == backend.name  # 0-d
+
+
+def test_backend_of_numpy_scalars_and_unknown() -> None:
+    assert xl.backend_of(np.float64(1.0)) == "numpy"
+    with pytest.raises(TypeError, match=r"expected an array of one of numpy, torch-cpu"):
+        xl.backend_of([1.0])
+
+
+# ---------------------------------------------------------------------- mixing libraries
+PAIRS = [(a, b) for a, b in itertools.permutations(SELECTED, 2) if LIBRARY_WORDS[a] != LIBRARY_WORDS[b]]
+
+
+@pytest.mark.parametrize(("first", "second"), PAIRS, ids=[f"{a}+{b}" for a, b in PAIRS])
+@pytest.mark.parametrize("fn", ["solve", "matmul", "add", "divide"])
+def test_mixing_libraries_raises_naming_both(first, second, fn) -> None:
+    b1, b2 = require_backend(first), require_backend(second)
+    f = {"solve": xl.solve, "matmul": xl.matmul, "add": xl.add, "divide": xl.divide}[fn]
+    x = b1.from_numpy(np.eye(2) * 2)
+    y = b2.from_numpy(np.ones(2))
+    with pytest.raises(TypeError) as info:
+        f(x, y)
+    msg = str(info.value)
+    assert LIBRARY_WORDS[first] in msg, msg
+    assert LIBRARY_WORDS[second] in msg, msg
+    assert "xlinalg.to(" in msg
+    assert ("`a`" in msg and "`b`" in msg) or ("`x1`" in msg and "`x2`" in msg)
+    # the suggested conversion works
+    fixed = xl.to(y, first)
+    assert xl.backend_of(f(x, fixed)) == first
+
+
+def test_numpy_mixed_with_torch_names_both() -> None:
+    require_backend("torch-cpu")
+    import torch
+
+    with pytest.raises(TypeError, match=r"`a` is a PyTorch tensor .* but `b` is a NumPy array.*xlinalg\.to\(a, \"numpy\"\)"):
+        xl.solve(torch.eye(2), np.ones(2))
+
+
+def test_mixing_devices_raises_naming_both() -> None:
+    # torch's "meta" device stands in for a second device on a CPU-only machine
+    require_backend("torch-cpu")
+    import torch
+
+    a, b = torch.eye(2, dtype=torch.float64), torch.ones(2, dtype=torch.float64, device="meta")
+    # solve: a stack, so xlinalg checks devices itself. (Its fast path leaves a
+    # CPU/CUDA mix to torch's own error, which it translates; but torch.linalg.solve
+    # runs LAPACK on a meta operand's missing data instead of refusing it.)
+    cases = ((xl.solve, a[None], ("`a`", "`b`")), (xl.matmul, a, ("`a`", "`b`")), (xl.add, a, ("`x1`", "`x2`")))
+    for f, first, names in cases:
+        with pytest.raises(ValueError, match=r"is on device cpu but .* is on device meta") as info:
+            f(first, b)
+        assert all(n in str(info.value) for n in names)
+        assert "xlinalg.to(" in str(info.value)
+
+
+def test_array_api_strict_devices() -> None:
+    require_backend("array-api-strict")
+    import array_api_strict as xps
+
+    d1 = xps.Device("device1")
+    a = xps.asarray(np.eye(3) * 2, device=d1)
+    b = xps.asarray(np.ones(3), device=d1)
+    for out in (xl.solve(a, b), xl.matmul(a, b), xl.svd(a).U, xl.qr(a).R, xl.svdvals(a),
+                xl.add(a, 1.0), xl.exp(a), xl.sigmoid(a), xl.solve(a, [1.0, 2.0, 3.0]),
+                xl.add(a, [1.0, 2.0, 3.0]), xl.svd(xps.asarray(np.zeros((0, 2)), device=d1)).U):
+        assert out.device == d1
+    with pytest.raises(ValueError, match=r"`a` is on device .*device1.* but `b` is on device .*CPU_DEVICE"):
+        xl.solve(a, xps.asarray(np.ones(3)))
+    # a device without float64: integers compute in float32 there
+    nf = xps.Device("no_float64")
+    x = xps.asarray(np.array([[2, 0], [0, 4]]), device=nf)
+    for out in (xl.solve(x, xps.asarray([2, 2], device=nf)), xl.svdvals(x), xl.exp(x), xl.divide(x, 2)):
+        assert out.dtype == xps.float32
+        assert out.device == nf
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        {"api_version": "2022.12"},
+        {"api_version": "2023.12"},
+        {"api_version": "2024.12"},
+        {"data_dependent_shapes": False, "boolean_indexing": False},
+    ],
+    ids=["2022.12", "2023.12", "2024.12", "no-data-dependent-shapes"],
+)
+def test_array_api_strict_flags(flags) -> None:
+    # Everything xlinalg does on a strict array is standard: it passes under the
+    # strictest flags (old API versions, no data-dependent shapes or boolean indexing).
+    require_backend("array-api-strict")
+    import array_api_strict as xps
+
+    with xps.ArrayAPIStrictFlags(**flags):
+        a = xps.asarray(np.stack([np.eye(2) * 2, [[1.0, 2.0], [2.0, 4.0]]]))
+        b = xps.asarray(np.ones((2, 2, 1)))
+        x = xl.solve(a, b, errors="nan")
+        h = registry.strict_to_numpy(x)
+        assert np.isnan(h[1]).all()
+        assert np.allclose(h[0], 0.5)
+        with pytest.raises(xl.LinAlgError):
+            xl.solve(a, b)
+        assert np.allclose(registry.strict_to_numpy(xl.solve(a[0, ...], xps.asarray([2.0, 2.0]))), [1.0, 1.0])
+        for f, args in (CALLS[n](xps.asarray) for n in CALLS):
+            out = f(*args)
+            for o in out if isinstance(out, tuple) else (out,):
+                assert xl.backend_of(o) == "array-api-strict"
+        assert xl.svd(xps.asarray(np.zeros((0, 3, 2)))).U.shape == (0, 3, 3)
+        assert xl.solve(xps.asarray(np.zeros((0, 3, 3))), xps.asarray(np.zeros(3))).shape == (0, 3)
+        assert xl.add(xps.asarray([1, 2]), 2.5).dtype == xps.float64
+        assert xl.add(xps.asarray([1, 2]), xps.asarray([1.0, 2.0], dtype=xps.float32)).dtype == xps.float64
+
+
+# ---------------------------------------------------------------------- host data
+def test_python_scalars_with_arrays(backend: BackendCase) -> None:
+    x = backend.arr(np.ones(3, np.float32))
+    for out in (xl.add(x, 2.0), xl.add(2.0, x), xl.multiply(x, 2), xl.divide(x, 2.0), xl.subtract(1, x)):
+        backend.check_owned(out)
+        assert backend.np(out).dtype == np.float32
+
+
+def test_numpy_scalars_next_to_other_arrays(backend: BackendCase) -> None:
+    # no confusing "multiple namespaces" error: NumPy scalars are host data
+    x = backend.arr(np.ones(3, np.float32))
+    for s in (np.float64(2.0), np.float32(2.0), np.int64(2)):
+        out = xl.multiply(x, s)
+        backend.check_owned(out)
+    a = backend.arr(np.eye(2))
+    backend.assert_close(xl.solve(a, [np.float64(1.0), np.float64(2.0)]), [1.0, 2.0])
+
+
+def test_lists_become_the_array_backend(backend: BackendCase) -> None:
+    a = backend.arr(np.eye(2))
+    for out in (xl.solve(a, [1.0, 2.0]), xl.solve([[1.0, 0.0], [0.0, 1.0]], backend.arr(np.ones(2))),
+                xl.matmul(a, [1.0, 1.0]), xl.add([1.0, 2.0], backend.arr(np.ones(2)))):
+        backend.check_owned(out)
+
+
+def test_tuples_are_host_data_too(backend: BackendCase) -> None:
+    backend.assert_close(xl.solve(backend.arr(np.eye(2) * 2), (2.0, 4.0)), [1.0, 2.0])
+
+
+def test_non_arrays_are_refused(backend: BackendCase) -> None:
+    with pytest.raises(TypeError, match=r"`a` must be an array .*got an object of type builtins.str"):
+        xl.solve("abc", backend.arr(np.ones(2)))
+    with pytest.raises(TypeError, match=r"`x` must be an array"):
+        xl.svd({"not": "an array"})
+    with pytest.raises(TypeError, match=r"`x1` could not be converted|`x1` must hold numbers"):
+        xl.add([[1.0], [1.0, 2.0]], backend.arr(np.ones(2)))  # ragged
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix itself warns
+def test_numpy_matrix_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"`x` must be an array"):
+        xl.svd(np.asmatrix(np.eye(2)))
+
+
+# ---------------------------------------------------------------------- explicit xp
+def test_explicit_namespace(backend: BackendCase) -> None:
+    xp = backend.namespace()
+    a = backend.arr(np.eye(2) * 2)
+    backend.assert_close(xl.solve(a, backend.arr(np.ones(2)), xp=xp), [0.5, 0.5])
+    backend.assert_close(xl.add(a, 1.0, xp=xp), np.eye(2) * 2 + 1)
+    backend.assert_close(xl.svdvals(a, xp=xp), [2.0, 2.0])
+
+
+# ---------------------------------------------------------------------- to / synchronize
+@pytest.mark.parametrize("target", SELECTED)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.bool_, np.complex128])
+def test_to_round_trips(backend: BackendCase, target, dtype) -> None:
+    tb = require_backend(target)
+    x = (np.arange(6).reshape(2, 3) % 2).astype(dtype)
+    y = xl.to(backend.arr(x), target)
+    assert xl.backend_of(y) == target
+    back = tb.to_numpy(y)
+    assert back.dtype == x.dtype
+    np.testing.assert_array_equal(back, x)
+
+
+def test_to_copy_semantics(backend: BackendCase) -> None:
+    x = backend.arr(np.ones(3))
+    assert xl.to(x, backend.name) is x
+    y = xl.to(x, backend.name, copy=True)
+    assert y is not x
+    np.testing.assert_array_equal(backend.np(y), np.ones(3))
+
+
+def test_to_errors() -> None:
+    with pytest.raises(ValueError, match=r"unknown backend 'torch-gpu'; valid backends: numpy, torch-cpu"):
+        xl.to(np.ones(2), "torch-gpu")
+    unavailable = [n for n in xl.BACKEND_NAMES if not registry.get_backend(n).is_available()]
+    if not unavailable:
+        pytest.skip("every backend is available here: no unavailable one to convert to")
+    with pytest.raises(registry.BackendUnavailableError, match=r"is not available: .*Install: "):
+        xl.to(np.ones(2), unavailable[0])
+
+
+def test_to_numpy_from_dask_copies(backend: BackendCase) -> None:
+    if backend.name != "dask":
+        y = xl.to(backend.arr(np.arange(3.0)), "numpy")
+        np.testing.assert_array_equal(np.asarray(y), np.arange(3.0))
+        return
+    with pytest.raises(ValueError, match=r"needs a copy"):
+        xl.to(backend.arr(np.arange(3.0)), "numpy", copy=False)
+
+
+def test_synchronize(backend: BackendCase) -> None:
+    x = xl.matmul(backend.arr(np.eye(3)), backend.arr(np.ones(3)))
+    xl.synchronize(x)  # waits (JAX: block_until_ready; Dask: computes and discards)
+    xl.synchronize(x, backend.arr(np.ones(2)))
+    xl.synchronize(backend=backend.name)
+    xl.synchronize()
+    backend.assert_close(x, np.ones(3))
+
+
+def test_synchronize_mixed_backends() -> None:
+    arrays = [require_backend(n).from_numpy(np.ones(2)) for n in SELECTED if registry.get_backend(n).is_available()]
+    xl.synchronize(*arrays)  # each group fenced on its own backend
+
+
+def test_available_backends_lists_every_cpu_backend_here() -> None:
+    # In this project's test environment (and CI) every CPU backend must really run.
+    from conftest import CPU_BACKENDS, _require_cpu
+
+    missing = [n for n in CPU_BACKENDS if n in SELECTED and not registry.get_backend(n).is_available()]
+    if missing and not _require_cpu():
+        pytest.skip(f"CPU backends not installed here: {missing} (set XLINALG_REQUIRE_CPU_BACKENDS=1 to fail)")
+    assert not missing, [f"{n}: {registry.get_backend(n).unavailable_reason()}" for n in missing]
+    assert set(xl.available_backends()) <= set(xl.BACKEND_NAMES)
+
+
+def test_unknown_backend_in_environment_raises() -> None:
+    code = "import conftest"
+    env = {**os.environ, "XLINALG_TEST_BACKENDS": "numpy,torch-gpu"}
+    r = subprocess.run([sys.executable, "-c", code], cwd=os.path.dirname(__file__), env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "unknown backend(s) ['torch-gpu']" in r.stderr
+
+
+# ---------------------------------------------------------------------- jax.jit
+@pytest.mark.parametrize("fn", list(CALLS))
+def test_every_function_works_under_jax_jit(fn) -> None:
+    require_backend("jax-cpu")
+    import jax
+    import jax.numpy as jnp
+
+    f, args = CALLS[fn](jnp.asarray)
+    eager = f(*args)
+    traced = jax.jit(f)(*args)
+    for e, t in zip(eager if isinstance(eager, tuple) else (eager,), traced if isinstance(traced, tuple) else (traced,)):
+        np.testing.assert_allclose(np.asarray(t), np.asarray(e), rtol=1e-12)
+
+
+def test_jit_nan_instead_of_errors() -> None:
+    require_backend("jax-cpu")
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.asarray([[1.0, jnp.nan], [0.0, 1.0]])
+    assert np.isnan(np.asarray(jax.jit(xl.svdvals)(x))).all()
+    with pytest.raises(xl.LinAlgError):
+        xl.svdvals(x)  # eagerly, the same input raises
+
+
+def test_jit_with_integer_input() -> None:
+    require_backend("jax-cpu")
+    import jax
+    import jax.numpy as jnp
+
+    out = jax.jit(xl.solve)(jnp.asarray([[2, 0], [0, 4]]), jnp.asarray([2, 2]))
+    assert out.dtype == jnp.float64
+    np.testing.assert_allclose(np.asarray(out), [1.0, 0.5])
+
+
+# ---------------------------------------------------------------------- Dask laziness
+def _forbid_compute(*args, **kwargs):
+    raise AssertionError("xlinalg forced a Dask compute while building the graph")
+
+
+@pytest.mark.parametrize("fn", list(CALLS))
+def test_dask_functions_do_not_compute(fn, rng) -> None:
+    require_backend("dask")
+    import dask
+    import dask.array as da
+
+    def mk(a):
+        a = np.asarray(a)
+        return da.from_array(np.stack([a, a, a]), chunks=(1,) + a.shape) if a.ndim == 2 else da.from_array(a)
+
+    f, args = CALLS[fn](mk)
+    with dask.config.set(scheduler=_forbid_compute):
+        out = f(*args)
+    for o in out if isinstance(out, tuple) else (out,):
+        assert xl.backend_of(o) == "dask"
+        o.compute()
+
+
+def test_dask_chunked_matrix_axes(rng) -> None:
+    # matrices split across chunks are rechunked whole per block; batch chunks stay
+    require_backend("dask")
+    import dask.array as da
+
+    a = well_conditioned(rng, (4, 6, 6))
+    b = random(rng, (4, 6, 2))
+    x = xl.solve(da.from_array(a, chunks=(2, 3, 3)), da.from_array(b, chunks=(1, 2, 1)))
+    np.testing.assert_allclose(x.compute(), np.linalg.solve(a, b), rtol=1e-10)
+    s = xl.svdvals(da.from_array(a, chunks=(2, 3, 3)))
+    np.testing.assert_allclose(s.compute(), np.linalg.svd(a, compute_uv=False), rtol=1e-10)

@@ -1,0 +1,228 @@
+"""Elementwise functions on every backend: values, broadcasting, the dtype rule,
+weak scalars, bool, and no floating-point warnings where promised."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import xlinalg as xl
+from conftest import BackendCase, random
+
+BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide}
+UNARY = {"exp": np.exp, "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x))}
+def _cast(ref: np.ndarray, dtype) -> np.ndarray:
+    """A complex128 reference in `dtype` (real part for real dtypes, without a warning)."""
+    ref = np.asarray(ref)
+    return (ref if np.dtype(dtype).kind == "c" else ref.real).astype(dtype)
+
+
+BSHAPES = [((3,), (3,)), ((2, 1), (3,)), ((2, 3, 1), (1, 4)), ((), (3,)), ((0, 3), (3,))]
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+@pytest.mark.parametrize(("s1", "s2"), BSHAPES, ids=[f"{a}-{b}" for a, b in BSHAPES])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128], ids=lambda d: np.dtype(d).name)
+def test_binary_matches_numpy(backend: BackendCase, rng, name, s1, s2, dtype) -> None:
+    x1, x2 = random(rng, s1, dtype), random(rng, s2, dtype)
+    out = getattr(xl, name)(backend.arr(x1), backend.arr(x2))
+    backend.assert_close(out, _cast(BINARY[name](x1.astype(np.complex128), x2), dtype), dtype=dtype)
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(5,), (2, 3), (), (0,)], ids=str)
+def test_unary_matches_numpy(backend: BackendCase, rng, name, dtype, shape) -> None:
+    x = random(rng, shape, dtype)
+    ref = UNARY[name](x.astype(np.complex128))
+    ref = ref if np.dtype(dtype).kind == "c" else ref.real
+    backend.assert_close(getattr(xl, name)(backend.arr(x)), ref.astype(dtype), dtype=dtype)
+
+
+# ---------------------------------------------------------------------- dtype rule
+@pytest.mark.parametrize(
+    ("d1", "d2", "expected"),
+    [
+        (np.float32, np.float64, np.float64),
+        (np.int32, np.int64, np.int64),
+        (np.int64, np.float32, np.float64),  # NumPy's table for mixed kinds (torch/JAX: f32)
+        (np.int8, np.float32, np.float32),
+        (np.uint8, np.int8, np.int16),
+        (np.bool_, np.float32, np.float32),
+        (np.bool_, np.int32, np.int32),
+        (np.float32, np.complex64, np.complex64),
+        (np.float64, np.complex64, np.complex128),
+    ],
+)
+@pytest.mark.parametrize("name", ["add", "multiply"])
+def test_array_array_promotion(backend: BackendCase, name, d1, d2, expected) -> None:
+    x1 = np.array([1, 0, 1]).astype(d1)
+    x2 = np.array([2, 3, 4]).astype(d2)
+    out = getattr(xl, name)(backend.arr(x1), backend.arr(x2))
+    backend.assert_close(out, BINARY[name](x1, x2).astype(expected), dtype=expected)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "scalar", "expected"),
+    [
+        (np.float32, 2.0, np.float32),  # weak Python float
+        (np.float32, 2, np.float32),
+        (np.float64, 2.0, np.float64),
+        (np.int32, 2, np.int32),  # weak Python int
+        (np.int32, 2.5, np.float64),  # float scalar with an int array: float64 (NumPy)
+        (np.int64, 2.5, np.float64),
+        (np.float32, 2j, np.complex64),
+        (np.bool_, 2.0, np.float64),
+        (np.bool_, 2, np.int64),
+    ],
+)
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_python_scalars_are_weak(backend: BackendCase, dtype, scalar, expected, side) -> None:
+    x = np.array([1, 0, 1]).astype(dtype)
+    args = (backend.arr(x), scalar) if side == "right" else (scalar, backend.arr(x))
+    out = xl.add(*args)
+    backend.assert_close(out, _cast(x.astype(np.complex128) + scalar, expected), dtype=expected)
+
+
+def test_numpy_scalars_act_like_python_scalars(backend: BackendCase) -> None:
+    x = backend.arr(np.ones(3, np.float32))
+    out = xl.multiply(x, np.float64(2.0))
+    if backend.name == "numpy":
+        # next to a NumPy array, NumPy's own rule: np.float64 is a float64 array
+        backend.assert_close(out, [2.0, 2.0, 2.0], dtype=np.float64)
+    else:
+        backend.assert_close(out, [2.0, 2.0, 2.0], dtype=np.float32)
+        backend.assert_close(xl.add(np.int64(1), x), [2.0, 2.0, 2.0], dtype=np.float32)
+
+
+@pytest.mark.parametrize(("d1", "d2"), [(np.int32, np.int32), (np.int64, np.float32), (np.bool_, np.bool_)])
+def test_divide_integers_in_float64(backend: BackendCase, d1, d2) -> None:
+    x1, x2 = np.array([1, 1, 0]).astype(d1), np.array([2, 1, 1]).astype(d2)
+    out = xl.divide(backend.arr(x1), backend.arr(x2))
+    backend.assert_close(out, x1 / x2.astype(np.float64), dtype=np.float64)
+    backend.assert_close(xl.divide(backend.arr(x1), 2), x1 / 2.0, dtype=np.float64)
+    weak = np.float64 if np.dtype(d2).kind in "ib" else d2  # a Python scalar is weak
+    backend.assert_close(xl.divide(1, backend.arr(x2)), 1 / x2.astype(np.float64), dtype=weak)
+
+
+@pytest.mark.parametrize("name", ["exp", "sigmoid"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.bool_])
+def test_unary_integers_in_float64(backend: BackendCase, name, dtype) -> None:
+    x = np.array([0, 1, 1]).astype(dtype)
+    backend.assert_close(getattr(xl, name)(backend.arr(x)), UNARY[name](x.astype(np.float64)), dtype=np.float64)
+
+
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "divide", "exp", "sigmoid"])
+def test_float16_is_native(backend: BackendCase, name) -> None:
+    if not backend.has_dtype(np.float16):
+        pytest.skip(f"{backend.name} has no float16 arrays")
+    x = np.array([0.5, 1.0, 2.0], np.float16)
+    args = (backend.arr(x),) if name in UNARY else (backend.arr(x), backend.arr(x))
+    ref = UNARY[name](x.astype(np.float64)) if name in UNARY else BINARY[name](x.astype(np.float64), x)
+    backend.assert_close(getattr(xl, name)(*args), ref, dtype=np.float16)
+
+
+# ---------------------------------------------------------------------- bool
+def test_bool_rules(backend: BackendCase) -> None:
+    t, f = np.array([True, True, False]), np.array([True, False, False])
+    backend.assert_close(xl.add(backend.arr(t), backend.arr(f)), t | f, dtype=bool)
+    backend.assert_close(xl.multiply(backend.arr(t), backend.arr(f)), t & f, dtype=bool)
+    backend.assert_close(xl.add(backend.arr(t), True), t | True, dtype=bool)
+    with pytest.raises(TypeError, match=r"subtract: `x1` and `x2` are both bool"):
+        xl.subtract(backend.arr(t), backend.arr(f))
+
+
+def test_python_int_out_of_range(backend: BackendCase) -> None:
+    x = backend.arr(np.array([1, 2], np.uint8))
+    with pytest.raises(OverflowError, match=r"the Python int `x2` = 300 is out of the range of `x1`'s dtype uint8"):
+        xl.add(x, 300)
+    with pytest.raises(OverflowError, match=r"`x1` = -1 .* `x2`'s dtype uint8"):
+        xl.multiply(-1, x)
+    backend.assert_close(xl.add(x, 253), np.array([254, 255], np.uint8), dtype=np.uint8)
+
+
+# ---------------------------------------------------------------------- shapes
+@pytest.mark.parametrize("name", list(BINARY))
+def test_shapes_must_broadcast(backend: BackendCase, name) -> None:
+    with pytest.raises(ValueError, match=rf"{name}: the shapes of `x1` \(3,\) and `x2` \(2,\) do not broadcast"):
+        getattr(xl, name)(backend.arr(np.ones(3)), backend.arr(np.ones(2)))
+
+
+# ---------------------------------------------------------------------- IEEE, no warnings
+def _no_warnings(bk: BackendCase, fn, *args) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return bk.np(fn(*args))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_divide_by_zero_is_ieee_and_silent(backend: BackendCase, dtype) -> None:
+    x1, x2 = np.array([1.0, -1.0, 0.0], dtype), np.zeros(3, dtype)
+    got = _no_warnings(backend, xl.divide, backend.arr(x1), backend.arr(x2))
+    np.testing.assert_array_equal(got, [np.inf, -np.inf, np.nan])
+    got = _no_warnings(backend, xl.divide, backend.arr(np.array([1, 0])), backend.arr(np.array([0, 0])))
+    np.testing.assert_array_equal(got, [np.inf, np.nan])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_exp_overflow_is_silent(backend: BackendCase, dtype) -> None:
+    got = _no_warnings(backend, xl.exp, backend.arr(np.array([1e4, -1e4, np.inf, -np.inf, np.nan], dtype)))
+    np.testing.assert_array_equal(got, np.array([np.inf, 0.0, np.inf, 0.0, np.nan], dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_sigmoid_extremes(backend: BackendCase, dtype) -> None:
+    if not backend.has_dtype(dtype):
+        pytest.skip(f"{backend.name} has no {np.dtype(dtype).name} arrays")
+    x = np.array([-1e4, -800.0, -100.0, -30.0, 0.0, 30.0, 100.0, 800.0, 1e4, np.inf, -np.inf], dtype)
+    got = _no_warnings(backend, xl.sigmoid, backend.arr(x))
+    assert got.dtype == np.dtype(dtype)
+    finite = np.isfinite(x)
+    assert ((got[finite] >= 0) & (got[finite] <= 1)).all()
+    assert (np.diff(got[:9].astype(np.float64)) >= 0).all()
+    with np.errstate(over="ignore"):
+        ref = 1 / (1 + np.exp(-x.astype(np.float64)))
+    tiny = float(np.finfo(dtype).tiny)  # below it: subnormal or flushed to 0
+    np.testing.assert_allclose(got.astype(np.float64), ref, rtol=4 * np.finfo(dtype).eps ** 0.5, atol=tiny)
+    assert got[-2] == 1
+    assert got[-1] == 0
+    assert np.isnan(_no_warnings(backend, xl.sigmoid, backend.arr(np.array([np.nan], dtype)))).all()
+
+
+def test_complex_sigmoid(backend: BackendCase) -> None:
+    x = np.array([0.5 - 2j, -3 + 0.3j, 2j])
+    backend.assert_close(xl.sigmoid(backend.arr(x)), 1 / (1 + np.exp(-x)), dtype=np.complex128)
+
+
+# ---------------------------------------------------------------------- host data
+def test_lists_follow_the_array(backend: BackendCase) -> None:
+    x = backend.arr(np.ones(2, np.float32))
+    # a list is converted as NumPy would (float64), then promoted
+    backend.assert_close(xl.add(x, [1.0, 2.0]), [2.0, 3.0], dtype=np.float64)
+    backend.assert_close(xl.subtract([1.0, 2.0], x), [0.0, 1.0], dtype=np.float64)
+
+
+def test_only_host_data() -> None:
+    assert isinstance(xl.add([1.0], [2.0]), np.ndarray)
+    assert xl.add(2.0, 3.0) == 5.0
+    assert np.isclose(xl.exp(1.0), np.e)
+    np.testing.assert_allclose(xl.sigmoid([0.0]), [0.5])
+
+
+@pytest.mark.parametrize("bad", [None, "abc", object()], ids=["None", "str", "object"])
+def test_non_numeric_is_refused(backend: BackendCase, bad) -> None:
+    with pytest.raises(TypeError, match=r"`x1`"):
+        xl.add(bad, backend.arr(np.ones(2)))
+
+
+def test_inputs_not_modified(backend: BackendCase, rng) -> None:
+    x1, x2 = random(rng, (2, 3)), random(rng, (3,))
+    a1, a2 = backend.arr(x1), backend.arr(x2)
+    for name in BINARY:
+        backend.np(getattr(xl, name)(a1, a2))
+    for name in UNARY:
+        backend.np(getattr(xl, name)(a1))
+    np.testing.assert_array_equal(backend.np(a1), x1)
+    np.testing.assert_array_equal(backend.np(a2), x2)

@@ -1,0 +1,107 @@
+"""The public surface: a sorted ``__all__`` equal to the public names, numpydoc
+docstrings on every public function, and docstring examples that run."""
+
+from __future__ import annotations
+
+import doctest
+import inspect
+import re
+import types
+
+import numpy as np
+import pytest
+
+import xlinalg as xl
+
+PUBLIC = sorted(
+    n for n in dir(xl)
+    if not n.startswith("_") and not isinstance(getattr(xl, n), types.ModuleType)
+)
+FUNCTIONS = [n for n in xl.__all__ if inspect.isfunction(getattr(xl, n))]
+
+
+def test_all_is_sorted_and_complete() -> None:
+    assert xl.__all__ == sorted(xl.__all__)
+    assert len(set(xl.__all__)) == len(xl.__all__)
+    assert sorted(set(xl.__all__) - {"__version__"}) == PUBLIC
+
+
+def test_every_module_has_all() -> None:
+    import xlinalg._elementwise
+    import xlinalg._lib._adapters
+    import xlinalg._lib._dispatch
+    import xlinalg._lib._errors
+    import xlinalg._lib._validate
+    import xlinalg._linalg
+    import xlinalg.backends
+
+    for mod in (xlinalg._elementwise, xlinalg._linalg, xlinalg.backends, xlinalg._lib._adapters,
+                xlinalg._lib._dispatch, xlinalg._lib._errors, xlinalg._lib._validate):
+        assert isinstance(mod.__all__, list), mod.__name__
+        for name in mod.__all__:
+            assert hasattr(mod, name), f"{mod.__name__}.__all__ names missing {name}"
+
+
+def test_version() -> None:
+    assert re.fullmatch(r"\d+\.\d+(\.\d+)?([.+-].*)?", xl.__version__)
+
+
+def _sections(doc: str) -> set[str]:
+    return set(re.findall(r"^(\w[\w ]*)\n-{3,}$", doc, re.M))
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_numpydoc_sections(name: str) -> None:
+    fn = getattr(xl, name)
+    doc = inspect.getdoc(fn)
+    assert doc, f"{name} has no docstring"
+    summary = doc.splitlines()[0].strip()
+    assert summary, name
+    assert summary[0].isupper() or summary.startswith("``"), summary
+    sections = _sections(doc)
+    params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+    required = {"Returns", "Examples"} | ({"Parameters"} if params else set())
+    assert required <= sections, f"{name}: missing {required - sections}"
+    if "Parameters" in sections:  # every parameter is documented
+        body = doc.split("Parameters\n----------", 1)[1]
+        for p in params:
+            if p.kind is inspect.Parameter.VAR_POSITIONAL:
+                assert f"*{p.name}" in body, f"{name}: *{p.name} undocumented"
+            else:
+                assert re.search(rf"^\s*(\w+, )*{p.name}\b.*:", body, re.M), f"{name}: `{p.name}` undocumented"
+
+
+def test_public_classes_have_docstrings() -> None:
+    for name in xl.__all__:
+        obj = getattr(xl, name)
+        if inspect.isclass(obj):
+            assert inspect.getdoc(obj), name
+    assert issubclass(xl.LinAlgError, np.linalg.LinAlgError)
+    assert issubclass(xl.LinAlgError, RuntimeError)
+    assert xl.SVDResult._fields == ("U", "S", "Vh")
+    assert xl.QRResult._fields == ("Q", "R")
+
+
+def test_arrays_positional_options_keyword_only() -> None:
+    for name in ("solve", "matmul", "svd", "svdvals", "qr", "add", "subtract", "multiply", "divide", "exp", "sigmoid"):
+        sig = inspect.signature(getattr(xl, name))
+        kinds = {p.name: p.kind for p in sig.parameters.values()}
+        for pname, kind in kinds.items():
+            if pname in ("a", "b", "x", "x1", "x2"):
+                assert kind is inspect.Parameter.POSITIONAL_ONLY, (name, pname)
+            else:
+                assert kind is inspect.Parameter.KEYWORD_ONLY, (name, pname)
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_docstring_examples_run(name: str) -> None:
+    fn = getattr(xl, name)
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    tests = finder.find(fn, name, globs={})
+    assert tests, f"{name}: no docstring"
+    assert tests[0].examples, f"{name}: no examples"
+    for t in tests:
+        runner.run(t)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{name}: {result.failed} of {result.attempted} examples failed"

@@ -1,0 +1,261 @@
+"""xlinalg.solve: the right-hand-side rule, broadcasting, singular matrices, dtypes,
+empty shapes and laziness, on every backend, against NumPy float64."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xlinalg as xl
+from conftest import BackendCase, random, require_backend, well_conditioned
+
+# (a shape, b shape): the standard's rule — b is a vector only when b.ndim == 1
+SHAPES = [
+    ((3, 3), (3,)),  # one vector
+    ((3, 3), (3, 1)),  # one column
+    ((3, 3), (3, 4)),  # several columns
+    ((2, 3, 3), (3,)),  # a stack, one vector for all
+    ((2, 3, 3), (2, 3, 2)),  # a stack of matrices
+    ((3, 3, 3), (3, 3)),  # a (B, M) b with B == M: ONE matrix (torch/CuPy would read vectors)
+    ((4, 3, 3), (3, 2)),  # a matrix broadcast over the batch
+    ((2, 1, 3, 3), (4, 3, 2)),  # batch dims broadcast (2,1) x (4,) -> (2,4)
+    ((1, 3, 3), (5, 3, 1)),  # a broadcast over b's batch
+    ((1, 1), (1,)),
+]
+
+
+def _ref(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.linalg.solve(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64), b)
+
+
+@pytest.mark.parametrize(("sa", "sb"), SHAPES, ids=[f"{a}-{b}" for a, b in SHAPES])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_solve_matches_numpy(backend: BackendCase, rng, sa, sb, dtype) -> None:
+    a = well_conditioned(rng, sa, dtype)
+    b = random(rng, sb, dtype)
+    x = xl.solve(backend.arr(a), backend.arr(b))
+    backend.assert_close(x, _ref(a, b), dtype=dtype)
+
+
+def test_matrix_rhs_with_b_ndim_equal_a_ndim_minus_1(backend: BackendCase, rng) -> None:
+    # a:(3,3,3), b:(3,3): the standard (and NumPy 2) read b as one 3x3 matrix for every
+    # member; torch.linalg.solve would read three vectors. xlinalg == NumPy everywhere.
+    a = well_conditioned(rng, (3, 3, 3))
+    b = random(rng, (3, 3))
+    x = backend.assert_close(xl.solve(backend.arr(a), backend.arr(b)), np.linalg.solve(a, b))
+    assert x.shape == (3, 3, 3)
+    stacked_vectors = np.stack([np.linalg.solve(a[i], b[i]) for i in range(3)])
+    assert not np.allclose(x[..., 0], stacked_vectors)
+
+
+def test_stacked_vectors_shape_is_an_error(backend: BackendCase, rng) -> None:
+    # a:(3,2,2), b:(3,2) is a 3x2 matrix whose 3 rows do not match a's 2: NumPy 2 raises.
+    a = well_conditioned(rng, (3, 2, 2))
+    with pytest.raises(ValueError, match=r"`b` must have 2 rows"):
+        xl.solve(backend.arr(a), backend.arr(random(rng, (3, 2))))
+    # the explicit way to solve a batch of vectors: add the column axis
+    x = xl.solve(backend.arr(a), backend.arr(random(rng, (3, 2, 1))))
+    assert backend.np(x).shape == (3, 2, 1)
+
+
+def test_incompatible_batches(backend: BackendCase, rng) -> None:
+    with pytest.raises(ValueError, match=r"batch shapes of `a` \(2,\) and `b` \(3,\) do not broadcast"):
+        xl.solve(backend.arr(well_conditioned(rng, (2, 3, 3))), backend.arr(random(rng, (3, 3, 1))))
+
+
+# ---------------------------------------------------------------------- singular
+SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])
+
+
+def test_singular_raises_one_error_class(backend: BackendCase) -> None:
+    with pytest.raises(xl.LinAlgError, match=r"`a` is singular") as info:
+        backend.np(xl.solve(backend.arr(SINGULAR), backend.arr(np.ones(2))))
+    err = info.value
+    # one class that every existing except clause catches
+    assert isinstance(err, np.linalg.LinAlgError)
+    assert isinstance(err, ValueError)
+    assert isinstance(err, RuntimeError)
+    assert err.members == (0,)
+    assert err.indices == ((),)
+
+
+@pytest.mark.parametrize("vector", [True, False], ids=["vector-b", "matrix-b"])
+def test_singular_member_of_a_batch(backend: BackendCase, vector: bool) -> None:
+    a = np.stack([np.eye(2), SINGULAR, 2 * np.eye(2), np.zeros((2, 2))])
+    b = np.ones(2) if vector else np.ones((4, 2, 3))
+    with pytest.raises(xl.LinAlgError, match=r"2 singular matrices .* batch index 1, 3") as info:
+        backend.np(xl.solve(backend.arr(a), backend.arr(b)))
+    assert info.value.members == (1, 3)
+    assert info.value.indices == ((1,), (3,))
+
+
+def test_singular_member_indices_are_in_a_batch(backend: BackendCase) -> None:
+    # a:(3,1,2,2) broadcast against b:(4,2,1): the error names a's member (1, 0), once
+    a = np.stack([np.eye(2), SINGULAR, 2 * np.eye(2)])[:, None]
+    with pytest.raises(xl.LinAlgError) as info:
+        backend.np(xl.solve(backend.arr(a), backend.arr(np.ones((4, 2, 1)))))
+    assert info.value.indices == ((1, 0),)
+    assert info.value.members == (1,)
+
+
+@pytest.mark.parametrize("vector", [True, False], ids=["vector-b", "matrix-b"])
+def test_errors_nan_only_for_singular_members(backend: BackendCase, rng, vector: bool) -> None:
+    good = well_conditioned(rng, (2, 2))
+    a = np.stack([good, SINGULAR, 2 * good])[:, None]  # (3,1,2,2), broadcast against b
+    b = random(rng, (2,) if vector else (4, 2, 3))
+    x = backend.np(xl.solve(backend.arr(a), backend.arr(b), errors="nan"))
+    assert x.shape == ((3, 1, 2) if vector else (3, 4, 2, 3))
+    assert np.isnan(x[1]).all()
+    ok = np.delete(a, 1, axis=0)
+    np.testing.assert_allclose(np.delete(x, 1, axis=0), np.linalg.solve(ok, b[..., None])[..., 0] if vector else np.linalg.solve(ok, b), rtol=1e-10)
+
+
+def test_errors_nan_unbatched(backend: BackendCase) -> None:
+    x = backend.np(xl.solve(backend.arr(SINGULAR), backend.arr(np.ones(2)), errors="nan"))
+    assert x.shape == (2,)
+    assert np.isnan(x).all()
+
+
+@pytest.mark.parametrize("errors", ["warn", "ignore", None, "RAISE"])
+def test_errors_option_is_checked(backend: BackendCase, errors) -> None:
+    with pytest.raises(ValueError, match=r"`errors` must be one of \('raise', 'nan'\)"):
+        xl.solve(backend.arr(np.eye(2)), backend.arr(np.ones(2)), errors=errors)
+
+
+def test_numerically_singular_is_not_an_error(backend: BackendCase) -> None:
+    # cond ~ 3e16: LAPACK finds no zero pivot, so no backend raises; the answer is
+    # finite and huge (documented in docs/bad-input-matrix.md).
+    th = np.pi / 6
+    q = np.array([[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]])
+    a = q @ np.diag([1.0, 1e-17]) @ q.T
+    assert np.linalg.cond(a) > 1e15
+    x = backend.np(xl.solve(backend.arr(a), backend.arr(np.ones(2))))
+    assert np.isfinite(x).all()
+    assert np.abs(x).max() > 1e12
+
+
+# ---------------------------------------------------------------------- lazy/traced
+def test_jax_jit_gives_nan_for_singular_member() -> None:
+    require_backend("jax-cpu")
+    import jax
+    import jax.numpy as jnp
+
+    a = jnp.asarray(np.stack([np.eye(2), SINGULAR, 2 * np.eye(2)]))
+    f = jax.jit(lambda a, b: xl.solve(a, b))  # errors="raise" cannot raise under a trace
+    x = np.asarray(f(a, jnp.ones((3, 2, 1))))
+    assert np.isnan(x[1]).all()
+    np.testing.assert_allclose(x[[0, 2], :, 0], [[1, 1], [0.5, 0.5]])
+    xv = np.asarray(jax.jit(lambda a, b: xl.solve(a, b, errors="nan"))(a, jnp.ones(2)))
+    assert np.isnan(xv[1]).all()
+    assert np.isfinite(xv[[0, 2]]).all()
+
+
+def _forbid_compute(*args, **kwargs):  # a Dask scheduler that must not be called
+    raise AssertionError("xlinalg forced a Dask compute while building the graph")
+
+
+def test_dask_builds_a_graph_and_raises_at_compute() -> None:
+    require_backend("dask")
+    import dask
+    import dask.array as da
+
+    a = da.from_array(np.stack([np.eye(2), SINGULAR, np.eye(2), np.eye(2)]), chunks=(2, 2, 2))
+    with dask.config.set(scheduler=_forbid_compute):
+        x = xl.solve(a, da.ones((2, 1), chunks=-1))  # no compute here
+        xn = xl.solve(a, da.ones(2, chunks=-1), errors="nan")
+    assert xl.backend_of(x) == "dask"
+    with pytest.raises(xl.LinAlgError) as info:
+        x.compute()
+    assert info.value.indices == ((1,),)  # global index, though the member is in block 0
+    v = xn.compute()
+    assert np.isnan(v[1]).all()
+    assert np.isfinite(v[[0, 2, 3]]).all()
+
+
+def test_dask_member_in_a_later_block() -> None:
+    require_backend("dask")
+    import dask.array as da
+
+    a = np.stack([np.eye(2)] * 5 + [SINGULAR])
+    with pytest.raises(xl.LinAlgError) as info:
+        xl.solve(da.from_array(a, chunks=(2, 2, 2)), da.ones((2, 1))).compute()
+    assert info.value.indices == ((5,),)
+    assert info.value.members == (5,)
+
+
+# ---------------------------------------------------------------------- dtypes
+@pytest.mark.parametrize(
+    ("da_", "db", "expected"),
+    [
+        (np.float32, np.float32, np.float32),
+        (np.float64, np.float64, np.float64),
+        (np.float32, np.float64, np.float64),
+        (np.int64, np.int64, np.float64),
+        (np.int32, np.float32, np.float64),  # integers compute in float64
+        (np.bool_, np.bool_, np.float64),
+        (np.complex64, np.float64, np.complex128),
+        (np.complex64, np.complex64, np.complex64),
+    ],
+)
+def test_dtype_rule(backend: BackendCase, da_, db, expected) -> None:
+    a = np.array([[2, 0], [0, 1]]).astype(da_)
+    b = np.array([1, 1]).astype(db)
+    x = xl.solve(backend.arr(a), backend.arr(b))
+    backend.assert_close(x, [0.5 if da_ is not np.bool_ else 1.0, 1.0], dtype=expected)
+
+
+def test_float16_is_refused(backend: BackendCase) -> None:
+    if not backend.has_dtype(np.float16):
+        pytest.skip(f"{backend.name} has no float16 arrays")
+    with pytest.raises(TypeError, match=r"`a` has dtype float16"):
+        xl.solve(backend.arr(np.eye(2), np.float16), backend.arr(np.ones(2), np.float16))
+    with pytest.raises(TypeError, match=r"`b` has dtype float16"):
+        xl.solve(backend.arr(np.eye(2)), backend.arr(np.ones(2), np.float16))
+
+
+# ---------------------------------------------------------------------- empty shapes
+@pytest.mark.parametrize(
+    ("sa", "sb", "out"),
+    [
+        ((0, 0), (0,), (0,)),
+        ((0, 0), (0, 3), (0, 3)),
+        ((0, 3, 3), (0, 3, 2), (0, 3, 2)),
+        ((0, 3, 3), (3,), (0, 3)),
+        ((2, 0, 0), (2, 0, 1), (2, 0, 1)),
+        ((3, 3), (3, 0), (3, 0)),
+        ((2, 1, 3, 3), (0, 3, 1), (2, 0, 3, 1)),
+    ],
+)
+def test_empty_shapes(backend: BackendCase, sa, sb, out) -> None:
+    x = xl.solve(backend.arr(np.zeros(sa)), backend.arr(np.zeros(sb)))
+    backend.check_owned(x)
+    got = backend.np(x)
+    assert got.shape == out
+    assert got.dtype == np.float64
+    # NumPy agrees on the shape (with invertible a: NumPy 2.4 checks a even when b is
+    # empty; xlinalg has nothing to solve and returns the empty result)
+    eye = np.broadcast_to(np.eye(sa[-1]), sa)
+    assert np.linalg.solve(eye, np.zeros(sb)).shape == out
+
+
+# ---------------------------------------------------------------------- host data
+def test_lists_follow_the_array(backend: BackendCase) -> None:
+    x = xl.solve(backend.arr(np.diag([2.0, 4.0])), [2.0, 2.0])
+    backend.assert_close(x, [1.0, 0.5])
+    y = xl.solve([[2.0, 0.0], [0.0, 4.0]], backend.arr(np.ones(2)))
+    backend.assert_close(y, [0.5, 0.25])
+
+
+def test_only_lists_give_numpy() -> None:
+    x = xl.solve([[2.0, 0.0], [0.0, 4.0]], [2.0, 2.0])
+    assert isinstance(x, np.ndarray)
+    np.testing.assert_allclose(x, [1.0, 0.5])
+
+
+def test_inputs_not_modified(backend: BackendCase, rng) -> None:
+    a = np.stack([well_conditioned(rng, (3, 3)), np.zeros((3, 3))])
+    b = random(rng, (3, 2))
+    xa, xb = backend.arr(a), backend.arr(b)
+    backend.np(xl.solve(xa, xb, errors="nan"))
+    np.testing.assert_array_equal(backend.np(xa), a)
+    np.testing.assert_array_equal(backend.np(xb), b)
