@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import _unrolled
 from ._lib import _dispatch, _validate
 from ._lib._adapters import Adapter
 
@@ -57,7 +58,7 @@ def _adapter1(x: Any, name: str, xp: Any) -> tuple[Adapter, Any]:
     return ad, _validate.as_arrays(ad, (x,), (name,))[0]
 
 
-def solve(a: Any, b: Any, /, *, errors: str = "raise", xp: Any = None) -> Any:
+def solve(a: Any, b: Any, /, *, errors: str = "raise", method: str = "auto", xp: Any = None) -> Any:
     """Solve ``a @ x = b`` for `x`, on whichever library owns `a` and `b`.
 
     Parameters
@@ -77,6 +78,14 @@ def solve(a: Any, b: Any, /, *, errors: str = "raise", xp: Any = None) -> Any:
         and the solutions of the others, without waiting. Under ``jax.jit`` and
         on Dask before ``compute()`` no exception is possible: traced JAX gives
         NaN, Dask raises when computed.
+    method : {"auto", "native", "unrolled"}, optional
+        ``"native"``: the library's LAPACK/cuSOLVER routine. ``"unrolled"``:
+        Gaussian elimination with partial pivoting unrolled for a fixed ``M <= 8``
+        and compiled by the backend (``jax.jit``, ``torch.compile``, a CuPy
+        kernel), much faster on large stacks of tiny systems (see
+        ``docs/unrolled.md``). ``"auto"`` (default) picks the unrolled solver only
+        where committed measurements show it wins on that backend, compile time
+        included; otherwise native.
     xp : namespace, optional
         The array namespace; inferred from `a` and `b` by default.
 
@@ -116,16 +125,17 @@ def solve(a: Any, b: Any, /, *, errors: str = "raise", xp: Any = None) -> Any:
         and sb[-1]
         and a.dtype in ad.solve_dtypes
         and b.dtype == a.dtype
+        and method == "auto"  # one system: never unrolled automatically
     ):
         if errors != "raise":
             _validate.check_errors(errors)
         if ad.fast_device_check:  # the error must name `a` and `b` (strict, JAX, CuPy)
             ad.check_same_device(a, b, "a", "b")
         return ad.solve(a, b, vector, errors)
-    return _solve_checked(ad, a, b, vector, errors)
+    return _solve_checked(ad, a, b, vector, errors, method)
 
 
-def _solve_checked(ad: Adapter, a: Any, b: Any, vector: bool, errors: str) -> Any:
+def _solve_checked(ad: Adapter, a: Any, b: Any, vector: bool, errors: str, method: str = "auto") -> Any:
     """The general path of :func:`solve`: stacks, promotion, empty shapes, errors."""
     sa, sb = a.shape, b.shape
     if len(sa) < 2 or sa[-1] != sa[-2]:
@@ -148,11 +158,15 @@ def _solve_checked(ad: Adapter, a: Any, b: Any, vector: bool, errors: str) -> An
             ) from None
     if errors != "raise":
         _validate.check_errors(errors)
+    if method not in _unrolled.METHODS:
+        raise ValueError(f"solve: `method` must be one of {_unrolled.METHODS}, got {method!r}")
     if a.dtype != b.dtype or a.dtype not in ad.solve_dtypes:
         a, b = _validate.promote_linalg(ad, a, b, "solve")
     ad.check_same_device(a, b, "a", "b")
     if 0 in tuple(sa) or 0 in tuple(sb):
         return _empty_solve(ad, a, b, vector)
+    if method != "native" and _unrolled.use_unrolled(ad, a, b, vector, method):
+        return _unrolled.solve_adapter(ad, a, b, vector, errors)
     return ad.solve(a, b, vector, errors)
 
 
