@@ -97,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     repeats = 7 if args.quick else 21
     only = set(filter(None, args.only.split(",")))
-    want = (lambda g: not only or g in only)
+
+    def want(group: str) -> bool:
+        return not only or group in only
 
     rng = np.random.default_rng(0)
     rows: list[tuple[str, str, float, dict[str, float]]] = []  # (what, target text, target, stats)

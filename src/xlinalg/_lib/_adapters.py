@@ -585,6 +585,8 @@ class JaxAdapter(Adapter):
         self.jax = jax
         self._tracer = jax.core.Tracer
         self._all_cpu = all(d.platform == "cpu" for d in jax.devices())
+        # one device: nothing to mismatch, and reading .devices() costs microseconds
+        self.fast_device_check = len(jax.devices()) > 1
         self.solve_dtypes = frozenset(np.dtype(c) for c in "fdFD")
         self.fast = {n: getattr(jnp, n) for n in ("add", "subtract", "multiply", "matmul")}
         self.fast["sigmoid"] = jax.nn.sigmoid
@@ -653,15 +655,27 @@ class JaxAdapter(Adapter):
             # errors="raise" on the CPU: the native call, then a host-side look at the
             # result (zero-copy; waits for it). Only a non-finite result costs more.
             x = self.xp.linalg.solve(a, b)
-            # isfinite, not a sum: summing inf and -inf (or overflowing) warns
-            if np.isfinite(np.asarray(x)).all():
+            # one BLAS dot product of non-negative terms: inf or NaN anywhere makes
+            # it non-finite, and no floating-point warning is raised (overflow of a
+            # huge finite result only sends us to the exact check below)
+            if math.isfinite(np.vdot(h := np.asarray(x), h).real):
                 return x
         # On an accelerator (or after a non-finite result): the solution and the
         # per-member verdict in one compiled call; reading the verdict waits.
-        x, bad, any_bad = self._solve_checked[vector, False](a, b)
+        x, _bad, any_bad = self._solve_checked[vector, False](a, b)
         if any_bad.item():
-            self._raise_singular(bad, tuple(a.shape[:-2]))
+            # inf/NaN out of finite input: a zero pivot, or a solution that overflows.
+            # LAPACK's criterion (slogdet sign 0) tells them apart.
+            sing = self.singular_mask(a)
+            if bool(self.xp.any(sing)):
+                self._raise_singular(sing, tuple(a.shape[:-2]))
         return x
+
+    def singular_mask(self, a: Any) -> Any:
+        # LAPACK's criterion from the LU factors: a zero pivot. (jnp.linalg.slogdet
+        # reports sign 0 for tiny but non-zero determinants, e.g. 1e-300 * I.)
+        lu = self.jax.lax.linalg.lu(a)[0]
+        return self.xp.any(self.xp.diagonal(lu, axis1=-2, axis2=-1) == 0, axis=-1)
 
     def sigmoid(self, x: Any) -> Any:
         return self.jax.nn.sigmoid(x)
