@@ -385,7 +385,7 @@ def sigmoid(x: Any, /, *, xp: Any = None) -> Any:
     """
     if xp is None:
         ad = _CACHE.get(type(x))
-        if ad is not None and x.dtype in ad.solve_dtypes:
+        if ad is not None and x.dtype in ad.sigmoid_dtypes:
             fn = ad.fast.get("sigmoid")
             if fn is not None:
                 return fn(x)

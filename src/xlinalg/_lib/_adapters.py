@@ -82,6 +82,10 @@ class Adapter:
         )
         #: native kernels for same-dtype operands of this library (add, matmul, ...)
         self.fast: dict[str, Any] = {}
+        #: dtypes the native sigmoid kernel (fast["sigmoid"]) takes as they are
+        self.sigmoid_dtypes: frozenset[Any] = frozenset(
+            getattr(xp, n) for n in ("float32", "float64") if hasattr(xp, n)
+        )
         #: dtypes the fast kernels must not see (the native call would accept them)
         self.fast_excluded: frozenset[Any] = frozenset()
 
@@ -335,6 +339,7 @@ class NumPyAdapter(Adapter):
         super().__init__(xnp)
         self.fast_device_check = False
         self.solve_dtypes = frozenset(np.dtype(c) for c in "fdFD")
+        self.sigmoid_dtypes = frozenset(np.dtype(c) for c in "fd")
         self.fast = {n: getattr(np, n) for n in ("add", "subtract", "multiply", "matmul")}
         self.fast_excluded = _NP_NON_NUMERIC
         try:  # the gufuncs behind numpy.linalg.solve (compat does the same for NumPy 1.x)
@@ -447,17 +452,12 @@ class NumPyAdapter(Adapter):
                 from scipy.special import expit
 
                 self._expit = expit
-                self.fast["sigmoid"] = self._sigmoid_fast  # float32/64/complex from now on
+                self.fast["sigmoid"] = expit  # for sigmoid_dtypes (float32/64) from now on
             except ImportError:  # pragma: no cover
                 self._expit = False
         if self._expit is False or x.dtype.kind not in "f" or x.dtype.itemsize < 4:
             with np.errstate(all="ignore"):  # complex: inf/inf is "invalid", quietly NaN
                 return super().sigmoid(x)
-        return self._expit(x)
-
-    def _sigmoid_fast(self, x: Any) -> Any:
-        if x.dtype.kind == "c":
-            return self.sigmoid(x)
         return self._expit(x)
 
 
@@ -488,6 +488,7 @@ class TorchAdapter(Adapter):
         self.fast_device_check = False  # torch refuses mixed devices; solve translates it
         self.solve_dtypes = frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
         self.fast = {n: getattr(torch, n) for n in ("add", "subtract", "multiply", "matmul", "sigmoid")}
+        self.sigmoid_dtypes = frozenset((torch.float32, torch.float64))
 
     def describe(self, x: Any) -> str:
         return f"a PyTorch tensor of shape {tuple(x.shape)} and dtype {self.dtype_name(x.dtype)} on {x.device}"
@@ -590,6 +591,7 @@ class JaxAdapter(Adapter):
         self.solve_dtypes = frozenset(np.dtype(c) for c in "fdFD")
         self.fast = {n: getattr(jnp, n) for n in ("add", "subtract", "multiply", "matmul")}
         self.fast["sigmoid"] = jax.nn.sigmoid
+        self.sigmoid_dtypes = frozenset(np.dtype(c) for c in "fd")
         self.fast_excluded = _NP_NON_NUMERIC
         # one compiled function per (vector, nan) computing solution and verdict together
         self._solve_checked = {
