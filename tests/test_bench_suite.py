@@ -1,0 +1,100 @@
+"""The built-in benchmark cases cover every operation of CASES.md (issue 4)."""
+
+from __future__ import annotations
+
+import pytest
+
+from xlinalg.bench import SCALES, TimerConfig, case_names, execute_cell, get_case, make_cell
+
+#: CASES.md ids and the case-name prefix that covers each
+IDS = [f"q{i}" for i in range(1, 5)] + [f"a{i}" for i in range(1, 16)]
+
+#: tiny timing: this tests the cases, not the timer
+FAST = TimerConfig(warmup_time=0.0, min_sample_time=0.0, min_run_time=0.0,
+                   min_samples=2, max_samples=2, max_run_time=1.0)
+
+
+def _suite_cases() -> list[str]:
+    return [n for n in case_names() if n.split("_")[0] in IDS]
+
+
+def test_every_cases_md_id_has_a_case() -> None:
+    names = case_names()
+    for i in IDS:
+        assert any(n.startswith(i + "_") for n in names), f"no case for {i.upper()}"
+
+
+@pytest.mark.parametrize("name", _suite_cases())
+def test_case_declares_sizes_flops_bytes(name: str) -> None:
+    c = get_case(name)
+    for scale in SCALES:
+        assert c.sizes.get(scale), f"{name}: no {scale} sizes"
+    assert c.doc
+    assert c.flops is not None
+    assert c.bytes is not None
+    for s in c.sizes_for("full"):
+        assert c.flops(s) >= 0.0
+        assert c.bytes(s, 8) > 0.0
+
+
+@pytest.mark.parametrize("name", _suite_cases())
+def test_quick_cell_runs_on_numpy(name: str) -> None:
+    c = get_case(name)
+    size = c.sizes_for("quick")[0]
+    rec = execute_cell(make_cell(c, "numpy", size, timer=FAST, memory=False))
+    if rec["status"] == "skipped":
+        assert rec.get("skip_reason")
+    else:
+        assert rec["status"] == "ok", rec.get("error") or rec.get("check")
+        assert rec["throughput"]["bytes"] > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "size"),
+    [
+        ("q1_solve_loop", (1000, 5)),
+        ("q3_solve_sweep", 500),
+        ("q3_solve_sweep", 5),
+        ("q4_batched", (1000, 100)),
+        ("q4_loop", (1000, 2)),
+        ("a1_gemm", (2048, 4096, 8192)),
+        ("a2_fc", (512, 2048, 4096)),
+        ("a3_attention", (32, 512, 256)),
+        ("a4_add", (4096, 4096)),
+        ("a4_sigmoid", (4096, 4096)),
+        ("a5_broadcast", (128, 1024, 1)),
+        ("a6_broadcast_trap", 10000),
+        ("a7_svd", 512),
+        ("a8_qr", 512),
+        ("a9_batched_matmul", (1024, 256)),
+        ("a10_layout", (1024, 0)),
+        ("a11_transfer_pipeline", (2048, 4096, 8192)),
+        ("a12_precision_bfloat16", (2048, 4096, 8192)),
+        ("a13_fusion_compiled", (4096, 4096)),
+        ("a14_einsum", (2048, 4096, 8192)),
+    ],
+)
+def test_full_scale_has_document_sizes(name: str, size: object) -> None:
+    c = get_case(name)
+    assert c.normalize(size) in c.sizes_for("full")
+
+
+def test_q3_full_sweeps_both_document_grids() -> None:
+    full = set(get_case("q3_solve_sweep").sizes_for("full"))
+    assert set(range(10, 501, 10)) <= full
+    assert set(range(5, 501, 5)) <= full
+
+
+def test_numba_skips_with_reason_when_absent() -> None:
+    import importlib.util
+
+    c = get_case("q2_numba")
+    if importlib.util.find_spec("numba") is None:
+        assert c.skip_reason("numpy", "float64", (100, 5)) == "numba not installed"
+    assert c.skip_reason("torch-cpu", "float64", (100, 5))
+
+
+def test_conv_is_skipped_everywhere() -> None:
+    c = get_case("a15_conv")
+    for b in ("numpy", "torch-cpu", "torch-cuda", "cupy", "jax-cpu", "dask", "array-api-strict"):
+        assert "no array-API operation" in (c.skip_reason(b, "float64", (3, 3, 3)) or "")
