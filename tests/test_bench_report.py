@@ -1,0 +1,211 @@
+"""``xlinalg report`` and ``xlinalg compare`` on synthesized results files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from xlinalg.bench import _findings as F
+from xlinalg.bench._compare import compare_records, p_value
+from xlinalg.bench._store import SCHEMA_VERSION, cell_key, dumps_record
+
+ENV = {"xlinalg": "0.1.0", "python": {"version": "3.11"}, "cpu": {"model": "test CPU",
+       "logical_cores": 2, "usable_cores": 2}, "memory_bytes": 16 * 2**30, "gpus": [],
+       "packages": {"numpy": np.__version__}, "blas": []}
+
+
+def _header(run_id: str = "r1") -> dict:
+    return {"type": "header", "schema_version": SCHEMA_VERSION, "run_id": run_id,
+            "created": "2026-01-01T00:00:00+00:00", "env": ENV, "run": {}}
+
+
+def _rec(case, backend, size, median, *, dtype="float64", flops=None, nbytes=None,
+         status="ok", seed=0, doc=None, **extra):
+    label = "x".join(map(str, size)) if isinstance(size, (list, tuple)) else str(size)
+    rec = {"type": "result", "schema_version": SCHEMA_VERSION, "run_id": "r1",
+           "key": cell_key(case, backend, dtype, label), "case": case, "backend": backend,
+           "dtype": dtype, "size": size, "size_label": label, "status": status,
+           "case_doc": doc or f"{case}: test case"}
+    if status in ("ok", "wrong"):
+        rng = np.random.default_rng(seed)
+        raw = list(median * (1 + 0.01 * rng.standard_normal(15)))
+        rec["time"] = {"median_s": float(np.median(raw)), "iqr_s": median * 0.01,
+                       "min_s": min(raw), "raw_s": raw, "noisy": False}
+        tp = {}
+        if flops:
+            tp.update(flops=flops, gflops=flops / median / 1e9)
+        if nbytes:
+            tp.update(bytes=nbytes, gbs=nbytes / median / 1e9)
+        rec["throughput"] = tp
+        rec["check"] = {"verdict": "ok" if status == "ok" else "wrong", "message": "off"}
+        rec["memory"] = {"tracemalloc_peak_bytes": 1024 * 1024, "measured": ["tracemalloc"]}
+    rec.update(extra)
+    return rec
+
+
+def _records(scale: float = 1.0) -> list[dict]:
+    rs = []
+    for b, f in (("numpy", 1.0), ("torch-cpu", 3.0)):
+        rs.append(_rec("q1_solve_loop", b, 5, 6e-3 * f * scale))
+        for n in (5, 10, 20, 50, 100, 200):
+            # numpy is faster for small n, torch-cpu for n >= 50: a crossover
+            t = (2e-6 if b == "numpy" else 6e-6) + n**3 * (1e-10 if b == "numpy" else 4e-11)
+            rs.append(_rec("q3_solve_sweep", b, n, t * scale, flops=2 * n**3 / 3))
+        for n in (5, 50):
+            rs.append(_rec("q4_loop", b, [1000, n], 6e-3 * f * n / 5 * scale))
+            rs.append(_rec("q4_batched", b, [1000, n], 2e-4 * f * n / 5 * scale))
+        for m, k, n in ((128, 256, 512), (2048, 4096, 8192)):
+            rs.append(_rec("a1_gemm", b, [m, k, n], 2 * m * k * n / (50e9 / f) * scale,
+                           flops=2 * m * k * n, nbytes=8 * (m * k + k * n + m * n)))
+        rs.append(_rec("a4_add", b, [4096, 4096], 0.02 * scale, nbytes=3 * 8 * 4096**2))
+        rs.append(_rec("a10_layout", b, "strided", 2e-3 * scale, flops=1e9))
+        rs.append(_rec("a10_layout", b, "contiguous", 1e-3 * scale, flops=1e9))
+    rs.append(_rec("a7_svd", "numpy", [512, 512], 0.05 * scale, flops=1e9))
+    rs.append(_rec("a7_svd", "torch-cpu", [512, 512], None, status="failed",
+                   error={"kind": "oom", "type": "MemoryError", "message": "out of memory"}))
+    rs.append(_rec("a15_conv", "numpy", [3, 3, 3], None, status="skipped",
+                   skip_reason="no array-API convolution"))
+    rs.append(_rec("matmul", "numpy", [64, 64, 64], 1e-5 * scale, flops=2 * 64**3,
+                   doc="A1: GEMM a @ b"))
+    return rs
+
+
+def _write(path: Path, records: list[dict]) -> Path:
+    lines = [dumps_record(_header())] + [dumps_record(r) for r in records]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "xlinalg", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    d = tmp_path_factory.mktemp("report")
+    res = _write(d / "results.jsonl", _records())
+    out = d / "out"
+    p = _cli("report", str(res), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    return out
+
+
+def test_report_markdown_has_sections_tables_and_every_case(report):
+    md = (report / "report.md").read_text(encoding="utf-8")
+    for sec in ("Q1", "Q3", "Q4", "A1", "A4", "A7", "A10", "A15"):
+        assert f"### {sec}: " in md, sec
+    for case in {r["case"] for r in _records()}:
+        assert f"| {case} |" in md, case
+    assert "| case | backend | size | dtype | median | IQR | rate | % of peak |" in md
+    assert "## Findings" in md
+    assert "calibrated from" in md
+    assert "skipped: no array-API convolution" in md
+    assert "failed (oom)" in md
+    # findings from the data
+    assert "torch-cpu first wins at n = 50" in md
+    assert "q4_batched" in md
+    assert "30x" in md
+    assert "not measurable on this machine" in md  # the GPU claim, no GPU here
+    assert "strided/contiguous time = 2x" in md
+    assert "refuted" in md
+
+
+def test_report_html_is_self_contained(report):
+    html = (report / "report.html").read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>")
+    assert "data:image/png;base64," in html
+    for bad in ("src=\"http", "href=\"http", "<link ", "<script src"):
+        assert bad not in html
+
+
+def test_plots_are_valid_png_and_svg(report):
+    pngs = sorted(report.glob("*.png"))
+    svgs = sorted(report.glob("*.svg"))
+    names = {p.stem for p in pngs}
+    assert any(n.startswith("sweep_q3_solve_sweep") for n in names)
+    assert "loop_vs_q4_batched" in names
+    assert "speedup_A1" in names
+    assert {p.stem for p in svgs} == names
+    for p in pngs:
+        assert p.stat().st_size > 1000
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for p in svgs:
+        assert ET.parse(p).getroot().tag.endswith("svg")
+
+
+def test_sections_and_peaks():
+    rs = _records()
+    assert F.section_of({"case": "a10_layout"}) == "A10"
+    assert F.section_of({"case": "matmul", "case_doc": "A1: GEMM"}) == "A1"
+    assert F.section_of({"case": "foo"}) == "Other"
+    assert list(F.sections(rs))[:3] == ["Q1", "Q3", "Q4"]
+    peaks = F.calibrate_peaks(rs)
+    assert peaks["gflops"]["float64"][0] == pytest.approx(50.0, rel=0.05)
+    assert "a4_add" in peaks["gbs"]["any"][1]
+
+
+def test_compare_cli_ratios_and_significance(tmp_path):
+    old = _write(tmp_path / "old.jsonl", _records())
+    new_recs = _records(scale=1.5)  # everything 50% slower
+    new_recs[0]["time"]["median_s"] /= 3  # and one cell 2x faster
+    new_recs[0]["time"]["raw_s"] = [x / 3 for x in new_recs[0]["time"]["raw_s"]]
+    new = _write(tmp_path / "new.jsonl", new_recs)
+    p = _cli("compare", str(old), str(new))
+    assert p.returncode == 0, p.stderr
+    assert "ratio" in p.stdout
+    assert " p " in p.stdout
+    assert "REGRESSION" in p.stdout
+    assert "improvement" in p.stdout
+    assert "1.500" in p.stdout
+
+
+def test_compare_records_and_test():
+    old = {r["key"]: r for r in _records()}
+    same = {r["key"]: r for r in _records()}
+    rows = compare_records(old, same)
+    assert all(r["flag"].startswith("~") or r["flag"].startswith("not comparable")
+               for r in rows)
+    pv, _ = p_value([1.0, 1.1, 1.2, 1.05, 1.15] * 2, [2.0, 2.1, 2.2, 2.05, 2.15] * 2)
+    assert pv is not None
+    assert pv < 0.01
+
+
+def test_bad_files_exit_2_with_one_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("this is not json\n")
+    good = _write(tmp_path / "good.jsonl", _records()[:3])
+    corrupt = tmp_path / "corrupt.jsonl"
+    lines = good.read_text().splitlines()
+    corrupt.write_text("\n".join([lines[0], "{broken", lines[1]]) + "\n")
+    for args in (("report", str(bad)), ("compare", str(good), str(bad)),
+                 ("compare", str(corrupt), str(good)), ("report", str(tmp_path / "none"))):
+        p = _cli(*args)
+        assert p.returncode == 2, (args, p.stderr)
+        err = p.stderr.strip()
+        assert len(err.splitlines()) == 1, err
+        assert "Traceback" not in err
+        assert "error:" in err
+    assert ":2:" in _cli("compare", str(corrupt), str(good)).stderr
+    assert json.loads(lines[0])["type"] == "header"
+
+
+def test_claims_use_engine_params_and_give_mixed_verdicts():
+    rs = [_rec("a10_layout", "numpy", [512, 0], 1e-3, params={"n": 512, "contiguous": 0}),
+          _rec("a10_layout", "numpy", [512, 1], 1e-3, params={"n": 512, "contiguous": 1}),
+          _rec("a10_layout", "torch-cpu", [512, 0], 2e-3, params={"n": 512, "contiguous": 0}),
+          _rec("a10_layout", "torch-cpu", [512, 1], 1e-3, params={"n": 512, "contiguous": 1})]
+    c = {x["claim"]: x for x in F.claims(rs, ENV, F.calibrate_peaks(rs))}
+    layout = c["non-contiguous operands cost about 2x in matmul"]
+    assert layout["verdict"].startswith("mixed")
+    assert "confirmed for torch-cpu" in layout["verdict"]
+    gpu = c["on large matrices the GPU is 20-50 times faster"]
+    assert gpu["verdict"] == "not measurable on this machine"
