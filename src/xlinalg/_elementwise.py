@@ -39,6 +39,8 @@ _PY_SCALARS = (bool, int, float, complex)
 
 _np_add, _np_subtract, _np_multiply = np.add, np.subtract, np.multiply
 _MISS = object()
+_F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
+_EXPIT: list[Any] = []  # [scipy.special.expit] once the NumPy adapter has loaded it
 
 
 def _fast_binary(name: str, x1: Any, x2: Any) -> Any:
@@ -222,9 +224,16 @@ def add(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
                 return _np_add(x1, x2)
             except (ValueError, TypeError):
                 pass  # shapes or dtypes refused: the checked path names the argument
-        out = _fast_binary("add", x1, x2)
-        if out is not _MISS:
-            return out
+        t = type(x1)  # _fast_binary inlined: this is the hot path
+        if t is type(x2):
+            ad = _CACHE.get(t)
+            if ad is not None and x1.dtype == x2.dtype:
+                fn = ad.fast.get("add")
+                if fn is not None:
+                    try:
+                        return fn(x1, x2)
+                    except Exception:
+                        pass
     return _binary("add", x1, x2, xp)
 
 
@@ -255,9 +264,16 @@ def subtract(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
                 return _np_subtract(x1, x2)
             except (ValueError, TypeError):
                 pass  # shapes or dtypes refused: the checked path names the argument
-        out = _fast_binary("subtract", x1, x2)
-        if out is not _MISS:
-            return out
+        t = type(x1)  # _fast_binary inlined: this is the hot path
+        if t is type(x2):
+            ad = _CACHE.get(t)
+            if ad is not None and x1.dtype == x2.dtype:
+                fn = ad.fast.get("subtract")
+                if fn is not None:
+                    try:
+                        return fn(x1, x2)
+                    except Exception:
+                        pass
     return _binary("subtract", x1, x2, xp)
 
 
@@ -288,9 +304,16 @@ def multiply(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
                 return _np_multiply(x1, x2)
             except (ValueError, TypeError):
                 pass  # shapes or dtypes refused: the checked path names the argument
-        out = _fast_binary("multiply", x1, x2)
-        if out is not _MISS:
-            return out
+        t = type(x1)  # _fast_binary inlined: this is the hot path
+        if t is type(x2):
+            ad = _CACHE.get(t)
+            if ad is not None and x1.dtype == x2.dtype:
+                fn = ad.fast.get("multiply")
+                if fn is not None:
+                    try:
+                        return fn(x1, x2)
+                    except Exception:
+                        pass
     return _binary("multiply", x1, x2, xp)
 
 
@@ -384,10 +407,17 @@ def sigmoid(x: Any, /, *, xp: Any = None) -> Any:
     array([0.5, 1. , 0. ])
     """
     if xp is None:
+        if type(x) is _NP and _EXPIT:
+            dt = x.dtype
+            if dt is _F64 or dt is _F32:
+                return _EXPIT[0](x)
         ad = _CACHE.get(type(x))
         if ad is not None and x.dtype in ad.sigmoid_dtypes:
             fn = ad.fast.get("sigmoid")
             if fn is not None:
                 return fn(x)
     ad, x = _unary_float("sigmoid", x, xp)
-    return ad.sigmoid(x)
+    out = ad.sigmoid(x)
+    if ad is NUMPY and not _EXPIT and NUMPY.fast.get("sigmoid") is not None:
+        _EXPIT.append(NUMPY.fast["sigmoid"])  # SciPy's expit is loaded: use it directly
+    return out

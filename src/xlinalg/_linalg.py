@@ -19,6 +19,8 @@ from ._lib._adapters import Adapter
 __all__ = ["QRResult", "SVDResult", "matmul", "qr", "solve", "svd", "svdvals"]
 
 _NP = np.ndarray
+_np_matmul = np.matmul
+_NP_MATMUL_OK = frozenset(np.dtype(c) for c in "efdgFDGbBhHiIlLqQ")
 _CACHE = _dispatch._TYPE_CACHE
 
 
@@ -211,7 +213,14 @@ def matmul(a: Any, b: Any, /, *, xp: Any = None) -> Any:
     >>> xl.matmul(np.eye(2), np.array([1.0, 2.0]))
     array([1., 2.])
     """
-    if xp is None and type(a) is type(b):
+    if xp is None and type(a) is _NP and type(b) is _NP:
+        dt = a.dtype
+        if dt is b.dtype and dt in _NP_MATMUL_OK:
+            try:
+                return _np_matmul(a, b)
+            except ValueError:
+                pass  # diagnosed by the checked path below
+    elif xp is None and type(a) is type(b):
         ad = _CACHE.get(type(a))
         if ad is not None and a.dtype == b.dtype:
             fast = ad.fast.get("matmul")
