@@ -24,6 +24,9 @@ def test_every_cases_md_id_has_a_case() -> None:
         assert any(n.startswith(i + "_") for n in names), f"no case for {i.upper()}"
 
 
+ZERO_COPY = {"a11_transfer_dlpack"}
+
+
 @pytest.mark.parametrize("name", _suite_cases())
 def test_case_declares_sizes_flops_bytes(name: str) -> None:
     c = get_case(name)
@@ -34,7 +37,8 @@ def test_case_declares_sizes_flops_bytes(name: str) -> None:
     assert c.bytes is not None
     for s in c.sizes_for("full"):
         assert c.flops(s) >= 0.0
-        assert c.bytes(s, 8) > 0.0
+        # zero-copy wrapping moves no bytes (no GB/s figure); every other case moves data
+        assert c.bytes(s, 8) > 0.0 or name in ZERO_COPY
 
 
 @pytest.mark.parametrize("name", _suite_cases())

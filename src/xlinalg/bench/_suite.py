@@ -743,14 +743,16 @@ def _build_pipeline(ctx: Any) -> Any:
 
 
 def _transfer_case(name: str, doc: str, build: Any, *, pipeline: bool = False,
-                   skip: Any = None) -> None:
+                   skip: Any = None, zero_copy: bool = False) -> None:
     register_case(
         Case(
             name=name, doc=doc + _CPU_NOTE, sizes=_A1_SIZES, size_names=("m", "k", "n"),
             normalize_size=_mkn, setup=_gemm_setup, build=build,
             reference=np.matmul if pipeline else (lambda a, b: (a, b)),
             flops=_gemm_flops if pipeline else (lambda s: 0.0),
+            # zero-copy wrapping moves no bytes: no GB/s figure (the time is the handshake)
             bytes=(_gemm_bytes if pipeline
+                   else (lambda s, itemsize: 0.0) if zero_copy
                    else (lambda s, itemsize: 2.0 * itemsize * (s[0] * s[1] + s[1] * s[2]))),
             dtypes=_F16_DTYPES, skip_if=_bf16_skip, rtol=_gemm_rtol if pipeline else None,
             skip=dict(_NO_TRANSFER, **(skip or {})),
@@ -760,9 +762,12 @@ def _transfer_case(name: str, doc: str, build: Any, *, pipeline: bool = False,
 
 _transfer_case("a11_transfer_h2d", "A11: host -> device: NumPy a (m, k), b (k, n) to the "
                "backend (its from_numpy: a copy)", _build_h2d)
-_transfer_case("a11_transfer_d2h", "A11: device -> host: backend a, b to NumPy", _build_d2h)
+_ZERO_COPY_D2H = ("its arrays already live in host memory and NumPy wraps them without a copy "
+                  "(a view, not a transfer); the wrapping cost is timed by a11_transfer_dlpack")
+_transfer_case("a11_transfer_d2h", "A11: device -> host: backend a, b to NumPy", _build_d2h,
+               skip={"torch-cpu": _ZERO_COPY_D2H, "jax-cpu": _ZERO_COPY_D2H})
 _transfer_case("a11_transfer_dlpack", "A11: host -> backend with xp.from_dlpack (zero-copy "
-               "where the library can)", _build_dlpack,
+               "where the library can)", _build_dlpack, zero_copy=True,
                skip={"torch-cuda": "from_dlpack cannot move host memory to a GPU",
                      "cupy": "from_dlpack cannot move host memory to a GPU",
                      "jax-gpu": "from_dlpack cannot move host memory to a GPU"})
