@@ -140,24 +140,7 @@ def solve(a: Any, b: Any, /, *, errors: str = "raise", method: str = "auto", xp:
 def _solve_checked(ad: Adapter, a: Any, b: Any, vector: bool, errors: str, method: str = "auto") -> Any:
     """The general path of :func:`solve`: stacks, promotion, empty shapes, errors."""
     sa, sb = a.shape, b.shape
-    if len(sa) < 2 or sa[-1] != sa[-2]:
-        _validate.matrix(ad, a, "a", "solve", square=True)
-    if not sb:
-        raise ValueError(f"solve: `b` must be a vector (M,) or a matrix (..., M, K), got {ad.describe(b)}")
-    if sb[0 if vector else -2] != sa[-1]:
-        raise ValueError(
-            f"solve: `b` must have {sa[-1]} rows to match `a` of shape {tuple(sa)}, "
-            f"got shape {tuple(sb)}"
-            + ("" if vector else " (for a matrix right-hand side the rows are axis -2)")
-        )
-    if not vector and (len(sa) > 2 or len(sb) > 2):
-        try:
-            np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]))
-        except ValueError:
-            raise ValueError(
-                f"solve: the batch shapes of `a` {tuple(sa[:-2])} and `b` {tuple(sb[:-2])} "
-                "do not broadcast"
-            ) from None
+    _validate.solve_shapes(ad, a, b, vector)
     if errors != "raise":
         _validate.check_errors(errors)
     if method not in _unrolled.METHODS:
@@ -254,13 +237,7 @@ def _matmul_checked(a: Any, b: Any, xp: Any) -> Any:
         )
     ad.check_same_device(a, b, "a", "b")
     if len(sa) > 2 and len(sb) > 2:
-        try:
-            np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]))
-        except ValueError:
-            raise ValueError(
-                f"matmul: the batch shapes of `a` {tuple(sa[:-2])} and `b` {tuple(sb[:-2])} "
-                "do not broadcast"
-            ) from None
+        _validate.batches("matmul", sa, sb)
     if a.dtype != b.dtype:
         # NumPy's table for mixed kinds (int64 x float32 -> float64) on every backend
         dt = _validate.mixed_dtype(ad, a, b)

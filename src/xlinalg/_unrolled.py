@@ -1014,21 +1014,7 @@ def solve_unrolled(
     ad, a, b = _adapter2(a, b, "a", "b", xp)
     sa, sb = a.shape, b.shape
     vector = len(sb) == 1
-    if len(sa) < 2 or sa[-1] != sa[-2]:
-        _validate.matrix(ad, a, "a", "solve", square=True)
-    if not sb:
-        raise ValueError(f"solve: `b` must be a vector (M,) or a matrix (..., M, K), got {ad.describe(b)}")
-    if sb[0 if vector else -2] != sa[-1]:
-        raise ValueError(
-            f"solve: `b` must have {sa[-1]} rows to match `a` of shape {tuple(sa)}, got shape {tuple(sb)}"
-        )
-    if not vector and (len(sa) > 2 or len(sb) > 2):
-        try:
-            np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]))
-        except ValueError:
-            raise ValueError(
-                f"solve: the batch shapes of `a` {tuple(sa[:-2])} and `b` {tuple(sb[:-2])} do not broadcast"
-            ) from None
+    _validate.solve_shapes(ad, a, b, vector)
     _validate.check_errors(errors)
     if a.dtype != b.dtype or a.dtype not in ad.solve_dtypes:
         a, b = _validate.promote_linalg(ad, a, b, "solve")

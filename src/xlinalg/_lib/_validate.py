@@ -9,7 +9,16 @@ import numpy as np
 
 from ._adapters import Adapter
 
-__all__ = ["as_arrays", "check_errors", "linalg_dtype", "matrix", "mixed_dtype", "promote_linalg"]
+__all__ = [
+    "as_arrays",
+    "batches",
+    "check_errors",
+    "linalg_dtype",
+    "matrix",
+    "mixed_dtype",
+    "promote_linalg",
+    "solve_shapes",
+]
 
 ERRORS = ("raise", "nan")
 
@@ -44,6 +53,34 @@ def matrix(ad: Adapter, x: Any, name: str, fn: str, *, square: bool = False) -> 
             f"{fn}: `{name}` must be a square matrix or a stack of square matrices, "
             f"got shape {tuple(shape)} (last two dimensions {shape[-2]}×{shape[-1]})"
         )
+
+
+def batches(fn: str, sa: Any, sb: Any) -> None:
+    """Check that the batch shapes (all but the last two axes) of `a` and `b` broadcast."""
+    try:
+        np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2]))
+    except ValueError:
+        raise ValueError(
+            f"{fn}: the batch shapes of `a` {tuple(sa[:-2])} and `b` {tuple(sb[:-2])} "
+            "do not broadcast"
+        ) from None
+
+
+def solve_shapes(ad: Adapter, a: Any, b: Any, vector: bool) -> None:
+    """The shape rules of ``solve(a, b)``: square `a`, matching rows, broadcastable batches."""
+    sa, sb = a.shape, b.shape
+    if len(sa) < 2 or sa[-1] != sa[-2]:
+        matrix(ad, a, "a", "solve", square=True)
+    if not sb:
+        raise ValueError(f"solve: `b` must be a vector (M,) or a matrix (..., M, K), got {ad.describe(b)}")
+    if sb[0 if vector else -2] != sa[-1]:
+        raise ValueError(
+            f"solve: `b` must have {sa[-1]} rows to match `a` of shape {tuple(sa)}, "
+            f"got shape {tuple(sb)}"
+            + ("" if vector else " (for a matrix right-hand side the rows are axis -2)")
+        )
+    if not vector and (len(sa) > 2 or len(sb) > 2):
+        batches("solve", sa, sb)
 
 
 def linalg_dtype(ad: Adapter, x: Any, name: str, fn: str) -> Any:
