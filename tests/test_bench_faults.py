@@ -83,7 +83,7 @@ def test_faults_are_recorded_and_the_run_goes_on(tmp_path, case_file):
         backends=["numpy"],
         cases=["t_boom", "solve", "t_sleepy", "t_hog", "t_die", "matmul"],
         sizes=["4"], out=out, case_files=[case_file], timer=FAST,
-        time_limit=3.0, memory_limit=3 * 2**30,
+        time_limit=3.0, memory_limit=3 * 2**30, calibrate=False,
     )
     t0 = time.monotonic()
     summary = run_benchmark(cfg)
@@ -150,7 +150,7 @@ def test_signal_mid_run_leaves_a_valid_file_and_resume_completes_it(tmp_path, ca
     out = tmp_path / "r.jsonl"
     cmd = [sys.executable, "-m", "xlinalg", "bench", "--quick", "--backends", "numpy",
            "--cases", "t_slow", "--case-file", str(case_file), "--out", str(out),
-           "--no-progress"]
+           "--no-progress", "--no-calibrate"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -191,7 +191,8 @@ def test_worker_does_not_outlive_a_killed_runner(tmp_path, case_file):
         from xlinalg.bench import RunConfig, TimerConfig, run_benchmark
         run_benchmark(RunConfig(backends=["numpy"], cases=["solve", "t_sleepy"], sizes=["4"],
                                 out={str(out)!r}, case_files=[{str(case_file)!r}],
-                                time_limit=120, timer=TimerConfig(min_run_time=0.01)))
+                                time_limit=120, timer=TimerConfig(min_run_time=0.01),
+                                calibrate=False))
     """)
     proc = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + 60

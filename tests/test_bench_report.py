@@ -107,7 +107,7 @@ def test_report_markdown_has_sections_tables_and_every_case(report):
         assert f"| {case} |" in md, case
     assert "| case | backend | size | dtype | median | IQR | rate | % of peak |" in md
     assert "## Findings" in md
-    assert "calibrated from" in md
+    assert "Peak of this machine per processor" in md
     assert "skipped: no array-API convolution" in md
     assert "failed (oom)" in md
     # findings from the data
@@ -151,6 +151,41 @@ def test_sections_and_peaks():
     peaks = F.calibrate_peaks(rs)
     assert peaks["gflops"]["float64"][0] == pytest.approx(50.0, rel=0.05)
     assert "a4_add" in peaks["gbs"]["any"][1]
+    assert "no calibration cells" in peaks["source"]
+
+
+def test_calibration_cells_set_the_peak_per_device_class():
+    rs = _records()
+    n, m = 1024, 2**23
+    # calibration GEMM at 100 GFLOP/s (faster than any case cell), stream at 20 GB/s
+    rs.append(_rec("calib_gemm", "numpy", n, 2 * n**3 / 100e9, flops=2 * n**3,
+                   nbytes=3 * 8 * n * n))
+    rs.append(_rec("calib_stream", "numpy", m, 3 * 8 * m / 20e9, flops=m, nbytes=3 * 8 * m))
+    # a GPU backend: its own calibration, 20 TFLOP/s, 3000 GB/s
+    rs.append(_rec("calib_gemm", "torch-cuda", n, 2 * n**3 / 20e12, flops=2 * n**3))
+    rs.append(_rec("calib_stream", "torch-cuda", m, 3 * 8 * m / 3e12, nbytes=3 * 8 * m))
+    gpu_gemm = _rec("a1_gemm", "torch-cuda", [2048, 4096, 8192],
+                    2 * 2048 * 4096 * 8192 / 10e12, flops=2 * 2048 * 4096 * 8192)
+    rs.append(gpu_gemm)
+    assert F.section_of(rs[-2]) == "Calibration"
+    assert next(iter(F.sections(rs))) == "Calibration"
+    peaks = F.calibrate_peaks(rs)
+    assert peaks["source"] == "the calibration cells of this run"
+    assert peaks["gflops"]["float64"][0] == pytest.approx(100.0, rel=0.05)
+    assert peaks["gbs"]["any"][0] == pytest.approx(20.0, rel=0.05)
+    assert peaks["by_class"]["gpu"]["gflops"]["float64"][0] == pytest.approx(20e3, rel=0.05)
+    # a CPU GEMM cell at 50 GFLOP/s is half the CPU's peak, not measured against the GPU
+    cpu_gemm = next(r for r in rs if r["case"] == "a1_gemm" and r["backend"] == "numpy"
+                    and r["size"] == [2048, 4096, 8192])
+    unit, rate, frac = F.fraction_of_peak(cpu_gemm, peaks)
+    assert unit == "GFLOP/s"
+    assert frac == pytest.approx(0.5, rel=0.05)
+    unit, rate, frac = F.fraction_of_peak(gpu_gemm, peaks)
+    assert frac == pytest.approx(0.5, rel=0.05)
+    add = next(r for r in rs if r["case"] == "a4_add" and r["backend"] == "numpy")
+    unit, rate, frac = F.fraction_of_peak(add, peaks)
+    assert unit == "GB/s"
+    assert frac == pytest.approx(rate / 20.0, rel=1e-6)
 
 
 def test_compare_cli_ratios_and_significance(tmp_path):

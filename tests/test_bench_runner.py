@@ -54,7 +54,7 @@ def test_builtin_cases():
     assert mm.params((2, 3, 4)) == {"m": 2, "k": 3, "n": 4}
     assert get_case("solve").sizes_for("full")[0] == 5
     assert len(get_case("solve").sizes_for("full")) > len(get_case("solve").sizes_for("quick"))
-    with pytest.raises(ValueError, match="valid cases: solve"):
+    with pytest.raises(ValueError, match="valid cases: calib_gemm, calib_stream, solve"):
         get_case("nope")
     with pytest.raises(ValueError, match="not an integer"):
         mm.parse("abc")
@@ -239,11 +239,25 @@ def test_plan_and_validation(tmp_path):
     cfg = RunConfig(backends=["numpy", "torch-cpu"], cases=["solve", "matmul"], scale="quick",
                     out=tmp_path / "x.jsonl")
     cells = plan_cells(cfg)
-    assert [c["backend"] for c in cells][:4] == ["numpy"] * 4  # backend by backend
-    assert len(cells) == 2 * (2 + 2)
+    assert [c["backend"] for c in cells][:6] == ["numpy"] * 6  # backend by backend
+    # each backend starts with its calibration cells, then the cases asked for
+    assert [c["case"] for c in cells][:6] == ["calib_gemm", "calib_stream", "solve", "solve",
+                                              "matmul", "matmul"]
+    assert len(cells) == 2 * (2 + 2 + 2)
     assert all(c["timer"] == TimerConfig.for_scale("quick").to_dict() for c in cells)
     cfg = RunConfig(backends=["numpy"], cases=["matmul"], sizes=["8", "4x5x6"], out="x")
-    assert [c["size_label"] for c in plan_cells(cfg)] == ["8x8x8", "4x5x6"]
+    # --sizes apply to the named cases, not to the calibration (scale's sizes)
+    assert [(c["case"], c["size_label"]) for c in plan_cells(cfg)] == [
+        ("calib_gemm", "1024"), ("calib_stream", "8388608"),
+        ("matmul", "8x8x8"), ("matmul", "4x5x6")]
+    cfg = RunConfig(backends=["numpy"], cases=["matmul"], sizes=["8"], out="x", calibrate=False)
+    assert [c["case"] for c in plan_cells(cfg)] == ["matmul"]
+    # every case, no calibration: the calibration cases are not among "every case"
+    every = plan_cells(RunConfig(backends=["numpy"], out="x", calibrate=False))
+    assert not any(c["case"].startswith("calib") for c in every)
+    every = plan_cells(RunConfig(backends=["numpy"], out="x", scale="quick"))
+    assert [c["case"] for c in every][:2] == ["calib_gemm", "calib_stream"]
+    assert sum(c["case"].startswith("calib") for c in every) == 2
     with pytest.raises(BenchUsageError, match="valid backends: numpy"):
         plan_cells(RunConfig(backends=["numpyy"]))
     with pytest.raises(BenchUsageError, match=r"not available.*install: pip install"):
@@ -268,7 +282,7 @@ def test_collect_env_has_what_a_report_needs():
 def test_run_in_worker_processes_and_resume(tmp_path):
     out = tmp_path / "r.jsonl"
     cfg = dict(backends=["numpy", "jax-cpu"], cases=["solve"], sizes=["4", "6"], scale="quick",
-               out=out, timer=FAST, time_limit=120)
+               out=out, timer=FAST, time_limit=120, calibrate=False)
     events = []
     summary = run_benchmark(RunConfig(**cfg), progress=lambda e, p, i, n: events.append(e))
     assert summary.counts == {"ok": 4}

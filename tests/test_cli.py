@@ -33,14 +33,18 @@ def test_bench_end_to_end(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr
     res = read_results(out)
-    assert [r["size_label"] for r in res.records] == ["5", "64"]
+    # each backend starts with the calibration cells (the report's peak), then the cases
+    assert [(r["case"], r["size_label"]) for r in res.records] == [
+        ("calib_gemm", "256"), ("calib_stream", "2097152"), ("solve", "5"), ("solve", "64")]
+    assert res.records[0]["throughput"]["gflops"] > 0
+    assert res.records[1]["throughput"]["gbs"] > 0
     assert all(r["status"] == "ok" and r["check"]["verdict"] == "ok" for r in res.records)
     assert res.headers[0]["run"]["scale"] == "quick"
     assert "solve" in p.stdout
     assert "numpy" in p.stdout
-    assert "2 cells" in p.stdout
+    assert "4 cells" in p.stdout
     assert str(out) in p.stdout
-    assert "[1/2] solve numpy float64 5" in p.stderr  # progress, one line per cell off a TTY
+    assert "[3/4] solve numpy float64 5" in p.stderr  # progress, one line per cell off a TTY
 
     # the same command again refuses to clobber the file
     again = xl("bench", "--quick", "--backends", "numpy", "--cases", "solve", "--out", str(out))
@@ -50,13 +54,13 @@ def test_bench_end_to_end(tmp_path):
     resumed = xl("bench", "--quick", "--backends", "numpy", "--cases", "solve", "--out",
                  str(out), "--resume")
     assert resumed.returncode == 0, resumed.stderr
-    assert len(read_results(out).records) == 2
+    assert len(read_results(out).records) == 4
 
 
 def test_bench_float32_threads_and_sizes(tmp_path):
     out = tmp_path / "r.jsonl"
     p = xl("bench", "--backends", "numpy,torch-cpu", "--cases", "matmul", "--sizes", "8,4x5x6",
-           "--dtype", "float32", "--threads", "1", "--out", str(out), "--quick")
+           "--dtype", "float32", "--threads", "1", "--out", str(out), "--quick", "--no-calibrate")
     assert p.returncode == 0, p.stderr
     recs = read_results(out).records
     assert {(r["backend"], r["size_label"]) for r in recs} == {
@@ -71,7 +75,7 @@ def test_bench_float32_threads_and_sizes(tmp_path):
 def test_failed_cells_give_exit_status_1(tmp_path):
     out = tmp_path / "r.jsonl"
     p = xl("bench", "--backends", "numpy", "--cases", "matmul", "--sizes", "300000,4",
-           "--memory-limit", "3G", "--out", str(out), "--quick")
+           "--memory-limit", "3G", "--out", str(out), "--quick", "--no-calibrate")
     assert p.returncode == 1, p.stderr
     assert "OOM" in p.stdout
     statuses = [r["status"] for r in read_results(out).records]
@@ -125,7 +129,7 @@ def test_list_cases(capsys):
         (["bench", "--backends", "cupy"], ["'cupy' is not available", "install: pip install cupy",
                                            "available here: numpy"]),
         (["bench", "--backends", "torch-cuda"], ["not available", "install:"]),
-        (["bench", "--cases", "solv"], ["unknown case 'solv'", "valid cases: solve"]),
+        (["bench", "--cases", "solv"], ["unknown case 'solv'", "valid cases: calib_gemm, calib_stream, solve"]),
         (["bench", "--frobnicate"], ["unrecognized arguments: --frobnicate",
                                      "valid options:", "--backends"]),
         (["bench", "--dtype", "int8"], ["invalid choice: 'int8'", "float32"]),

@@ -129,6 +129,9 @@ def _build_parser() -> _Parser:
     p.add_argument("--no-isolate", action="store_true",
                    help="run cells in this process instead of a worker per backend "
                         "(no hard time limit)")
+    p.add_argument("--no-calibrate", action="store_true",
+                   help="skip the calibration cells (a square GEMM and a streaming add) that "
+                        "start each backend and give the report its peak")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--list-cases", action="store_true",
                    help="list the cases and their sizes, and exit")
@@ -363,6 +366,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         retry_failed=args.retry_failed,
         time_limit=args.time_limit,
         isolate=not args.no_isolate,
+        calibrate=not args.no_calibrate,
         seed=args.seed,
         case_files=args.case_file,
         memory_limit=args.memory_limit,

@@ -21,6 +21,7 @@ __all__ = [
     "calibrate_peaks",
     "claims",
     "crossovers",
+    "device_class",
     "fraction_of_peak",
     "good",
     "loop_vs_batched",
@@ -31,6 +32,8 @@ __all__ = [
 ]
 
 SECTION_TITLES: dict[str, str] = {
+    "Calibration": "this machine's peaks: a square GEMM and a streaming add, run first on "
+                   "each backend",
     "Q1": "solve(A, b), n = 5, 1000 calls in a Python loop",
     "Q2": "the same loop under numba @njit",
     "Q3": "solve sweep: runtime against matrix side n",
@@ -64,7 +67,9 @@ _DOC_ID = re.compile(r"^\s*([QA])(\d+)\b")
 
 
 def section_of(r: dict[str, Any]) -> str:
-    """``"Q1"``..``"Q4"``, ``"A1"``..``"A15"`` or ``"Other"``."""
+    """``"Calibration"``, ``"Q1"``..``"Q4"``, ``"A1"``..``"A15"`` or ``"Other"``."""
+    if _is_calibration(r):
+        return "Calibration"
     m = _ID.match(str(r.get("case", "")))
     if m is None:
         m = _DOC_ID.match(str(r.get("case_doc") or ""))
@@ -74,6 +79,8 @@ def section_of(r: dict[str, Any]) -> str:
 
 
 def _section_order(s: str) -> tuple[int, int]:
+    if s == "Calibration":
+        return (-1, 0)
     if s == "Other":
         return (2, 0)
     return (0 if s[0] == "Q" else 1, int(s[1:]))
@@ -146,55 +153,87 @@ def _is_gemm(r: dict[str, Any]) -> bool:
     return section_of(r) in GEMM_SECTIONS or "gemm" in c or c == "matmul"
 
 
-def calibrate_peaks(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """This machine's peaks, per backend device class and dtype.
+def device_class(r: dict[str, Any]) -> str:
+    """``"gpu"`` or ``"cpu"``: the processor a cell's backend computes on."""
+    return "gpu" if is_gpu(str(r.get("backend", ""))) else "cpu"
 
-    From dedicated calibration records (case ``calib*``/``peak*``) where the
-    file has them, else from the best measured GEMM GFLOP/s and the best
-    streaming GB/s of any cell. Returns ``{"gflops": {dtype: (value, cell)},
-    "gbs": {dtype: (value, cell)}, "source": text}``.
-    """
-    calib = [r for r in records if _is_calibration(r) and good(r)]
-    source = "dedicated calibration records" if calib else "the best cells of this file"
-    pool = calib or records
+
+def _peaks_of(records: list[dict[str, Any]], calibrated: bool) -> tuple[dict, dict]:
     gflops: dict[str, tuple[float, str]] = {}
     gbs: dict[str, tuple[float, str]] = {}
-    has_stream = any(good(r) and section_of(r) in STREAM_SECTIONS for r in pool)
-    for r in pool:
+    has_stream = any(good(r) and section_of(r) in STREAM_SECTIONS for r in records)
+    for r in records:
         if not good(r):
             continue
         tp = r.get("throughput") or {}
         dt = str(r.get("dtype"))
+        c = str(r.get("case", "")).lower()
         f, b = tp.get("gflops"), tp.get("gbs")
-        if (isinstance(f, (int, float)) and (calib or _is_gemm(r))
-                and f > gflops.get(dt, (0.0, ""))[0]):
+        gemm = ("gemm" in c) if calibrated else _is_gemm(r)
+        if isinstance(f, (int, float)) and gemm and f > gflops.get(dt, (0.0, ""))[0]:
             gflops[dt] = (float(f), r["key"])
-        streaming = calib or section_of(r) in STREAM_SECTIONS or (
-            not has_stream and not _is_gemm(r))
+        streaming = ("stream" in c) if calibrated else (
+            section_of(r) in STREAM_SECTIONS or (not has_stream and not _is_gemm(r)))
         if isinstance(b, (int, float)) and streaming and b > gbs.get("any", (0.0, ""))[0]:
             gbs["any"] = (float(b), r["key"])
-    if not gflops:  # no GEMM: the best arithmetic rate of any cell
-        for r in pool:
+    if not gflops and not calibrated:  # no GEMM: the best arithmetic rate of any cell
+        for r in records:
             f = (r.get("throughput") or {}).get("gflops")
             if good(r) and isinstance(f, (int, float)):
                 dt = str(r.get("dtype"))
                 if f > gflops.get(dt, (0.0, ""))[0]:
                     gflops[dt] = (float(f), r["key"])
-    return {"gflops": gflops, "gbs": gbs, "source": source}
+    return gflops, gbs
+
+
+def calibrate_peaks(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """This machine's peaks, per device class (cpu, gpu) and dtype.
+
+    From the calibration records (cases ``calib*``/``peak*``, run at the start of
+    each backend) where the file has them for that device class, else from the
+    best measured GEMM GFLOP/s and the best streaming GB/s of any cell of that
+    class. Returns ``{"gflops": {dtype: (value, cell)}, "gbs": {"any": (value,
+    cell)}, "source": text, "by_class": {cls: {"gflops", "gbs", "source"}}}``;
+    the top-level entries are the CPU's (or the only class present).
+    """
+    by_class: dict[str, dict[str, Any]] = {}
+    for cls in ("cpu", "gpu"):
+        rs = [r for r in records if device_class(r) == cls]
+        if not rs:
+            continue
+        calib = [r for r in rs if _is_calibration(r) and good(r)]
+        gflops, gbs = _peaks_of(calib, True) if calib else ({}, {})
+        source = "the calibration cells of this run"
+        if not gflops or not gbs:
+            fg, fb = _peaks_of([r for r in rs if not _is_calibration(r)], False)
+            if not gflops and fg:
+                gflops = fg
+            if not gbs and fb:
+                gbs = fb
+            if (fg or fb) and not calib:
+                source = "the best cells of this file (no calibration cells)"
+            elif fg or fb:
+                source = "the calibration cells, completed by the best cells of this file"
+        by_class[cls] = {"gflops": gflops, "gbs": gbs, "source": source}
+    top = by_class.get("cpu") or by_class.get("gpu") or {
+        "gflops": {}, "gbs": {}, "source": "no cells"}
+    return {**top, "by_class": by_class}
 
 
 def fraction_of_peak(r: dict[str, Any], peaks: dict[str, Any]) -> tuple[str, float | None,
                                                                           float | None]:
-    """(unit, achieved rate, fraction of the calibrated peak) of a cell."""
+    """(unit, achieved rate, fraction of the calibrated peak of the cell's device class)."""
+    pc = (peaks.get("by_class") or {}).get(device_class(r), peaks)
     tp = r.get("throughput") or {}
-    if section_of(r) in STREAM_SECTIONS or tp.get("gflops") is None:
+    if (section_of(r) in STREAM_SECTIONS or "stream" in str(r.get("case", ""))
+            or tp.get("gflops") is None):
         v = tp.get("gbs")
-        pk = peaks["gbs"].get("any")
+        pk = pc["gbs"].get("any")
         unit = "GB/s"
     else:
         v = tp.get("gflops")
-        pk = peaks["gflops"].get(str(r.get("dtype"))) or (
-            max(peaks["gflops"].values()) if peaks["gflops"] else None)
+        pk = pc["gflops"].get(str(r.get("dtype"))) or (
+            max(pc["gflops"].values()) if pc["gflops"] else None)
         unit = "GFLOP/s"
     if not isinstance(v, (int, float)) or not good(r):
         return unit, None, None

@@ -198,15 +198,20 @@ def build_report(res: Any, outdir: Path, plots: bool = True) -> tuple[list[Block
                         f"({sum(F.good(r) for r in records)} with a valid time)."))
     blocks.append(("ul", _env_lines(header)))
     pk = []
-    for dt, (v, key) in sorted(peaks["gflops"].items()):
-        pk.append(f"{dt}: {v:.3g} GFLOP/s (cell {key})")
-    for _, (v, key) in peaks["gbs"].items():
-        pk.append(f"streaming: {v:.3g} GB/s (cell {key})")
-    blocks.append(("p", "Peak of this machine, calibrated from " + peaks["source"]
-                   + " (the best measured GEMM GFLOP/s per dtype and the best streaming GB/s): "
+    sources = []
+    for cls, pc in peaks.get("by_class", {}).items():
+        for dt, (v, key) in sorted(pc["gflops"].items()):
+            pk.append(f"{cls} {dt}: {v:.3g} GFLOP/s (cell {key})")
+        for _, (v, key) in pc["gbs"].items():
+            pk.append(f"{cls} streaming: {v:.3g} GB/s (cell {key})")
+        sources.append(f"{cls}: {pc['source']}")
+    blocks.append(("p", "Peak of this machine per processor, from " + "; ".join(sources)
+                   + " (the best GEMM GFLOP/s per dtype and the best streaming GB/s of any "
+                     "backend): "
                    + ("; ".join(pk) if pk else "no throughput measured")
-                   + ". \"% of peak\" is each cell's rate over that peak, so 100% means as fast "
-                     "as the best cell here, not a vendor figure."))
+                   + ". \"% of peak\" is each cell's rate over that peak (GPU cells over the "
+                     "GPU's), so 100% means as fast as the calibration kernel ran here through "
+                     "the fastest library, not a vendor figure."))
     for w in res.warnings:
         blocks.append(("p", f"Warning: {w}"))
     plot_list: list[dict] = []

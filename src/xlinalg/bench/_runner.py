@@ -102,6 +102,11 @@ class RunConfig:
         Default: ``TimerConfig.for_scale(scale)``.
     check, memory : bool
         Check results against the reference; measure peak memory.
+    calibrate : bool
+        Start each backend with the calibration cells (``calib_gemm``,
+        ``calib_stream`` at the scale's sizes): the peak GFLOP/s and GB/s that
+        the report's "% of peak" divides by. Added even when `cases` names
+        others (not twice when it names them).
     """
 
     backends: Sequence[str] | None = None
@@ -123,6 +128,7 @@ class RunConfig:
     timer: TimerConfig | None = None
     check: bool = True
     memory: bool = True
+    calibrate: bool = True
 
     def timer_config(self) -> TimerConfig:
         return self.timer or TimerConfig.for_scale(self.scale)
@@ -144,6 +150,7 @@ class RunConfig:
             "timer": self.timer_config().to_dict(),
             "check": self.check,
             "memory": self.memory,
+            "calibrate": self.calibrate,
         }
 
 
@@ -212,7 +219,10 @@ def validate_config(config: RunConfig) -> RunConfig:
 
     valid_cases = case_names()
     if not config.cases:
-        config.cases = valid_cases
+        from ._suite import CALIBRATION_CASES
+
+        # Every case; the calibration ones come from `calibrate` (plan_cells).
+        config.cases = [c for c in valid_cases if c not in CALIBRATION_CASES]
     else:
         for c in config.cases:
             if c not in valid_cases:
@@ -236,13 +246,20 @@ def plan_cells(config: RunConfig) -> list[dict[str, Any]]:
 
     validate_config(config)
     timer = config.timer_config()
+    from ._suite import CALIBRATION_CASES
+
+    cases = list(config.cases or ())
+    added = [c for c in CALIBRATION_CASES if config.calibrate and c not in cases]
+    # Calibration first (whether added here or named in `cases`).
+    names = [c for c in CALIBRATION_CASES if c in cases or c in added]
+    names += [c for c in cases if c not in CALIBRATION_CASES]
     cells = []
     for backend in config.backends or ():
-        for name in config.cases or ():
+        for name in names:
             case = get_case(name)
             sizes = (
                 [case.parse(str(s)) for s in config.sizes]
-                if config.sizes
+                if config.sizes and name not in added
                 else case.sizes_for(config.scale)
             )
             for size in dict.fromkeys(sizes):
