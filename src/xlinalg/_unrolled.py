@@ -446,6 +446,12 @@ def torch_compile_available(device_type: str = "cpu") -> bool:
     return _torch_compile_reason(device_type) is None
 
 
+#: torch.compile: Inductor's scheduler stops fusing at 64 nodes by default, so
+#: the unrolled program (hundreds of elementwise nodes) became a dozen loops
+#: over the batch with every intermediate written to memory; one loop keeps
+#: them in registers. Measured on torch-cpu, 100000 systems of 5x5: 2.0x ->
+#: 2.9x torch.linalg.solve (benchmarks/results/unrolled-cpu.json).
+_TORCH_OPTIONS = {"max_fusion_size": 4096}
 #: JAX on the CPU: options for XLA. Its new fusion emitters duplicate the cheap
 #: producers of the unrolled program into many kernels (10× slower, measured);
 #: the classic emitters fuse it into a few loops.
@@ -558,7 +564,8 @@ def _make_torch(n: int, layout: str, dtype: Any, device: Any, compiled: bool) ->
         return _assemble(ns, rows, layout), bad
 
     # dynamic=True: one compile serves every batch size (measured as fast as static)
-    fast = _eager_run(ns, torch.compile(whole, fullgraph=True, dynamic=True), n, layout, consts, True)
+    fast = _eager_run(ns, torch.compile(whole, fullgraph=True, dynamic=True,
+                                            options=dict(_TORCH_OPTIONS)), n, layout, consts, True)
 
     def run(a: Any, bm: Any) -> tuple[Any, Any]:
         if torch.compiler.is_compiling():  # inside the caller's torch.compile: inline
