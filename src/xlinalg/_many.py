@@ -33,7 +33,7 @@ def _stack(ad: Adapter, arrays: Sequence[Any]) -> Any:
         if out.dtype == object:  # pragma: no cover - NumPy < 2 with ragged input
             raise ValueError("ragged")
         return out
-    return ad.xp.stack(list(arrays), axis=0)
+    return ad.stack(list(arrays))
 
 
 def _key(ad: Adapter, x: Any) -> tuple[Any, ...]:
@@ -76,7 +76,12 @@ def solve_many(
     ValueError
         If `a` and `b` differ in length, or a system's shapes do not match.
     LinAlgError
-        If a system is singular and ``errors="raise"``.
+        If a system is singular and ``errors="raise"``, naming the list positions
+        of every singular system (``exc.members``). On Dask it is raised when any
+        result is computed, with the same positions.
+    TypeError
+        If the lists hold arrays of more than one library (naming the first
+        element that differs from ``a[0]``).
 
     Examples
     --------
@@ -96,20 +101,35 @@ def solve_many(
     if n == 0:
         return []
     ad = _dispatch.adapter_for((a[0], b[0]), ("a[0]", "b[0]"), xp)
-    # Fast path: every system has one shape and dtype (the common case).
+    # One pass over each list: the library (type) and dtype of every element.
     try:
-        dtypes_a = {x.dtype for x in a}
-        dtypes_b = {x.dtype for x in b}
+        ka = {(type(x), x.dtype) for x in a}
+        kb = {(type(x), x.dtype) for x in b}
     except AttributeError:
-        dtypes_a = dtypes_b = set()  # host data (lists): take the grouping path
-    if len(dtypes_a) == 1 and len(dtypes_b) == 1:
+        ka = kb = set()  # host data (lists): checked and grouped below
+    uniform = len(ka) == 1 and len(kb) == 1 and next(iter(ka))[0] is next(iter(kb))[0]
+    if not uniform:
+        _check_one_library(a, b, xp)
+    if uniform:  # the common case: one library and one dtype each; shapes may still differ
         try:
             A, B = _stack(ad, a), _stack(ad, b)
         except (ValueError, RuntimeError, TypeError):
             pass  # shapes differ (or devices): group below
         else:
-            return _unstack(ad, _solve_group(A, B, list(range(n)), errors, xp))
+            x, bad = _solve_group(ad, A, B, list(range(n)), errors, xp)
+            if bad is not None:
+                [x] = ad.raise_at_compute([x], [(list(range(n)), bad)], _singular)
+            return _unstack(ad, x)
     return _solve_grouped(ad, a, b, errors, xp)
+
+
+def _check_one_library(a: Sequence[Any], b: Sequence[Any], xp: Any) -> None:
+    """Arrays of another library than ``a[0]``'s: the error solve gives for such a pair."""
+    t0 = type(a[0])
+    for seq, name in ((a, "a"), (b, "b")):
+        for i, x in enumerate(seq):
+            if type(x) is not t0 and hasattr(x, "shape"):
+                _dispatch.adapter_for((a[0], x), ("a[0]", f"{name}[{i}]"), xp)
 
 
 def _singular(members: list[int]) -> LinAlgError:
@@ -124,15 +144,40 @@ def _singular(members: list[int]) -> LinAlgError:
     )
 
 
-def _solve_group(A: Any, B: Any, positions: list[int], errors: str, xp: Any) -> Any:
-    """One batched solve; the batch index i of a failure is list position positions[i]."""
+def _pad_after_first(ad: Adapter, x: Any, ndim: int) -> Any:
+    if x.ndim >= ndim:
+        return x
+    shape = tuple(x.shape)
+    return ad.xp.reshape(x, (shape[0], *(1,) * (ndim - x.ndim), *shape[1:]))
+
+
+def _solve_group(ad: Adapter, A: Any, B: Any, positions: list[int], errors: str, xp: Any) -> tuple[Any, Any]:
+    """One batched solve; the batch index i of a failure is list position positions[i].
+
+    Returns the solution and, on a lazy library with ``errors="raise"``, the mask
+    of its singular members (else None).
+    """
     vector = B.ndim == 2  # each b[i] was a vector (M,)
-    try:
-        if vector:
-            return solve(A, B[..., None], errors=errors, xp=xp)[..., 0]
-        return solve(A, B, errors=errors, xp=xp)
-    except LinAlgError as exc:
-        raise _singular(sorted({positions[ix[0]] for ix in exc.indices if ix})) from None
+    Bm = B[..., None] if vector else B
+    # a[i] or b[i] may be stacks: their batch axes broadcast *within* system i,
+    # so the one with fewer gets unit axes after the list axis (not before it).
+    A, Bm = _pad_after_first(ad, A, Bm.ndim), _pad_after_first(ad, Bm, A.ndim)
+    if ad.lazy and errors == "raise":
+        # Dask: the error can only come at compute, and must still name list
+        # positions (of every group): NaN the singular members and return their
+        # mask; the caller makes every result raise from all the masks.
+        x = solve(A, Bm, errors="nan", xp=xp)
+        xpn = ad.xp
+        bad = xpn.all(xpn.isnan(x), axis=(-2, -1))
+        bad = xpn.logical_and(bad, xpn.all(xpn.isfinite(A), axis=(-2, -1)))
+        bad = xpn.logical_and(bad, xpn.all(xpn.isfinite(Bm), axis=(-2, -1)))
+    else:
+        bad = None
+        try:
+            x = solve(A, Bm, errors=errors, xp=xp)
+        except LinAlgError as exc:
+            raise _singular(sorted({positions[ix[0]] for ix in exc.indices if ix})) from None
+    return (x[..., 0] if vector else x), bad
 
 
 def _solve_grouped(ad: Adapter, a: Sequence[Any], b: Sequence[Any], errors: str, xp: Any) -> list[Any]:
@@ -148,16 +193,25 @@ def _solve_grouped(ad: Adapter, a: Sequence[Any], b: Sequence[Any], errors: str,
         groups.setdefault((*_key(ad, ai), *_key(ad, bi)), []).append(i)
     out: list[Any] = [None] * len(a)
     failed: list[int] = []
+    solved: list[tuple[list[int], Any]] = []
+    masks: list[tuple[list[int], Any]] = []
     for positions in groups.values():
         A = _stack(ad, [a[i] for i in positions])
         B = _stack(ad, [b[i] for i in positions])
         try:
-            xs = _unstack(ad, _solve_group(A, B, positions, errors, xp))
+            x, bad = _solve_group(ad, A, B, positions, errors, xp)
         except LinAlgError as exc:
             failed.extend(exc.members)  # report every group's singular systems at once
             continue
-        for i, x in zip(positions, xs):
-            out[i] = x
+        solved.append((positions, x))
+        if bad is not None:
+            masks.append((positions, bad))
     if failed:
         raise _singular(failed)
+    if masks:  # lazy: each result raises, when computed, naming every group's failures
+        xs = ad.raise_at_compute([x for _, x in solved], masks, _singular)
+        solved = [(p, x) for (p, _), x in zip(solved, xs)]
+    for positions, x in solved:
+        for i, xi in zip(positions, _unstack(ad, x)):
+            out[i] = xi
     return out

@@ -18,6 +18,7 @@ override only what their library does differently or faster.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -212,6 +213,21 @@ class Adapter:
 
     def to_host(self, x: Any) -> np.ndarray:
         return np.asarray(x)
+
+    def stack(self, arrays: list[Any]) -> Any:
+        """One array from many of one shape, dtype and device (``solve_many``)."""
+        return self.xp.stack(arrays, axis=0)
+
+    def raise_at_compute(self, xs: list[Any], masks: list[tuple[list[int], Any]],
+                         make_error: Callable[[list[int]], Exception]) -> list[Any]:
+        """Lazy libraries: the arrays `xs`, each raising ``make_error(positions)`` when
+        computed if any mask is set.
+
+        `masks` pairs the list positions of a group with the group's boolean mask
+        over them; `positions` are those whose mask is set, over all groups. Eager
+        libraries never get here.
+        """
+        raise NotImplementedError(f"{self.library} arrays are not lazy")
 
     def _solve_after_failure(self, a: Any, b: Any, errors: str, exc: BaseException) -> Any:
         """The native solve raised for singular members: name them, or NaN them."""
@@ -648,6 +664,17 @@ class JaxAdapter(Adapter):
     def to_host(self, x: Any) -> np.ndarray:
         return np.asarray(x)
 
+    def stack(self, arrays: list[Any]) -> Any:
+        # On the CPU, NumPy reads every array in place (zero-copy) and stacks them in
+        # one C loop; jnp.stack dispatches per element. Measured for 1000 arrays of
+        # 5x5: 2.6 ms against 8.6 ms. On an accelerator (or under a trace) the
+        # stacking stays on the device.
+        if self._all_cpu and not any(isinstance(x, self._tracer) for x in arrays):
+            if self.fast_device_check and len({self.device(x) for x in arrays}) > 1:
+                raise ValueError("the arrays are on different devices")  # solve_many groups them
+            return self.asarray(np.array(arrays), arrays[0], "a")
+        return self.xp.stack(arrays, axis=0)
+
     def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
         traced = isinstance(a, self._tracer) or isinstance(b, self._tracer)
         if traced or errors == "nan":
@@ -705,6 +732,17 @@ def _jax_solve_checked(jnp: Any, a: Any, b: Any, vector: bool, nan: bool) -> tup
     if nan:
         x = jnp.where(bad[..., None, None], jnp.nan, x)
     return (x[..., 0] if vector else x), bad, jnp.any(bad)
+
+
+def _failing_positions(masks: list[tuple[list[int], Any]]) -> list[int]:
+    return sorted(pos[i] for pos, bad in masks for i in np.flatnonzero(np.asarray(bad)))
+
+
+def _raise_members(block: np.ndarray, failing: list[int],
+                   make_error: Callable[[list[int]], Exception]) -> np.ndarray:
+    if failing:
+        raise make_error(failing)
+    return block
 
 
 # ====================================================================== CuPy
@@ -820,6 +858,15 @@ class DaskAdapter(Adapter):
             verdict = dask.delayed(np.asarray)(bad)
             x = x.map_blocks(self._raise_if_singular, verdict, a_batch, dtype=dtype, meta=meta)
         return x[..., 0] if vector else x
+
+    def raise_at_compute(self, xs: list[Any], masks: list[tuple[list[int], Any]],
+                         make_error: Callable[[list[int]], Exception]) -> list[Any]:
+        import dask
+
+        # one task reads every mask (dask.delayed computes the arrays in its arguments)
+        failing = dask.delayed(_failing_positions)(masks)
+        return [x.map_blocks(_raise_members, failing, make_error, dtype=x.dtype,
+                             meta=np.empty((0,) * x.ndim, x.dtype)) for x in xs]
 
     def _raise_if_singular(self, x: np.ndarray, bad: np.ndarray, a_batch: tuple[int, ...]) -> np.ndarray:
         if bad.any():
