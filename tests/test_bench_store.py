@@ -109,6 +109,15 @@ def test_resume_appends_a_header_and_knows_the_done_cells(tmp_path):
     assert len(latest) == 3
     assert cell_key("solve", "numpy", "float64", "5") not in res.finished_keys(
         include_failed=False)
+    # --retry-noisy: a cell whose latest record is flagged noisy is measured again
+    with ResultStore(p, resume=True) as store:
+        store.write_header(ENV, {})
+        store.append(rec(size=6, time={"median_s": 1e-6, "noisy": True}))
+    res = read_results(p)
+    k6 = cell_key("solve", "numpy", "float64", "6")
+    assert k6 in res.finished_keys()
+    assert k6 not in res.finished_keys(include_noisy=False)
+    assert cell_key("solve", "numpy", "float64", "9") in res.finished_keys(include_noisy=False)
 
 
 def test_truncated_last_line_is_tolerated_with_a_warning(tmp_path):

@@ -118,6 +118,8 @@ def _build_parser() -> _Parser:
                    help="continue --out FILE: skip the cells already in it")
     p.add_argument("--retry-failed", action="store_true",
                    help="with --resume, run again the cells recorded as failed")
+    p.add_argument("--retry-noisy", action="store_true",
+                   help="with --resume, measure again the cells flagged noisy (IQR/median > 10%%)")
     p.add_argument("--overwrite", action="store_true", help="replace --out FILE if it exists")
     p.add_argument("--time-limit", type=_positive_float, default=300.0, metavar="S",
                    help="seconds one cell may take before its worker is killed (default: 300)")
@@ -364,6 +366,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         resume=args.resume,
         overwrite=args.overwrite,
         retry_failed=args.retry_failed,
+        retry_noisy=args.retry_noisy,
         time_limit=args.time_limit,
         isolate=not args.no_isolate,
         calibrate=not args.no_calibrate,

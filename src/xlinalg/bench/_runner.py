@@ -88,6 +88,9 @@ class RunConfig:
         Replace `out` if it exists.
     retry_failed : bool
         With `resume`, run again the cells recorded as failed.
+    retry_noisy : bool
+        With `resume`, measure again the cells flagged noisy (IQR/median over
+        the threshold); reports use the newest record of a cell.
     time_limit : float, optional
         Seconds a cell may take (setup, timing, check and memory together).
     isolate : bool
@@ -120,6 +123,7 @@ class RunConfig:
     resume: bool = False
     overwrite: bool = False
     retry_failed: bool = False
+    retry_noisy: bool = False
     time_limit: float | None = 300.0
     isolate: bool = True
     seed: int = 0
@@ -237,6 +241,8 @@ def validate_config(config: RunConfig) -> RunConfig:
                     raise BenchUsageError(f"invalid --sizes item {s!r}: {exc}") from None
     if config.retry_failed and not config.resume:
         raise BenchUsageError("--retry-failed needs --resume")
+    if config.retry_noisy and not config.resume:
+        raise BenchUsageError("--retry-noisy needs --resume")
     return config
 
 
@@ -507,7 +513,8 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
     summary = RunSummary(path=store.path)
     try:
         done = (
-            store.previous.finished_keys(include_failed=not config.retry_failed)
+            store.previous.finished_keys(include_failed=not config.retry_failed,
+                                         include_noisy=not config.retry_noisy)
             if store.previous else set()
         )
         todo = [c for c in cells if c["key"] not in done]

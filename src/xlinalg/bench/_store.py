@@ -132,11 +132,16 @@ class ResultsFile:
             out[r["key"]] = r
         return out
 
-    def finished_keys(self, *, include_failed: bool = True) -> set[str]:
-        """Keys of cells that need not run again (``--resume``)."""
+    def finished_keys(self, *, include_failed: bool = True, include_noisy: bool = True) -> set[str]:
+        """Keys of cells that need not run again (``--resume``).
+
+        ``include_failed=False`` leaves out failed cells (``--retry-failed``),
+        ``include_noisy=False`` the cells flagged noisy (``--retry-noisy``).
+        """
         return {
             k for k, r in self.latest().items()
-            if include_failed or r.get("status") not in ("failed",)
+            if (include_failed or r.get("status") not in ("failed",))
+            and (include_noisy or not (r.get("time") or {}).get("noisy"))
         }
 
 
