@@ -115,3 +115,21 @@ def test_inputs_are_not_modified(backend: BackendCase, rng) -> None:
     _compute(backend, xl.solve_many(aa, bb))
     for x, m in zip(aa + bb, a + b):
         np.testing.assert_array_equal(backend.np(x), m)
+
+
+def test_large_systems_are_solved_one_by_one_with_the_same_results(backend: BackendCase,
+                                                                    rng) -> None:
+    # above LOOP_ABOVE no stack is made (no copy); results, order and errors are the same
+    from xlinalg._many import LOOP_ABOVE
+
+    n = LOOP_ABOVE + 2
+    a = [well_conditioned(rng, (n, n)) for _ in range(3)] + [well_conditioned(rng, (3, 3))]
+    b = [random(rng, (n,)) for _ in range(3)] + [random(rng, (3,))]
+    xs = xl.solve_many([backend.arr(m) for m in a], [backend.arr(v) for v in b])
+    for x, m, v in zip(xs, a, b):
+        backend.assert_close(x, np.linalg.solve(m, v))
+    a[1] = np.zeros((n, n))
+    with pytest.raises(xl.LinAlgError) as info:
+        _compute(backend, xl.solve_many([backend.arr(m) for m in a], [backend.arr(v) for v in b]))
+    assert list(info.value.members) == [1]
+    assert "1 singular system at list position 1;" in str(info.value)

@@ -39,7 +39,7 @@ _PY_SCALARS = (bool, int, float, complex)
 
 _np_add, _np_subtract, _np_multiply = np.add, np.subtract, np.multiply
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
-_EXPIT: list[Any] = []  # [scipy.special.expit] once the NumPy adapter has loaded it
+_expit: Any = None  # scipy.special.expit, once the NumPy adapter has loaded it
 
 
 def _float_default(ad: Adapter, x: Any) -> Any:
@@ -385,11 +385,12 @@ def sigmoid(x: Any, /, *, xp: Any = None) -> Any:
     >>> xl.sigmoid(np.array([0.0, 1000.0, -1000.0]))
     array([0.5, 1. , 0. ])
     """
+    global _expit
+    if type(x) is _NP and _expit is not None and xp is None:  # NumPy: SciPy's ufunc at once
+        dt = x.dtype
+        if dt is _F64 or dt is _F32:
+            return _expit(x)
     if xp is None:
-        if type(x) is _NP and _EXPIT:
-            dt = x.dtype
-            if dt is _F64 or dt is _F32:
-                return _EXPIT[0](x)
         ad = _CACHE.get(type(x))
         if ad is not None and x.dtype in ad.sigmoid_dtypes:
             fn = ad.fast.get("sigmoid")
@@ -397,6 +398,6 @@ def sigmoid(x: Any, /, *, xp: Any = None) -> Any:
                 return fn(x)
     ad, x = _unary_float("sigmoid", x, xp)
     out = ad.sigmoid(x)
-    if ad is NUMPY and not _EXPIT and NUMPY.fast.get("sigmoid") is not None:
-        _EXPIT.append(NUMPY.fast["sigmoid"])  # SciPy's expit is loaded: use it directly
+    if ad is NUMPY and _expit is None and NUMPY.fast.get("sigmoid") is not None:
+        _expit = NUMPY.fast["sigmoid"]  # SciPy's expit is loaded: call it directly from now on
     return out

@@ -110,7 +110,7 @@ def solve_many(
     uniform = len(ka) == 1 and len(kb) == 1 and next(iter(ka))[0] is next(iter(kb))[0]
     if not uniform:
         _check_one_library(a, b, xp)
-    if uniform:  # the common case: one library and one dtype each; shapes may still differ
+    if uniform and (ad.lazy or not _large(a[0])):  # the common case: one library and dtype
         try:
             A, B = _stack(ad, a), _stack(ad, b)
         except (ValueError, RuntimeError, TypeError):
@@ -121,6 +121,17 @@ def solve_many(
                 [x] = ad.raise_at_compute([x], [(list(range(n)), bad)], _singular)
             return _unstack(ad, x)
     return _solve_grouped(ad, a, b, errors, xp)
+
+
+#: Systems larger than this are solved one by one (eager libraries): stacking copies
+#: every system (time and memory) while batching no longer saves anything. Measured
+#: by the Q4 cases of benchmarks/results/cpu-full.jsonl (1000 systems): with stacking,
+#: solve_many was 1.1x the loop at n = 50 on numpy and torch-cpu, 0.5-0.7x at n = 100.
+LOOP_ABOVE = 64
+
+
+def _large(x: Any) -> bool:
+    return len(x.shape) >= 2 and x.shape[-1] > LOOP_ABOVE
 
 
 def _check_one_library(a: Sequence[Any], b: Sequence[Any], xp: Any) -> None:
@@ -196,6 +207,13 @@ def _solve_grouped(ad: Adapter, a: Sequence[Any], b: Sequence[Any], errors: str,
     solved: list[tuple[list[int], Any]] = []
     masks: list[tuple[list[int], Any]] = []
     for positions in groups.values():
+        if not ad.lazy and _large(a[positions[0]]):  # one by one: no copy into a stack
+            for i in positions:
+                try:
+                    out[i] = solve(a[i], b[i], errors=errors, xp=xp)
+                except LinAlgError:
+                    failed.append(i)
+            continue
         A = _stack(ad, [a[i] for i in positions])
         B = _stack(ad, [b[i] for i in positions])
         try:
