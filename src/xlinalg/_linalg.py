@@ -160,7 +160,7 @@ def _empty_solve(ad: Adapter, a: Any, b: Any, vector: bool) -> Any:
     if vector:
         shape = (*a.shape[:-2], b.shape[-1])
     else:
-        batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+        batch = _validate.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
         shape = (*batch, *b.shape[-2:])
     return xp.zeros(shape, dtype=a.dtype, device=ad.device(a))
 

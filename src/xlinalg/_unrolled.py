@@ -486,14 +486,14 @@ class _Kernel:
         out = self.run(a, bm)
         if len(self.first_call_s) < 64:  # bounded: a record, not a cache
             self.first_call_s[signature] = time.perf_counter() - t0
-            self.batches.add(math.prod(np.broadcast_shapes(signature[0][:-2], signature[1][:-2])))
+            self.batches.add(math.prod(_validate.broadcast_shapes(signature[0][:-2], signature[1][:-2])))
         return out
 
 
 def _flatten(ns: Any, a: Any, bm: Any, n: int) -> tuple[Any, Any, tuple[int, ...], int, int]:
     """Broadcast the batch dimensions and flatten them: ``(B, n, n)``, ``(B, n, K)``."""
     sa, sb = tuple(a.shape[:-2]), tuple(bm.shape[:-2])
-    batch = sa if sa == sb else np.broadcast_shapes(sa, sb)
+    batch = sa if sa == sb else _validate.broadcast_shapes(sa, sb)
     k = int(bm.shape[-1])
     nb = math.prod(batch)
     if sa != batch:
@@ -884,7 +884,7 @@ def _dask_solve(ad: Any, a: Any, bm: Any, n: int, layout: str, errors: str) -> A
     """Dask: the NumPy schedule per block (lazy); errors="raise" raises at compute()."""
     da = ad.da
     a_batch = tuple(a.shape[:-2])
-    batch = np.broadcast_shapes(a_batch, tuple(bm.shape[:-2]))
+    batch = _validate.broadcast_shapes(a_batch, tuple(bm.shape[:-2]))
     a_b = ad._core_whole(da.broadcast_to(a, (*batch, n, n)))
     k = bm.shape[-1]
     b_b = da.broadcast_to(bm, (*batch, n, k)).rechunk(a_b.chunks[:-2] + ((n,), (k,)))
@@ -1175,7 +1175,7 @@ def use_unrolled(ad: Adapter, a: Any, b: Any, vector: bool, method: str) -> bool
             return False
         sa = tuple(a.shape[:-2])
         sb = () if vector else tuple(b.shape[:-2])
-        batch = math.prod(sa if sa == sb or not sb else np.broadcast_shapes(sa, sb))
+        batch = math.prod(sa if sa == sb or not sb else _validate.broadcast_shapes(sa, sb))
         if batch < lo:
             return False
         return prefer_unrolled(ad.backend(a), int(n), batch, ad.dtype_name(a.dtype))
