@@ -182,6 +182,11 @@ def test_calibration_cells_set_the_peak_per_device_class():
     assert frac == pytest.approx(0.5, rel=0.05)
     unit, rate, frac = F.fraction_of_peak(gpu_gemm, peaks)
     assert frac == pytest.approx(0.5, rel=0.05)
+    # A12 casts: a bfloat16 GEMM in a float64 run has no bfloat16 peak here -> no fraction
+    bf16 = _rec("a12_precision_bfloat16", "torch-cpu", [512, 1024, 2048], 5.5e-3,
+                flops=2 * 512 * 1024 * 2048)
+    assert F.compute_dtype(bf16) == "bfloat16"
+    assert F.fraction_of_peak(bf16, peaks)[2] is None
     add = next(r for r in rs if r["case"] == "a4_add" and r["backend"] == "numpy")
     unit, rate, frac = F.fraction_of_peak(add, peaks)
     assert unit == "GB/s"

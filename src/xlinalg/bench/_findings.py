@@ -20,6 +20,7 @@ __all__ = [
     "SECTION_TITLES",
     "calibrate_peaks",
     "claims",
+    "compute_dtype",
     "crossovers",
     "device_class",
     "fraction_of_peak",
@@ -153,6 +154,16 @@ def _is_gemm(r: dict[str, Any]) -> bool:
     return section_of(r) in GEMM_SECTIONS or "gemm" in c or c == "matmul"
 
 
+_PRECISION = re.compile(r"_precision_(float16|bfloat16|float32|float64)$")
+
+
+def compute_dtype(r: dict[str, Any]) -> str:
+    """The dtype a cell computes in: the run's, except for cases that cast (A12's
+    ``a12_precision_bfloat16`` computes in bfloat16 whatever the run's dtype)."""
+    m = _PRECISION.search(str(r.get("case", "")))
+    return m.group(1) if m else str(r.get("dtype"))
+
+
 def device_class(r: dict[str, Any]) -> str:
     """``"gpu"`` or ``"cpu"``: the processor a cell's backend computes on."""
     return "gpu" if is_gpu(str(r.get("backend", ""))) else "cpu"
@@ -166,7 +177,7 @@ def _peaks_of(records: list[dict[str, Any]], calibrated: bool) -> tuple[dict, di
         if not good(r):
             continue
         tp = r.get("throughput") or {}
-        dt = str(r.get("dtype"))
+        dt = compute_dtype(r)
         c = str(r.get("case", "")).lower()
         f, b = tp.get("gflops"), tp.get("gbs")
         gemm = ("gemm" in c) if calibrated else _is_gemm(r)
@@ -180,7 +191,7 @@ def _peaks_of(records: list[dict[str, Any]], calibrated: bool) -> tuple[dict, di
         for r in records:
             f = (r.get("throughput") or {}).get("gflops")
             if good(r) and isinstance(f, (int, float)):
-                dt = str(r.get("dtype"))
+                dt = compute_dtype(r)
                 if f > gflops.get(dt, (0.0, ""))[0]:
                     gflops[dt] = (float(f), r["key"])
     return gflops, gbs
@@ -232,8 +243,9 @@ def fraction_of_peak(r: dict[str, Any], peaks: dict[str, Any]) -> tuple[str, flo
         unit = "GB/s"
     else:
         v = tp.get("gflops")
-        pk = pc["gflops"].get(str(r.get("dtype"))) or (
-            max(pc["gflops"].values()) if pc["gflops"] else None)
+        # the peak of the dtype the cell computes in; none measured: no fraction
+        # (a bfloat16 GEMM against a float64 peak would read 400%)
+        pk = pc["gflops"].get(compute_dtype(r))
         unit = "GFLOP/s"
     if not isinstance(v, (int, float)) or not good(r):
         return unit, None, None

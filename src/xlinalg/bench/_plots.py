@@ -6,6 +6,7 @@ Each plot is written as PNG and SVG. :func:`make_plots` returns a list of
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,16 @@ def _plain_axis(axis: Any) -> None:
     """Tick labels as plain numbers (0.5, 2, 100) instead of 10^x on a log axis."""
     from matplotlib.ticker import FuncFormatter
 
-    fmt = FuncFormatter(lambda v, _: f"{v:g}")
-    axis.set_major_formatter(fmt)
-    axis.set_minor_formatter(fmt)
+    def minor(v: float, _: Any) -> str:
+        # label only 2x and 5x between the decades: 20, 50, 200 ... (not 60 70 80 90,
+        # which collide on a log axis)
+        if v <= 0:
+            return ""
+        lead = v / 10 ** math.floor(math.log10(v))
+        return f"{v:g}" if any(abs(lead - d) < 1e-6 for d in (2, 5)) else ""
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def _safe(text: str) -> str:
@@ -109,6 +117,9 @@ def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[di
     return out
 
 
+_MAX_BARS = 12
+
+
 def plot_speedups(records: list[dict[str, Any]], outdir: Path,
                   baseline: str = "numpy") -> list[dict[str, str]]:
     """Per section: speedup of each backend over ``baseline`` per cell (log scale)."""
@@ -124,6 +135,19 @@ def plot_speedups(records: list[dict[str, Any]], outdir: Path,
         if not keys:
             continue
         keys.sort(key=lambda k: (k[0], k[1], F.size_key(cells[k][baseline])))
+        # a sweep (Q3: 100 sizes) would be thousands of bars: at most _MAX_BARS sizes
+        # per case, evenly spaced, first and last kept (every size is in the tables)
+        groups: dict[tuple[str, str], list] = defaultdict(list)
+        for k in keys:
+            groups[(k[0], k[1])].append(k)
+        thinned = False
+        keys = []
+        for g in groups.values():
+            if len(g) > _MAX_BARS:
+                idx = sorted({round(i * (len(g) - 1) / (_MAX_BARS - 1)) for i in range(_MAX_BARS)})
+                g = [g[i] for i in idx]
+                thinned = True
+            keys += g
         backends = sorted({b for k in keys for b in cells[k] if b != baseline})
         fig, ax = plt.subplots(figsize=(max(6, 0.8 * len(keys) * max(1, len(backends)) / 2 + 3),
                                         4.5))
@@ -146,7 +170,8 @@ def plot_speedups(records: list[dict[str, Any]], outdir: Path,
         ax.set_xticklabels([f"{k[0]}\n{k[2]}" + (f"\n{k[1]}" if multi else "") for k in keys],
                            fontsize=7, rotation=30 if len(keys) > 6 else 0)
         ax.set_ylabel(f"speedup over {baseline} (>1: faster)")
-        title = f"{sec}: speedup over {baseline}"
+        title = f"{sec}: speedup over {baseline}" + (
+            f" ({_MAX_BARS} sizes per case shown)" if thinned else "")
         ax.set_title(title)
         ax.grid(True, axis="y", which="both", alpha=0.3)
         ax.legend(title="backend", fontsize=8)
