@@ -125,8 +125,8 @@ def solve(a: Any, b: Any, /, *, errors: str = "raise", method: str = "auto", xp:
         and sa[0] == sa[1] == sb[0]
         and sa[0]
         and sb[-1]
-        and a.dtype in ad.solve_dtypes
-        and b.dtype == a.dtype
+        and (da := a.dtype) in ad.solve_dtypes  # (dtype is a Python property on JAX: read once)
+        and b.dtype == da
         and method == "auto"  # one system: never unrolled automatically
     ):
         if errors != "raise":

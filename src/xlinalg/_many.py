@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -101,14 +103,15 @@ def solve_many(
     if n == 0:
         return []
     ad = _dispatch.adapter_for((a[0], b[0]), ("a[0]", "b[0]"), xp)
-    # One pass over each list: the library (type) and dtype of every element.
-    try:
-        ka = {(type(x), x.dtype) for x in a}
-        kb = {(type(x), x.dtype) for x in b}
-    except AttributeError:
-        ka = kb = set()  # host data (lists): checked and grouped below
-    uniform = len(ka) == 1 and len(kb) == 1 and next(iter(ka))[0] is next(iter(kb))[0]
-    if not uniform:
+    # The library (type) and dtype of every element, at C speed (map, attrgetter):
+    # a Python loop over 2000 elements would cost a fifth of a 1000-system solve.
+    types = set(map(type, a))
+    types.update(map(type, b))
+    uniform = False
+    if len(types) == 1:
+        with contextlib.suppress(AttributeError):  # host data (lists): grouped below
+            uniform = len(set(map(_DTYPE, a))) == 1 and len(set(map(_DTYPE, b))) == 1
+    else:
         _check_one_library(a, b, xp)
     if uniform and (ad.lazy or not _large(a[0])):  # the common case: one library and dtype
         try:
@@ -122,6 +125,8 @@ def solve_many(
             return _unstack(ad, x)
     return _solve_grouped(ad, a, b, errors, xp)
 
+
+_DTYPE = operator.attrgetter("dtype")
 
 #: Systems larger than this are solved one by one (eager libraries): stacking copies
 #: every system (time and memory) while batching no longer saves anything. Measured
