@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from scipy.special import expit
 
 import xlinalg as xl
 
@@ -152,7 +153,6 @@ def main(argv: list[str] | None = None) -> int:
         print("sub-microsecond native calls")
         m = rng.random((4, 4))
         v = rng.random(8)
-        from scipy.special import expit
 
         add_row("numpy  xl.matmul 4×4 / numpy.matmul", "≤ 1.25", 1.25,
                 compare(lambda: np.matmul(m, m), lambda: xl.matmul(m, m), repeats, small_t))
