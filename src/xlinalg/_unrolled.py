@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._lib import _validate
-from ._lib._adapters import NUMPY, Adapter, _singular_message, _to_batch
+from ._lib._adapters import NUMPY, Adapter, _host_finite, _singular_message, _to_batch
 from ._lib._errors import LinAlgError
 
 __all__ = [
@@ -469,21 +469,24 @@ class _Kernel:
     members, `singular` a ``batch``-shaped mask (batch = broadcast batch shape).
     """
 
-    def __init__(self, key: tuple[Any, ...], run: Callable[[Any, Any], tuple[Any, Any]]) -> None:
+    def __init__(self, key: tuple[Any, ...], run: Callable[..., tuple[Any, Any]]) -> None:
         self.key = key
         self.run = run
+        #: whether ``run(a, b, vector=True)`` takes a vector `b` itself (JAX: inside the program)
+        self.takes_vector = bool(getattr(run, "takes_vector", False))
         self.calls = 0
         #: numbers of systems solved (bounded)
         self.batches: set[int] = set()
         #: seconds of the first call of each input signature (compile + run)
         self.first_call_s: dict[tuple[Any, ...], float] = {}
 
-    def __call__(self, a: Any, bm: Any, signature: tuple[Any, ...]) -> tuple[Any, Any]:
+    def __call__(self, a: Any, bm: Any, signature: tuple[Any, ...], vector: bool = False) -> tuple[Any, Any]:
+        """Solve; with `vector` (only where ``run.takes_vector``), `bm` is ``(n,)`` and `x` too."""
         self.calls += 1
         if signature in self.first_call_s:
-            return self.run(a, bm)
+            return self.run(a, bm, vector) if vector else self.run(a, bm)
         t0 = time.perf_counter()
-        out = self.run(a, bm)
+        out = self.run(a, bm, vector) if vector else self.run(a, bm)
         if len(self.first_call_s) < 64:  # bounded: a record, not a cache
             self.first_call_s[signature] = time.perf_counter() - t0
             self.batches.add(math.prod(_validate.broadcast_shapes(signature[0][:-2], signature[1][:-2])))
@@ -648,30 +651,35 @@ def _make_jax(n: int, layout: str, compiled: bool, cpu: bool) -> Callable[[Any, 
             x = jnp.concat([x, solve3(a3[head:], b3[head:])], axis=0)
         return x
 
-    def whole(a: Any, bm: Any) -> tuple[Any, Any]:
+    def whole(a: Any, bm: Any, vector: bool = False) -> tuple[Any, Any]:
+        if vector:  # inside the program: eager JAX indexing costs ~30 us a call
+            bm = bm[..., None]
         a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
-        return jnp.reshape(solve_flat(a3, b3, nb, k), (*batch, n, k)), None
+        x = jnp.reshape(solve_flat(a3, b3, nb, k), (*batch, n, k))
+        return (x[..., 0] if vector else x), None
 
+    whole.takes_vector = True  # type: ignore[attr-defined]
     if not compiled:
         return whole
-    top = jax.jit(whole, compiler_options=dict(_JAX_CPU_OPTIONS) if cpu else None)
-    plain_jit = jax.jit(whole)
+    top = jax.jit(whole, static_argnums=2, compiler_options=dict(_JAX_CPU_OPTIONS) if cpu else None)
+    plain_jit = jax.jit(whole, static_argnums=2)
     tracer = jax.core.Tracer
     state = {"options_ok": cpu}
 
-    def run(a: Any, bm: Any) -> tuple[Any, Any]:
+    def run(a: Any, bm: Any, vector: bool = False) -> tuple[Any, Any]:
         if isinstance(a, tracer) or isinstance(bm, tracer):
-            return whole(a, bm)  # inside the caller's trace: inlined into its program
+            return whole(a, bm, vector)  # inside the caller's trace: inlined into its program
         if state["options_ok"]:
             try:
-                return top(a, bm)
+                return top(a, bm, vector)
             except Exception as exc:  # an XLA without these options
                 if "xla_cpu" not in str(exc):
                     raise
                 state["options_ok"] = False
-        return plain_jit(a, bm)
+        return plain_jit(a, bm, vector)
 
     run.jitted = top  # type: ignore[attr-defined]  # (for inspection: .lower(...).compile())
+    run.takes_vector = True  # type: ignore[attr-defined]
     return run
 
 
@@ -733,12 +741,15 @@ _COMPILERS = {
 }
 
 _KERNELS: dict[tuple[Any, ...], _Kernel] = {}
+#: solve_adapter's arguments -> kernel (see there)
+_RESOLVED: dict[tuple[Any, ...], _Kernel] = {}
 
 
 def clear_cache() -> None:
     """Forget every generated and compiled solver (the backends' own caches stay)."""
     with _LOCK:
         _KERNELS.clear()
+        _RESOLVED.clear()
 
 
 def compiled_cache_info() -> list[dict[str, Any]]:
@@ -833,7 +844,7 @@ def _raise_singular(mask: np.ndarray, batch_shape: tuple[int, ...]) -> None:
     raise LinAlgError(_singular_message(indices, batch_shape), indices=indices, members=members)
 
 
-def _check_singular(ad: Adapter, a: Any, x: Any, bad: Any) -> None:
+def _check_singular(ad: Adapter, a: Any, x: Any, bad: Any, vector: bool = False) -> None:
     """errors="raise", eager: read the verdict (a device sync); raise for singular members.
 
     `bad` is the solver's zero-pivot mask over the broadcast batch, or None (JAX):
@@ -846,7 +857,10 @@ def _check_singular(ad: Adapter, a: Any, x: Any, bad: Any) -> None:
         if not cand.any():
             return
     else:
-        cand = np.isnan(np.asarray(ad.to_host(x))).all(axis=(-2, -1))
+        h = np.asarray(ad.to_host(x))
+        if _host_finite(h):  # the common case, in one cheap look (no NaN row)
+            return
+        cand = np.isnan(h).all(axis=-1 if vector else (-2, -1))
         if not cand.any():
             return
         n = int(a.shape[-1])
@@ -921,7 +935,43 @@ def solve_adapter(
     dimension; `errors` is "raise" or "nan". xl.solve calls this in place of
     ``ad.solve(a, b, vector, errors)`` for ``method="unrolled"``.
     """
-    n = int(a.shape[-1])
+    n = a.shape[-1]
+    # What the arguments resolve to (backend, layout, compiler, kernel) is cached
+    # per (library, dtype, device, n, layout, compile): resolving it reads dtype
+    # names and devices, ~15 us on JAX, more than the compiled solve of one system.
+    rkey = (ad, a.dtype, None if ad.single_device else ad.device(a), n, layout, compile)
+    kern = _RESOLVED.get(rkey)
+    if kern is None:
+        kern = _resolve(ad, a, int(n), layout, compile)
+        if kern is None:  # Dask: lazy blocks, nothing to cache
+            return _dask_solve_vec(ad, a, b, int(n), layout, compile, vector, errors)
+        with _LOCK:
+            if len(_RESOLVED) > 256:  # bounded (dtype x device x n x options)
+                _RESOLVED.clear()
+            _RESOLVED[rkey] = kern
+    if vector and kern.takes_vector:
+        # JAX: the vector's expand and squeeze happen inside the compiled program
+        x, bad = kern(a, b, (a.shape, (*b.shape, 1)), vector=True)
+        if errors == "raise" and not _traced(ad, x):
+            _check_singular(ad, a, x, bad, vector=True)
+        return x
+    bm = b[..., None] if vector else b
+    x, bad = kern(a, bm, (tuple(a.shape), tuple(bm.shape)))
+    if errors == "raise" and not _traced(ad, x):
+        _check_singular(ad, a, x, bad)
+    return x[..., 0] if vector else x
+
+
+def _dask_solve_vec(ad: Adapter, a: Any, b: Any, n: int, layout: str | None, compile: bool | None, vector: bool, errors: str) -> Any:
+    if compile:
+        raise ValueError("solve_unrolled: no compiler for the dask backend; pass compile=None or False")
+    bm = b[..., None] if vector else b
+    x = _dask_solve(ad, a, bm, n, layout or DEFAULT_LAYOUT.get("dask", "batch-first"), errors)
+    return x[..., 0] if vector else x
+
+
+def _resolve(ad: Adapter, a: Any, n: int, layout: str | None, compile: bool | None) -> _Kernel | None:
+    """The kernel for these arguments (None for Dask); argument errors raised here."""
     if n > MAX_N:
         raise ValueError(
             f"solve_unrolled: n = {n} is above the unrolled solver's limit of {MAX_N} "
@@ -933,19 +983,13 @@ def solve_adapter(
         if layout not in LAYOUTS:
             raise ValueError(f"solve_unrolled: `layout` must be None or one of {LAYOUTS}, got {layout!r}")
         backend = ad.backend(a)
-    bm = b[..., None] if vector else b
     if backend == "dask":
         if compile:
             raise ValueError("solve_unrolled: no compiler for the dask backend; pass compile=None or False")
-        x = _dask_solve(ad, a, bm, n, layout, errors)
-        return x[..., 0] if vector else x
+        return None
     complex_ = ad.kind(a.dtype) == "c"
     compiled = _resolve_compile(backend, compile, complex_)
-    kern = _kernel(ad, backend, n, a, layout, compiled)
-    x, bad = kern(a, bm, (tuple(a.shape), tuple(bm.shape)))
-    if errors == "raise" and not _traced(ad, x):
-        _check_singular(ad, a, x, bad)
-    return x[..., 0] if vector else x
+    return _kernel(ad, backend, n, a, layout, compiled)
 
 
 def solve_unrolled(

@@ -74,6 +74,8 @@ class Adapter:
     #: whether the fast path of solve must check devices (False where the native
     #: call itself refuses mixed devices and the adapter translates its error)
     fast_device_check = True
+    #: whether every array of this library is on one device (caches may leave it out of keys)
+    single_device = False
 
     def __init__(self, xp: Any) -> None:
         self.xp = xp
@@ -348,6 +350,7 @@ _NP_NON_NUMERIC = frozenset(np.dtype(c) for c in "?OUSVMm")
 
 class NumPyAdapter(Adapter):
     library = "NumPy"
+    single_device = True
 
     def __init__(self) -> None:
         import array_api_compat.numpy as xnp
@@ -604,6 +607,7 @@ class JaxAdapter(Adapter):
         self._all_cpu = all(d.platform == "cpu" for d in jax.devices())
         # one device: nothing to mismatch, and reading .devices() costs microseconds
         self.fast_device_check = len(jax.devices()) > 1
+        self.single_device = not self.fast_device_check
         self.solve_dtypes = frozenset(np.dtype(c) for c in "fdFD")
         self.fast = {n: getattr(jnp, n) for n in ("add", "subtract", "multiply", "matmul")}
         self.fast["sigmoid"] = jax.nn.sigmoid
@@ -808,6 +812,7 @@ class DaskAdapter(Adapter):
 
     library = "Dask"
     lazy = True
+    single_device = True
 
     def __init__(self) -> None:
         import array_api_compat.dask.array as xd
