@@ -203,11 +203,12 @@ def matmul(a: Any, b: Any, /, *, xp: Any = None) -> Any:
                 return _np_matmul(a, b)
             except ValueError:
                 pass  # diagnosed by the checked path below
-    elif xp is None and type(a) is type(b):
-        ad = _CACHE.get(type(a))
-        if ad is not None and a.dtype == b.dtype:
+    elif xp is None and (t := type(a)) is type(b):
+        ad = _CACHE.get(t)
+        # (each dtype read once: ~40 ns apiece on torch, a tenth of a 4×4 matmul)
+        if ad is not None and (dt := a.dtype) == b.dtype and dt not in ad.fast_excluded:
             fast = ad.fast.get("matmul")
-            if fast is not None and a.dtype not in ad.fast_excluded:
+            if fast is not None:
                 try:
                     return fast(a, b)
                 except Exception:  # any refusal is diagnosed by the checked path below
