@@ -162,6 +162,48 @@ def test_singular_members(backend: BackendCase, rng: np.random.Generator) -> Non
     backend.assert_close(x[ok], np.linalg.solve(a[ok], b), owned=False)
 
 
+def test_vector_rhs_singular_members(backend: BackendCase, rng: np.random.Generator) -> None:
+    # a vector b takes its own path (on JAX: expanded and squeezed inside the program)
+    n = 3
+    a = rng.standard_normal((4, n, n)) + 3 * np.eye(n)
+    a[2] = 0.0
+    b = rng.standard_normal(n)
+    with pytest.raises(xl.LinAlgError) as info:
+        backend.np(U.solve_unrolled(backend.arr(a), backend.arr(b), compile=_compile_arg(backend)))
+    assert info.value.indices == ((2,),)
+    x = _solve(backend, a, b, errors="nan")
+    assert x.shape == (4, n)
+    assert np.isnan(x).all(axis=-1).tolist() == [False, False, True, False]
+    ok = [0, 1, 3]
+    backend.assert_close(x[ok], np.linalg.solve(a[ok], b[:, None])[..., 0], owned=False)
+
+
+def test_resolution_cache_keys_on_dtype(backend: BackendCase, rng: np.random.Generator) -> None:
+    # solve_adapter caches what its arguments resolve to: a float32 call after a
+    # float64 one of the same n must get its own kernel (and a float32 result)
+    a = rng.standard_normal((6, 3, 3)) + 3 * np.eye(3)
+    b = rng.standard_normal(3)
+    for dt in (np.float64, np.float32, np.float64):
+        if not backend.has_dtype(dt):
+            continue
+        x = _solve(backend, a.astype(dt), b.astype(dt))
+        assert x.dtype == dt
+        backend.assert_close(x, np.linalg.solve(a, b[:, None])[..., 0], dtype=dt, owned=False)
+
+
+def test_resolution_cache_keys_on_device() -> None:
+    # array-api-strict has three devices: the generic kernel builds its constants on
+    # the input's device, so a cache that ignored devices would mix them here
+    require_backend("array-api-strict")
+    import array_api_strict as xps
+
+    a = np.eye(3) * 2.0
+    for dev in (xps.Device("CPU_DEVICE"), xps.Device("device1"), xps.Device("CPU_DEVICE")):
+        x = xl.solve(xps.asarray(a, device=dev), xps.asarray(np.ones(3), device=dev), method="unrolled")
+        assert x.device == dev
+        np.testing.assert_allclose(np.asarray(xps.asarray(x, device=xps.Device("CPU_DEVICE"))), 0.5)
+
+
 def test_singular_broadcast_names_a_members(backend: BackendCase) -> None:
     a = np.stack([np.eye(2), np.zeros((2, 2))])[:, None]  # (2, 1, 2, 2)
     b = np.ones((3, 2, 1))

@@ -483,10 +483,11 @@ class _Kernel:
     def __call__(self, a: Any, bm: Any, signature: tuple[Any, ...], vector: bool = False) -> tuple[Any, Any]:
         """Solve; with `vector` (only where ``run.takes_vector``), `bm` is ``(n,)`` and `x` too."""
         self.calls += 1
+        args = (a, bm, True) if vector else (a, bm)
         if signature in self.first_call_s:
-            return self.run(a, bm, vector) if vector else self.run(a, bm)
+            return self.run(*args)
         t0 = time.perf_counter()
-        out = self.run(a, bm, vector) if vector else self.run(a, bm)
+        out = self.run(*args)
         if len(self.first_call_s) < 64:  # bounded: a record, not a cache
             self.first_call_s[signature] = time.perf_counter() - t0
             self.batches.add(math.prod(_validate.broadcast_shapes(signature[0][:-2], signature[1][:-2])))
@@ -942,9 +943,11 @@ def solve_adapter(
     rkey = (ad, a.dtype, None if ad.single_device else ad.device(a), n, layout, compile)
     kern = _RESOLVED.get(rkey)
     if kern is None:
-        kern = _resolve(ad, a, int(n), layout, compile)
-        if kern is None:  # Dask: lazy blocks, nothing to cache
-            return _dask_solve_vec(ad, a, b, int(n), layout, compile, vector, errors)
+        layout, kern = _resolve(ad, a, int(n), layout, compile)
+        if kern is None:  # Dask: lazy blocks of the NumPy schedule, nothing to cache
+            bm = b[..., None] if vector else b
+            x = _dask_solve(ad, a, bm, int(n), layout, errors)
+            return x[..., 0] if vector else x
         with _LOCK:
             if len(_RESOLVED) > 256:  # bounded (dtype x device x n x options)
                 _RESOLVED.clear()
@@ -962,16 +965,8 @@ def solve_adapter(
     return x[..., 0] if vector else x
 
 
-def _dask_solve_vec(ad: Adapter, a: Any, b: Any, n: int, layout: str | None, compile: bool | None, vector: bool, errors: str) -> Any:
-    if compile:
-        raise ValueError("solve_unrolled: no compiler for the dask backend; pass compile=None or False")
-    bm = b[..., None] if vector else b
-    x = _dask_solve(ad, a, bm, n, layout or DEFAULT_LAYOUT.get("dask", "batch-first"), errors)
-    return x[..., 0] if vector else x
-
-
-def _resolve(ad: Adapter, a: Any, n: int, layout: str | None, compile: bool | None) -> _Kernel | None:
-    """The kernel for these arguments (None for Dask); argument errors raised here."""
+def _resolve(ad: Adapter, a: Any, n: int, layout: str | None, compile: bool | None) -> tuple[str, _Kernel | None]:
+    """The layout and kernel for these arguments (kernel None: Dask); argument errors raised here."""
     if n > MAX_N:
         raise ValueError(
             f"solve_unrolled: n = {n} is above the unrolled solver's limit of {MAX_N} "
@@ -986,10 +981,10 @@ def _resolve(ad: Adapter, a: Any, n: int, layout: str | None, compile: bool | No
     if backend == "dask":
         if compile:
             raise ValueError("solve_unrolled: no compiler for the dask backend; pass compile=None or False")
-        return None
+        return layout, None
     complex_ = ad.kind(a.dtype) == "c"
     compiled = _resolve_compile(backend, compile, complex_)
-    return _kernel(ad, backend, n, a, layout, compiled)
+    return layout, _kernel(ad, backend, n, a, layout, compiled)
 
 
 def solve_unrolled(

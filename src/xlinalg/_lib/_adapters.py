@@ -615,7 +615,9 @@ class JaxAdapter(Adapter):
         self.fast_excluded = _NP_NON_NUMERIC
         # errors="raise" off the fast CPU path: one compiled function per `vector`
         # computing the solution and the per-member verdict together
-        self._solve_checked = {v: jax.jit(lambda a, b, v=v: _jax_solve_checked(jnp, a, b, v, False)) for v in (False, True)}
+        self._solve_checked = {
+            v: jax.jit(lambda a, b, v=v: _jax_solve_checked(jnp, a, b, v, False)) for v in (False, True)
+        }
         # errors="nan" (and traced): the solution alone, so the call returns one
         # array, as jnp.linalg.solve does (each extra output costs ~1.5 us a call)
         self._solve_nan = {
