@@ -133,3 +133,65 @@ def test_large_systems_are_solved_one_by_one_with_the_same_results(backend: Back
         _compute(backend, xl.solve_many([backend.arr(m) for m in a], [backend.arr(v) for v in b]))
     assert list(info.value.members) == [1]
     assert "1 singular system at list position 1;" in str(info.value)
+
+
+# -- NumPy: the stack is built from the arrays' raw bytes when they allow it ---------
+
+def _loop(a: list, b: list) -> list[np.ndarray]:
+    return [np.linalg.solve(m, v) for m, v in zip(a, b)]
+
+
+@pytest.mark.parametrize(
+    "layout", ["c", "fortran-member", "strided-rhs", "big-endian", "int"],
+)
+def test_numpy_stack_of_any_layout_matches_the_loop(layout: str, rng) -> None:
+    """Every memory layout and dtype the byte join may meet gives the loop's answers.
+
+    A member that is not C-contiguous cannot export its bytes as they lie: the
+    stack must fall back to NumPy's copy (a wrong fallback mixes up elements).
+    """
+    a = [well_conditioned(rng, (4, 4)) for _ in range(12)]
+    b = [random(rng, (4,)) for _ in range(12)]
+    want = _loop(a, b)
+    if layout == "fortran-member":
+        a[5] = np.asfortranarray(a[5])
+        assert not a[5].flags.c_contiguous
+    elif layout == "strided-rhs":
+        b[7] = np.repeat(b[7], 2)[::2]
+        assert not b[7].flags.c_contiguous
+    elif layout == "big-endian":
+        a = [m.astype(">f8") for m in a]
+        b = [v.astype(">f8") for v in b]
+    elif layout == "int":
+        a = [np.rint(m * 4).astype(np.int64) + 9 * np.eye(4, dtype=np.int64) for m in a]
+        b = [np.rint(v * 4).astype(np.int32) for v in b]
+        want = _loop([m.astype(np.float64) for m in a], [v.astype(np.float64) for v in b])
+    xs = xl.solve_many(a, b)
+    for x, w in zip(xs, want):
+        assert x.dtype == np.float64
+        np.testing.assert_allclose(x, w, rtol=1e-12, atol=1e-12)
+        assert x.flags.writeable  # a solution the caller may modify, as the loop's
+
+
+def test_numpy_same_byte_count_but_different_shapes_is_not_stacked(rng) -> None:
+    """(4,) and (4, 1) right-hand sides have the same bytes: the shapes decide."""
+    a = [well_conditioned(rng, (4, 4)), well_conditioned(rng, (4, 4))]
+    b = [random(rng, (4,)), random(rng, (4, 1))]
+    xs = xl.solve_many(a, b)
+    for x, w in zip(xs, _loop(a, b)):
+        assert x.shape == w.shape
+        np.testing.assert_allclose(x, w, rtol=1e-12)
+
+
+def test_numpy_stack_copies_the_inputs(rng) -> None:
+    a = [well_conditioned(rng, (3, 3)) for _ in range(4)]
+    b = [random(rng, (3,)) for _ in range(4)]
+    xs = xl.solve_many(a, b)
+    want = [x.copy() for x in xs]
+    a[0][...] = 0.0  # later changes to the inputs do not reach the solutions
+    b[1][...] = 7.0
+    xs[2][...] = -1.0  # and the solutions are not views of the inputs
+    for i in (0, 1, 3):
+        np.testing.assert_array_equal(xs[i], want[i])
+    assert a[2].sum() != 0
+    assert not np.any(b[2] == -1.0)

@@ -30,7 +30,21 @@ def _unstack(ad: Adapter, x: Any) -> list[Any]:
 
 
 def _stack(ad: Adapter, arrays: Sequence[Any]) -> Any:
+    """One array from arrays of one library and dtype (ValueError if shapes differ)."""
     if ad is NUMPY:
+        x0 = arrays[0]
+        if type(x0) is np.ndarray and x0.size and x0.dtype.kind in "biufc":
+            s0 = x0.shape
+            if list(map(_SHAPE, arrays)).count(s0) == len(arrays):
+                # Same shape and dtype (the caller checked the dtypes): the raw bytes
+                # of C-contiguous arrays, joined in C, are the stack. 30 ns an array
+                # where np.asarray's discovery costs 150 (1000 5x5: 87 us vs 147).
+                try:
+                    buf = b"".join(arrays)
+                except TypeError:  # an array that is not C-contiguous
+                    pass
+                else:
+                    return np.frombuffer(buf, dtype=x0.dtype).reshape((len(arrays), *s0))
         out = np.asarray(arrays)  # faster than np.stack for many small arrays
         if out.dtype == object:  # pragma: no cover - NumPy < 2 with ragged input
             raise ValueError("ragged")
@@ -103,14 +117,15 @@ def solve_many(
     if n == 0:
         return []
     ad = _dispatch.adapter_for((a[0], b[0]), ("a[0]", "b[0]"), xp)
-    # The library (type) and dtype of every element, at C speed (map, attrgetter):
-    # a Python loop over 2000 elements would cost a fifth of a 1000-system solve.
-    types = set(map(type, a))
-    types.update(map(type, b))
+    # The library (type) and dtype of every element, at C speed (map, attrgetter,
+    # list.count, which compares by identity first): a Python loop over 2000
+    # elements would cost a fifth of a 1000-system solve, a set a tenth.
+    t0 = type(a[0])
     uniform = False
-    if len(types) == 1:
+    if list(map(type, a)).count(t0) == n and list(map(type, b)).count(t0) == n:
         with contextlib.suppress(AttributeError):  # host data (lists): grouped below
-            uniform = len(set(map(_DTYPE, a))) == 1 and len(set(map(_DTYPE, b))) == 1
+            uniform = (list(map(_DTYPE, a)).count(a[0].dtype) == n
+                       and list(map(_DTYPE, b)).count(b[0].dtype) == n)
     else:
         _check_one_library(a, b, xp)
     if uniform and (ad.lazy or not _large(a[0])):  # the common case: one library and dtype
@@ -127,6 +142,7 @@ def solve_many(
 
 
 _DTYPE = operator.attrgetter("dtype")
+_SHAPE = operator.attrgetter("shape")
 
 #: Systems larger than this are solved one by one (eager libraries): stacking copies
 #: every system (time and memory) while batching no longer saves anything. Measured

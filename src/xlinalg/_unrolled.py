@@ -1187,6 +1187,9 @@ METHODS = ("auto", "native", "unrolled")
 _LIBRARY = {"numpy": "NumPy", "jax": "JAX", "torch": "PyTorch", "cupy": "CuPy"}
 #: adapter ``library`` name -> the smallest batch_min of its rules (a cheap early exit)
 _AUTO_MIN_BATCH: dict[str, int] = {}
+#: adapter ``library`` name -> the largest n any of its rules takes (numpy: 1, so a
+#: batch of 5x5 systems leaves at once instead of reading dtype names, ~20 us)
+_AUTO_MAX_N: dict[str, int] = {}
 #: adapter ``library`` names all of whose rules are ``warm_only`` (torch): no compiled
 #: kernel in this process means no rule can say yes (an early exit, ~3 us saved)
 _WARM_ONLY: set[str] = set()
@@ -1194,6 +1197,7 @@ _NOT_WARM_ONLY: set[str] = set()
 for (_backend, _dtype), _rule in SELECTION.items():
     _lib = _LIBRARY.get(_backend.split("-")[0], _backend)
     _AUTO_MIN_BATCH[_lib] = min(_AUTO_MIN_BATCH.get(_lib, 1 << 62), *_rule.batch_min)
+    _AUTO_MAX_N[_lib] = max(_AUTO_MAX_N.get(_lib, 0), _rule.n_max)
     (_WARM_ONLY if _rule.warm_only else _NOT_WARM_ONLY).add(_lib)
 _WARM_ONLY -= _NOT_WARM_ONLY
 del _backend, _dtype, _rule, _lib
@@ -1216,7 +1220,7 @@ def use_unrolled(ad: Adapter, a: Any, b: Any, vector: bool, method: str) -> bool
         if lo is None or (ad.library in _WARM_ONLY and not _KERNELS):
             return False
         n = a.shape[-1]
-        if n > MAX_N:
+        if n > _AUTO_MAX_N[ad.library]:
             return False
         sa = tuple(a.shape[:-2])
         sb = () if vector else tuple(b.shape[:-2])
