@@ -33,7 +33,10 @@ from ._lib._adapters import NUMPY, Adapter
 __all__ = ["add", "divide", "exp", "multiply", "sigmoid", "subtract"]
 
 _NP = np.ndarray
-_CACHE = _dispatch._TYPE_CACHE
+_FAST_ADD = _dispatch.FAST_OPS["add"]
+_FAST_SUBTRACT = _dispatch.FAST_OPS["subtract"]
+_FAST_MULTIPLY = _dispatch.FAST_OPS["multiply"]
+_FAST_SIGMOID = _dispatch.FAST_SIGMOID
 _PY_SCALARS = (bool, int, float, complex)
 
 
@@ -204,15 +207,11 @@ def add(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
             except (ValueError, TypeError):
                 pass  # shapes or dtypes refused: the checked path names the argument
         t = type(x1)  # inlined on purpose: a helper call costs ~60 ns here
-        if t is type(x2):
-            ad = _CACHE.get(t)
-            if ad is not None and x1.dtype == x2.dtype:
-                fn = ad.fast.get("add")
-                if fn is not None:
-                    try:
-                        return fn(x1, x2)
-                    except Exception:
-                        pass
+        if t is type(x2) and (k := _FAST_ADD.get(t)) is not None and ((d1 := x1.dtype) is (d2 := x2.dtype) or d1 == d2):
+            try:
+                return k[0](x1, x2)
+            except Exception:
+                pass  # the checked path names the argument
     return _binary("add", x1, x2, xp)
 
 
@@ -244,15 +243,11 @@ def subtract(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
             except (ValueError, TypeError):
                 pass  # shapes or dtypes refused: the checked path names the argument
         t = type(x1)  # inlined on purpose: a helper call costs ~60 ns here
-        if t is type(x2):
-            ad = _CACHE.get(t)
-            if ad is not None and x1.dtype == x2.dtype:
-                fn = ad.fast.get("subtract")
-                if fn is not None:
-                    try:
-                        return fn(x1, x2)
-                    except Exception:
-                        pass
+        if t is type(x2) and (k := _FAST_SUBTRACT.get(t)) is not None and ((d1 := x1.dtype) is (d2 := x2.dtype) or d1 == d2):
+            try:
+                return k[0](x1, x2)
+            except Exception:
+                pass  # the checked path names the argument
     return _binary("subtract", x1, x2, xp)
 
 
@@ -284,15 +279,11 @@ def multiply(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
             except (ValueError, TypeError):
                 pass  # shapes or dtypes refused: the checked path names the argument
         t = type(x1)  # inlined on purpose: a helper call costs ~60 ns here
-        if t is type(x2):
-            ad = _CACHE.get(t)
-            if ad is not None and x1.dtype == x2.dtype:
-                fn = ad.fast.get("multiply")
-                if fn is not None:
-                    try:
-                        return fn(x1, x2)
-                    except Exception:
-                        pass
+        if t is type(x2) and (k := _FAST_MULTIPLY.get(t)) is not None and ((d1 := x1.dtype) is (d2 := x2.dtype) or d1 == d2):
+            try:
+                return k[0](x1, x2)
+            except Exception:
+                pass  # the checked path names the argument
     return _binary("multiply", x1, x2, xp)
 
 
@@ -390,12 +381,8 @@ def sigmoid(x: Any, /, *, xp: Any = None) -> Any:
         dt = x.dtype
         if dt is _F64 or dt is _F32:
             return _expit(x)
-    if xp is None:
-        ad = _CACHE.get(type(x))
-        if ad is not None and x.dtype in ad.sigmoid_dtypes:
-            fn = ad.fast.get("sigmoid")
-            if fn is not None:
-                return fn(x)
+    if xp is None and (k := _FAST_SIGMOID.get(type(x))) is not None and x.dtype in k[1]:
+        return k[0](x)
     ad, x = _unary_float("sigmoid", x, xp)
     out = ad.sigmoid(x)
     if ad is NUMPY and _expit is None and NUMPY.fast.get("sigmoid") is not None:
