@@ -421,3 +421,37 @@ def test_float_sigmoid_takes_the_native_kernel_directly(backend, rng, monkeypatc
     out = xl.sigmoid(x)
     backend.check_owned(out)
     backend.assert_close(out, want)
+
+
+@pytest.mark.parametrize("rhs", ["vector", "matrix"])
+def test_one_system_with_the_defaults_takes_the_adapters_solve_fast(backend, rhs, rng, monkeypatch) -> None:
+    """Where an adapter has ``solve_fast`` (torch, JAX on the CPU), a well-posed
+    single system with xl.solve's defaults is answered by it alone; a singular one
+    still gets the named LinAlgError of the checked path."""
+    import xlinalg._linalg as L
+    from xlinalg._lib import _dispatch
+
+    a = backend.arr(well_conditioned(rng, (4, 4)))
+    b = backend.arr(rng.random(4) if rhs == "vector" else rng.random((4, 2)))
+    want = np.linalg.solve(backend.np(a), backend.np(b))
+    xl.solve(a, b)  # the first call meets the type
+    fast = _dispatch.FAST_SOLVE.get(type(a))
+    # NumPy's own fast path is already below the native call (issue 5); JAX only
+    # on the CPU, where the host look at the result is zero-copy
+    ad = _dispatch._lookup(type(a))
+    expected = backend.name in ("torch-cpu", "torch-cuda") or (backend.name == "jax-cpu" and ad.single_device)
+    assert (fast is not None) == expected, f"{backend.name}: solve_fast {fast}"
+    if not expected:
+        return
+
+    def checked(*args, **kwargs):
+        raise AssertionError(f"solve on {backend.name} took the checked path")
+
+    with monkeypatch.context() as m:
+        m.setattr(L, "_adapter2", checked)
+        x = xl.solve(a, b)
+    backend.check_owned(x)
+    backend.assert_close(x, want)
+    singular = backend.arr(np.array([[1.0, 2.0, 0, 0], [2.0, 4.0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]))
+    with pytest.raises(xl.LinAlgError, match="singular"):
+        xl.solve(singular, b)

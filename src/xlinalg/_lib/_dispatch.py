@@ -32,6 +32,8 @@ FAST_OPS: dict[str, dict[type, tuple[Any, frozenset[Any]]]] = {
 
 #: array type -> (the library's sigmoid kernel, the dtypes it takes as they are)
 FAST_SIGMOID: dict[type, tuple[Any, frozenset[Any]]] = {}
+#: array type -> its adapter's ``solve_fast`` (xl.solve with its defaults)
+FAST_SOLVE: dict[type, Any] = {}
 
 
 def _lookup(cls: type) -> _adapters.Adapter | None:
@@ -49,6 +51,9 @@ def _lookup(cls: type) -> _adapters.Adapter | None:
         fn = ad.fast.get("sigmoid")
         if fn is not None:
             FAST_SIGMOID[cls] = (fn, ad.sigmoid_dtypes)
+        fn = ad.solve_fast_for(cls)
+        if fn is not None:
+            FAST_SOLVE[cls] = fn
     return ad
 
 
