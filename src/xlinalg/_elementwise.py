@@ -377,12 +377,13 @@ def sigmoid(x: Any, /, *, xp: Any = None) -> Any:
     array([0.5, 1. , 0. ])
     """
     global _expit
-    if type(x) is _NP and _expit is not None and xp is None:  # NumPy: SciPy's ufunc at once
-        dt = x.dtype
-        if dt is _F64 or dt is _F32:
-            return _expit(x)
-    if xp is None and (k := _FAST_SIGMOID.get(type(x))) is not None and x.dtype in k[1]:
-        return k[0](x)
+    if xp is None:
+        t = type(x)  # (read once: ~15 ns of a 1.2 us torch.sigmoid)
+        if t is _NP:  # NumPy: SciPy's ufunc at once
+            if _expit is not None and ((dt := x.dtype) is _F64 or dt is _F32):
+                return _expit(x)
+        elif (k := _FAST_SIGMOID.get(t)) is not None and x.dtype in k[1]:
+            return k[0](x)
     ad, x = _unary_float("sigmoid", x, xp)
     out = ad.sigmoid(x)
     if ad is NUMPY and _expit is None and NUMPY.fast.get("sigmoid") is not None:

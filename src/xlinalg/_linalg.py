@@ -208,25 +208,25 @@ def matmul(a: Any, b: Any, /, *, xp: Any = None) -> Any:
     >>> xl.matmul(np.eye(2), np.array([1.0, 2.0]))
     array([1., 2.])
     """
-    if xp is None and type(a) is _NP and type(b) is _NP:
-        dt = a.dtype
-        if dt is b.dtype and dt in _NP_MATMUL_OK:
+    if xp is None:
+        t = type(a)
+        if t is _NP:
+            if type(b) is _NP and (dt := a.dtype) is b.dtype and dt in _NP_MATMUL_OK:
+                try:
+                    return _np_matmul(a, b)
+                except ValueError:
+                    pass  # diagnosed by the checked path below
+        elif (
+            t is type(b)
+            and (k := _FAST_MATMUL.get(t)) is not None
+            # (each dtype read once: ~40 ns apiece on torch, a tenth of a 4×4 matmul)
+            and ((dt := a.dtype) is (db := b.dtype) or dt == db)
+            and (not k[1] or dt not in k[1])  # (torch excludes nothing: no hash)
+        ):
             try:
-                return _np_matmul(a, b)
-            except ValueError:
-                pass  # diagnosed by the checked path below
-    elif (
-        xp is None
-        and (t := type(a)) is type(b)
-        and (k := _FAST_MATMUL.get(t)) is not None
-        # (each dtype read once: ~40 ns apiece on torch, a tenth of a 4×4 matmul)
-        and ((dt := a.dtype) is (db := b.dtype) or dt == db)
-        and dt not in k[1]
-    ):
-        try:
-            return k[0](a, b)
-        except Exception:  # any refusal is diagnosed by the checked path below
-            pass
+                return k[0](a, b)
+            except Exception:  # any refusal is diagnosed by the checked path below
+                pass
     return _matmul_checked(a, b, xp)
 
 
