@@ -94,3 +94,28 @@ def test_lists_follow_the_array(backend: BackendCase) -> None:
 def test_nonfinite_propagates(backend: BackendCase) -> None:
     a = np.array([[1.0, np.inf], [np.nan, 1.0]])
     backend.assert_close(xl.matmul(backend.arr(a), backend.arr([1.0, 1.0])), [np.inf, np.nan], equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    ("sa", "sb"),
+    [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)), ((4, 2, 3), (3, 2)), ((2, 3), (4, 3, 2))],
+    ids=["vec-vec", "mat-vec", "vec-mat", "batch-mat", "mat-batch"],
+)
+@pytest.mark.parametrize(
+    ("da_", "db", "expected"),
+    [(np.float32, np.float64, np.float64), (np.int64, np.float32, np.float64), (np.float32, np.complex128, np.complex128)],
+)
+def test_mixed_dtypes_promote_for_every_operand_rank(backend: BackendCase, rng, sa, sb, da_, db, expected) -> None:
+    """Mixed dtypes follow the contract's promotion whatever the ranks.
+
+    The fast path of a library whose kernel is trusted to refuse mixed dtypes
+    (torch.matmul) reads no dtype: were the kernel to accept a pair in any of
+    its rank-specific paths (dot, mv, mm, bmm), the result dtype would be its own.
+    """
+    if not (backend.has_dtype(da_) and backend.has_dtype(db)):
+        pytest.skip(f"{backend.name} has no {np.dtype(da_).name} or {np.dtype(db).name}")
+    a = (rng.random(sa) * 4).astype(da_)
+    b = (rng.random(sb) * 4).astype(db)
+    out = xl.matmul(backend.arr(a), backend.arr(b))
+    backend.check_owned(out)
+    backend.assert_close(out, np.matmul(a.astype(expected), b.astype(expected)), dtype=expected)

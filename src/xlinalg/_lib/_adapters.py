@@ -91,6 +91,9 @@ class Adapter:
         )
         #: dtypes the fast kernels must not see (the native call would accept them)
         self.fast_excluded: frozenset[Any] = frozenset()
+        #: ops whose native kernel refuses operands of two dtypes and every dtype the
+        #: contract refuses (torch.matmul): the fast path then reads no dtype at all
+        self.fast_refuses_mixed: frozenset[str] = frozenset()
         #: ``f(a, b)`` for xl.solve with its defaults, or None. It returns the
         #: solution only where the library's own call is the whole contract for
         #: those operands (one matrix, one floating dtype, a finite result), else
@@ -524,6 +527,9 @@ class TorchAdapter(Adapter):
         self.fast = {n: getattr(torch, n) for n in ("add", "subtract", "multiply", "matmul", "sigmoid")}
         self.sigmoid_dtypes = frozenset((torch.float32, torch.float64))
         self.solve_fast = _torch_solve_fast(torch.linalg.solve, self.solve_dtypes)
+        # torch.matmul raises for float32 @ float64, int64 @ float32, bool, ...: the
+        # checked path then promotes by the standard or names the argument
+        self.fast_refuses_mixed = frozenset({"matmul"})
 
     def describe(self, x: Any) -> str:
         return f"a PyTorch tensor of shape {tuple(x.shape)} and dtype {self.dtype_name(x.dtype)} on {x.device}"

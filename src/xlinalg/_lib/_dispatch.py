@@ -21,12 +21,13 @@ _SCALARS = (bool, int, float, complex)
 # type -> adapter (None: not an array type we know)
 _TYPE_CACHE: dict[type, _adapters.Adapter | None] = {np.ndarray: _adapters.NUMPY}
 
-#: op -> {array type: (the library's own kernel, the dtypes it must not see)}, for
+#: op -> {array type: (the library's own kernel, the dtypes it must not see, whether
+#: the kernel itself refuses what the contract does: then no dtype is read)}, for
 #: same-dtype operands; filled as array types are met. The fast paths of add,
 #: subtract, multiply and matmul cost one dict read here, where the adapter and
 #: then its kernel would cost two reads and an attribute (~40 ns of a 1.2 us
 #: torch.add).
-FAST_OPS: dict[str, dict[type, tuple[Any, frozenset[Any]]]] = {
+FAST_OPS: dict[str, dict[type, tuple[Any, frozenset[Any], bool]]] = {
     op: {} for op in ("add", "subtract", "multiply", "matmul")
 }
 
@@ -47,7 +48,8 @@ def _lookup(cls: type) -> _adapters.Adapter | None:
         for op, table in FAST_OPS.items():
             fn = ad.fast.get(op)
             if fn is not None:
-                table[cls] = (fn, ad.fast_excluded)
+                refuses = op in ad.fast_refuses_mixed and not ad.fast_excluded
+                table[cls] = (fn, ad.fast_excluded, refuses)
         fn = ad.fast.get("sigmoid")
         if fn is not None:
             FAST_SIGMOID[cls] = (fn, ad.sigmoid_dtypes)
