@@ -200,14 +200,19 @@ def add(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
     array([[1., 2., 3.],
            [1., 2., 3.]])
     """
-    if xp is None:
-        if type(x1) is _NP and type(x2) is _NP:
-            try:
-                return _np_add(x1, x2)
-            except (ValueError, TypeError):
-                pass  # shapes or dtypes refused: the checked path names the argument
-        t = type(x1)  # inlined on purpose: a helper call costs ~60 ns here
-        if t is type(x2) and (k := _FAST_ADD.get(t)) is not None and ((d1 := x1.dtype) is (d2 := x2.dtype) or d1 == d2):
+    if xp is None:  # (inlined on purpose: a helper call costs ~60 ns here)
+        t = type(x1)
+        if t is _NP:
+            if type(x2) is _NP:
+                try:
+                    return _np_add(x1, x2)
+                except (ValueError, TypeError):
+                    pass  # shapes or dtypes refused: the checked path names the argument
+        elif (
+            t is type(x2)
+            and (k := _FAST_ADD.get(t)) is not None
+            and ((d1 := x1.dtype) is (d2 := x2.dtype) or d1 == d2)
+        ):
             try:
                 return k[0](x1, x2)
             except Exception:
@@ -236,14 +241,19 @@ def subtract(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
     >>> xl.subtract(np.array([3.0]), 1.0)
     array([2.])
     """
-    if xp is None:
-        if type(x1) is _NP and type(x2) is _NP:
-            try:
-                return _np_subtract(x1, x2)
-            except (ValueError, TypeError):
-                pass  # shapes or dtypes refused: the checked path names the argument
-        t = type(x1)  # inlined on purpose: a helper call costs ~60 ns here
-        if t is type(x2) and (k := _FAST_SUBTRACT.get(t)) is not None and ((d1 := x1.dtype) is (d2 := x2.dtype) or d1 == d2):
+    if xp is None:  # (inlined on purpose: a helper call costs ~60 ns here)
+        t = type(x1)
+        if t is _NP:
+            if type(x2) is _NP:
+                try:
+                    return _np_subtract(x1, x2)
+                except (ValueError, TypeError):
+                    pass  # shapes or dtypes refused: the checked path names the argument
+        elif (
+            t is type(x2)
+            and (k := _FAST_SUBTRACT.get(t)) is not None
+            and ((d1 := x1.dtype) is (d2 := x2.dtype) or d1 == d2)
+        ):
             try:
                 return k[0](x1, x2)
             except Exception:
@@ -272,14 +282,19 @@ def multiply(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
     >>> xl.multiply(np.array([1.0, 2.0]), 3.0)
     array([3., 6.])
     """
-    if xp is None:
-        if type(x1) is _NP and type(x2) is _NP:
-            try:
-                return _np_multiply(x1, x2)
-            except (ValueError, TypeError):
-                pass  # shapes or dtypes refused: the checked path names the argument
-        t = type(x1)  # inlined on purpose: a helper call costs ~60 ns here
-        if t is type(x2) and (k := _FAST_MULTIPLY.get(t)) is not None and ((d1 := x1.dtype) is (d2 := x2.dtype) or d1 == d2):
+    if xp is None:  # (inlined on purpose: a helper call costs ~60 ns here)
+        t = type(x1)
+        if t is _NP:
+            if type(x2) is _NP:
+                try:
+                    return _np_multiply(x1, x2)
+                except (ValueError, TypeError):
+                    pass  # shapes or dtypes refused: the checked path names the argument
+        elif (
+            t is type(x2)
+            and (k := _FAST_MULTIPLY.get(t)) is not None
+            and ((d1 := x1.dtype) is (d2 := x2.dtype) or d1 == d2)
+        ):
             try:
                 return k[0](x1, x2)
             except Exception:
