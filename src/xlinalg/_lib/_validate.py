@@ -88,9 +88,13 @@ def batches(fn: str, sa: Any, sb: Any) -> None:
         ) from None
 
 
-def solve_shapes(ad: Adapter, a: Any, b: Any, vector: bool) -> None:
-    """The shape rules of ``solve(a, b)``: square `a`, matching rows, broadcastable batches."""
-    sa, sb = a.shape, b.shape
+def solve_shapes(ad: Adapter, a: Any, b: Any, vector: bool, sa: Any = None, sb: Any = None) -> None:
+    """The shape rules of ``solve(a, b)``: square `a`, matching rows, broadcastable batches.
+
+    `sa` and `sb`: the shapes of `a` and `b`, where the caller has them.
+    """
+    if sa is None:
+        sa, sb = a.shape, b.shape
     if len(sa) < 2 or sa[-1] != sa[-2]:
         matrix(ad, a, "a", "solve", square=True)
     if not sb:
