@@ -44,7 +44,9 @@ def _lookup(cls: type) -> _adapters.Adapter | None:
         pass
     ad = _adapters.adapter_for_type(cls)
     _TYPE_CACHE[cls] = ad
-    if ad is not None and ad is not _adapters.NUMPY:  # (ndarray has its own fast path)
+    # ndarray has its own fast paths; its subclasses (masked arrays, np.matrix) take
+    # the checked ones
+    if ad is not None and ad is not _adapters.NUMPY:
         for op, table in FAST_OPS.items():
             fn = ad.fast.get(op)
             if fn is not None:
