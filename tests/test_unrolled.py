@@ -184,8 +184,6 @@ def test_resolution_cache_keys_on_dtype(backend: BackendCase, rng: np.random.Gen
     a = rng.standard_normal((6, 3, 3)) + 3 * np.eye(3)
     b = rng.standard_normal(3)
     for dt in (np.float64, np.float32, np.float64):
-        if not backend.has_dtype(dt):
-            continue
         x = _solve(backend, a.astype(dt), b.astype(dt))
         assert x.dtype == dt
         backend.assert_close(x, np.linalg.solve(a, b[:, None])[..., 0], dtype=dt, owned=False)
