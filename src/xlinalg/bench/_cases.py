@@ -151,6 +151,20 @@ class Case:
         outputs), to what `reference` returns, before the comparison: e.g. the
         singular values of an ``SVDResult``, or ``U @ diag(S) @ Vh`` (signs of
         singular vectors are not unique).
+    section : str
+        The document section the case measures (``"Q1"``..``"Q4"``,
+        ``"A1"``..``"A15"``, ``"Calibration"``, or ``"Extra"`` for a case that
+        repeats another's operation); empty: the report reads it from the name
+        (``a10_layout`` -> A10).
+    units : str
+        The figure of merit of the case's rate: ``"GFLOP/s"`` (arithmetic) or
+        ``"GB/s"`` (memory traffic); empty: the report decides by section.
+    compute_dtype : str
+        The dtype the operation computes in when it is not the run's (A12's
+        casts); empty: the run's.
+    notes : mapping backend -> text
+        What a reader must know about a backend's cells (e.g. why a layout
+        difference cannot exist there); shown in the report next to them.
     """
 
     name: str
@@ -170,6 +184,10 @@ class Case:
     parse_size: Callable[[str], Any] | None = None
     normalize_size: Callable[[Any], Any] | None = None
     result_for_check: Callable[[Any], Any] | None = None
+    section: str = ""
+    units: str = ""
+    compute_dtype: str = ""
+    notes: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in " ,|="):
@@ -181,6 +199,9 @@ class Case:
             raise ValueError(f"case {self.name!r}: unknown scales {sorted(unknown)}; valid: {SCALES}")
         if not any(self.sizes.get(s) for s in SCALES):
             raise ValueError(f"case {self.name!r}: no sizes")
+        if self.units not in ("", "GFLOP/s", "GB/s"):
+            raise ValueError(f"case {self.name!r}: units must be 'GFLOP/s' or 'GB/s', "
+                             f"got {self.units!r}")
 
     # -------------------------------------------------------------- sizes
     def sizes_for(self, scale: str) -> list[Any]:
