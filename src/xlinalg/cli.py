@@ -327,7 +327,9 @@ def _fmt_time(s: float | None) -> str:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import (
         BenchUsageError,
+        ResultsFileBusyError,
         ResultsFileError,
+        ResultsWriteError,
         RunConfig,
         case_names,
         get_case,
@@ -379,8 +381,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         summary = run_benchmark(config, progress=progress)
     except (BenchUsageError, FileExistsError) as exc:
         raise _UsageError(f"xlinalg bench: error: {exc}") from None
+    except ResultsWriteError as exc:  # disk full, read-only, not a file: an environment error
+        kept = (f"; the {progress.finished} cell(s) finished before are in it"
+                if progress.finished else "")
+        raise _UsageError(f"xlinalg bench: error: {exc}{kept}") from None
     except ResultsFileError as exc:
-        raise _UsageError(f"xlinalg bench: error: cannot resume: {exc}") from None
+        what = "" if isinstance(exc, ResultsFileBusyError) else "cannot resume: "
+        raise _UsageError(f"xlinalg bench: error: {what}{exc}") from None
     except KeyboardInterrupt as exc:
         progress.stop()
         n = progress.finished
@@ -583,7 +590,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_bench(args)
         return _cmd_plugin(args.command, args)
     except _UsageError as exc:
-        print(str(exc), file=sys.stderr)
+        from .bench._escape import terminal
+
+        print(terminal(exc), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("xlinalg: interrupted", file=sys.stderr)

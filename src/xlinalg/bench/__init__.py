@@ -13,7 +13,8 @@ Running
     :func:`fence_selfcheck`, :class:`RunSummary`, :class:`BenchUsageError`
 Storing
     :class:`ResultStore`, :func:`read_results`, :class:`ResultsFile`,
-    :class:`ResultsFileError`, :data:`SCHEMA_VERSION`
+    :class:`ResultsFileError` (:class:`ResultsFileBusyError`,
+    :class:`ResultsWriteError`), :data:`SCHEMA_VERSION`
 Environment
     :func:`collect_env`
 
@@ -47,9 +48,11 @@ from ._selfcheck import fence_selfcheck
 from ._store import (
     SCHEMA_VERSION,
     ResultsFile,
+    ResultsFileBusyError,
     ResultsFileError,
     ResultsFileWarning,
     ResultStore,
+    ResultsWriteError,
     cell_key,
     read_results,
 )
@@ -63,8 +66,10 @@ __all__ = [
     "Measurement",
     "ResultStore",
     "ResultsFile",
+    "ResultsFileBusyError",
     "ResultsFileError",
     "ResultsFileWarning",
+    "ResultsWriteError",
     "RunConfig",
     "RunSummary",
     "SCALES",

@@ -27,7 +27,9 @@ import json
 import math
 import os
 import signal
+import stat
 import threading
+import time
 import uuid
 import warnings
 from collections.abc import Iterable, Iterator
@@ -40,8 +42,10 @@ __all__ = [
     "SCHEMA_VERSION",
     "ResultStore",
     "ResultsFile",
+    "ResultsFileBusyError",
     "ResultsFileError",
     "ResultsFileWarning",
+    "ResultsWriteError",
     "cell_key",
     "read_results",
 ]
@@ -70,6 +74,43 @@ class ResultsFileError(ValueError):
 
 class ResultsFileWarning(UserWarning):
     """A results file was readable but not intact (a truncated last line)."""
+
+
+class ResultsFileBusyError(ResultsFileError):
+    """Another writer (another ``xlinalg bench`` run) holds the results file."""
+
+
+class ResultsWriteError(ResultsFileError):
+    """The results file cannot be created, opened for writing or written."""
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def _lock(path: Path, fd: int, wait: float) -> None:
+    """Exclusive, non-blocking ``flock`` on `fd` (retried for `wait` seconds).
+
+    ``flock`` belongs to the open file: it goes when the file is closed or the
+    process ends in any way. Without ``fcntl`` (Windows) there is no lock.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise ResultsFileBusyError(
+                    path, None, "another xlinalg bench run is writing this file; wait for it "
+                    "to finish or choose another --out") from None
+            time.sleep(0.05)
+        except OSError as exc:  # a file system without locks (some network mounts)
+            raise ResultsWriteError(path, None, f"cannot lock: {_why(exc)}") from None
 
 
 def cell_key(case: str, backend: str, dtype: str, size_label: str) -> str:
@@ -264,19 +305,36 @@ def _signals_deferred() -> Iterator[None]:
 class ResultStore:
     """Appends records to a results file, one synced line per record.
 
+    A results file has one writer at a time: the store holds an exclusive
+    ``flock`` on the file from opening to :meth:`close` (the operating system
+    releases it on any exit, a crash or ``SIGKILL`` included). A second store
+    on the same file raises :class:`ResultsFileBusyError` before touching it.
+
     Parameters
     ----------
     path : path
-        The JSONL file.
+        The JSONL file (a regular file, or a path where one can be created).
     resume : bool
         Continue an existing file: validate it, cut a truncated last line, and
-        append. Without it an existing non-empty file is an error (``overwrite``
-        replaces it).
+        append. An existing empty file is resumed as one with nothing done yet.
     overwrite : bool
-        Replace an existing file.
+        Replace an existing file. Without `resume` or `overwrite` an existing
+        file is an error, an empty one included (:class:`FileExistsError`).
     fsync : bool
         ``os.fsync`` after every record (default True: a power cut keeps what
         was measured).
+
+    Raises
+    ------
+    ResultsFileBusyError
+        Another store (another ``xlinalg bench`` run) holds the file.
+    ResultsWriteError
+        The file cannot be created or opened for writing (read-only file
+        system, a directory, a path under a file, a device).
+    ResultsFileError
+        Resuming a file that cannot be read.
+    FileExistsError
+        The file exists and neither `resume` nor `overwrite` was given.
 
     Use as a context manager, or call :meth:`close`.
     """
@@ -294,27 +352,67 @@ class ResultStore:
         self.run_id = uuid.uuid4().hex
         self.previous: ResultsFile | None = None
         self._fh: IO[bytes] | None = None
-        exists = self.path.exists() and self.path.stat().st_size > 0
-        if exists and resume:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ResultsFileWarning)
+        fd, created = self._open_locked()
+        try:
+            size = os.fstat(fd).st_size
+            if not created and resume and size > 0:
                 self.previous = read_results(self.path, warn=False)
-            size = self.path.stat().st_size
-            if self.previous.good_bytes < size:  # a truncated last line: cut it
-                with open(self.path, "r+b") as f:
-                    f.truncate(self.previous.good_bytes)
-            elif size and self.path.read_bytes()[-1:] != b"\n":
-                with open(self.path, "ab") as f:
-                    f.write(b"\n")
-        elif exists and not overwrite:
-            raise FileExistsError(
-                f"{self.path} already exists; pass --resume to continue it "
-                "or --overwrite to replace it"
-            )
-        if self.path.parent and not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        mode = "ab" if (exists and resume) else "wb"
-        self._fh = open(self.path, mode, buffering=0)  # noqa: SIM115 - closed in close()
+                if self.previous.good_bytes < size:  # a truncated last line: cut it
+                    os.ftruncate(fd, self.previous.good_bytes)
+                elif os.pread(fd, 1, size - 1) != b"\n":
+                    os.pwrite(fd, b"\n", size)
+            elif not created and not resume:
+                if not overwrite:
+                    empty = " (empty)" if size == 0 else ""
+                    raise FileExistsError(
+                        f"{self.path} already exists{empty}; pass --resume to continue it "
+                        "or --overwrite to replace it"
+                    )
+                os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_END)
+        except OSError as exc:
+            os.close(fd)
+            if isinstance(exc, FileExistsError):
+                raise
+            raise ResultsWriteError(self.path, None, _why(exc)) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fh = os.fdopen(fd, "ab", buffering=0)
+
+    def _open_locked(self) -> tuple[int, bool]:
+        """Open (or create) the file and take its lock: (fd, created by us)."""
+        p = self.path
+        try:
+            if p.parent and not p.parent.is_dir():
+                if p.parent.exists() or p.parent.is_symlink():
+                    raise ResultsWriteError(p, None, f"{str(p.parent)!r} is not a directory")
+                p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ResultsWriteError(
+                p, None, f"cannot create its directory {str(p.parent)!r}: {_why(exc)}"
+            ) from None
+        flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+        created = False
+        try:
+            try:
+                fd = os.open(p, flags | os.O_CREAT | os.O_EXCL, 0o666)
+                created = True
+            except FileExistsError:
+                fd = os.open(p, flags)
+        except OSError as exc:
+            raise ResultsWriteError(p, None, f"cannot open for writing: {_why(exc)}") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ResultsWriteError(p, None, "is not a regular file (a results file must be "
+                                                 "one); give the path of a file")
+            if hasattr(os, "set_blocking"):
+                os.set_blocking(fd, True)
+            _lock(p, fd, wait=1.0 if created else 0.0)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, created
 
     @property
     def done_keys(self) -> set[str]:
@@ -352,11 +450,14 @@ class ResultStore:
         data = (dumps_record(obj) + "\n").encode("utf-8")
         with _signals_deferred():  # Ctrl-C lands after the line, never inside it
             view = memoryview(data)
-            while view:  # unbuffered: one write() per record, looped only if the OS splits it
-                n = self._fh.write(view)
-                view = view[n or 0 :]
-            if self.fsync:
-                os.fsync(self._fh.fileno())
+            try:
+                while view:  # unbuffered: one write() per record, looped only if the OS splits it
+                    n = self._fh.write(view)
+                    view = view[n or 0 :]
+                if self.fsync:
+                    os.fsync(self._fh.fileno())
+            except OSError as exc:  # disk full, quota, I/O error: what was synced stays
+                raise ResultsWriteError(self.path, None, f"cannot write: {_why(exc)}") from None
 
     def extend(self, records: Iterable[dict[str, Any]]) -> None:
         for r in records:
