@@ -16,13 +16,14 @@ from . import _unrolled
 from ._lib import _dispatch, _validate
 from ._lib._adapters import MISSING as _MISSING
 from ._lib._adapters import Adapter
+from ._lib._dispatch import adapter1 as _adapter1
+from ._lib._dispatch import adapter2 as _adapter2
 
 __all__ = ["QRResult", "SVDResult", "matmul", "qr", "solve", "svd", "svdvals"]
 
 _NP = np.ndarray
 _np_matmul = np.matmul
 _NP_MATMUL_OK = frozenset(np.dtype(c) for c in "efdgFDGbBhHiIlLqQ")
-_CACHE = _dispatch._TYPE_CACHE
 _FAST_MATMUL = _dispatch.FAST_OPS["matmul"]
 _FAST_SOLVE = _dispatch.FAST_SOLVE
 
@@ -40,27 +41,6 @@ class QRResult(NamedTuple):
 
     Q: Any
     R: Any
-
-
-def _adapter2(a: Any, b: Any, na: str, nb: str, xp: Any) -> tuple[Adapter, Any, Any]:
-    """Adapter for two arguments, with host data converted. The fast path is two dict reads."""
-    ta = type(a)
-    if xp is None and ta is type(b):
-        ad = _CACHE.get(ta)
-        if ad is not None:
-            return ad, a, b
-    ad = _dispatch.adapter_for((a, b), (na, nb), xp)
-    a, b = _validate.as_arrays(ad, (a, b), (na, nb))
-    return ad, a, b
-
-
-def _adapter1(x: Any, name: str, xp: Any) -> tuple[Adapter, Any]:
-    if xp is None:
-        ad = _CACHE.get(type(x))
-        if ad is not None:
-            return ad, x
-    ad = _dispatch.adapter_for((x,), (name,), xp)
-    return ad, _validate.as_arrays(ad, (x,), (name,))[0]
 
 
 def solve(a: Any, b: Any, /, *, errors: str = "raise", method: str = "auto", xp: Any = None) -> Any:
@@ -168,20 +148,10 @@ def _solve_checked(
         a, b = _validate.promote_linalg(ad, a, b, "solve")
     ad.check_same_device(a, b, "a", "b")
     if 0 in sa or 0 in sb:
-        return _empty_solve(ad, a, b, vector)
+        return _validate.empty_solve(ad, a, b, vector)
     if method != "native" and _unrolled.use_unrolled(ad, a, b, vector, method):
         return _unrolled.solve_adapter(ad, a, b, vector, errors)
     return ad.solve(a, b, vector, errors)
-
-
-def _empty_solve(ad: Adapter, a: Any, b: Any, vector: bool) -> Any:
-    xp = ad.xp
-    if vector:
-        shape = (*a.shape[:-2], b.shape[-1])
-    else:
-        batch = _validate.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
-        shape = (*batch, *b.shape[-2:])
-    return xp.zeros(shape, dtype=a.dtype, device=ad.device(a))
 
 
 def matmul(a: Any, b: Any, /, *, xp: Any = None) -> Any:

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._lib import _validate
+from ._lib import _dispatch, _validate
 from ._lib._adapters import NUMPY, Adapter, _host_finite, _singular_message, _to_batch
 from ._lib._errors import LinAlgError
 
@@ -1055,9 +1055,7 @@ def solve_unrolled(
     array([[1. , 1. ],
            [0.5, 1. ]])
     """
-    from ._linalg import _adapter2, _empty_solve
-
-    ad, a, b = _adapter2(a, b, "a", "b", xp)
+    ad, a, b = _dispatch.adapter2(a, b, "a", "b", xp)
     sa, sb = a.shape, b.shape
     vector = len(sb) == 1
     _validate.solve_shapes(ad, a, b, vector)
@@ -1066,7 +1064,7 @@ def solve_unrolled(
         a, b = _validate.promote_linalg(ad, a, b, "solve")
     ad.check_same_device(a, b, "a", "b")
     if 0 in tuple(sa) or 0 in tuple(sb):
-        return _empty_solve(ad, a, b, vector)
+        return _validate.empty_solve(ad, a, b, vector)
     return solve_adapter(ad, a, b, vector, errors, layout=layout, compile=compile)
 
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _adapters
+from . import _adapters, _validate
 
-__all__ = ["adapter_for", "adapter_for_namespace", "describe"]
+__all__ = ["adapter1", "adapter2", "adapter_for", "adapter_for_namespace", "describe"]
 
 _SCALARS = (bool, int, float, complex)
 
@@ -126,3 +126,25 @@ def adapter_for(
             raise TypeError(f"expected at least one array argument, got {len(args)} arguments")
         return _adapters.NUMPY  # only host data (lists, scalars): NumPy owns it
     return found
+
+
+def adapter2(a: Any, b: Any, na: str, nb: str, xp: Any) -> tuple[_adapters.Adapter, Any, Any]:
+    """Adapter for two arguments, with host data converted. The fast path is two dict reads."""
+    ta = type(a)
+    if xp is None and ta is type(b):
+        ad = _TYPE_CACHE.get(ta)
+        if ad is not None:
+            return ad, a, b
+    ad = adapter_for((a, b), (na, nb), xp)
+    a, b = _validate.as_arrays(ad, (a, b), (na, nb))
+    return ad, a, b
+
+
+def adapter1(x: Any, name: str, xp: Any) -> tuple[_adapters.Adapter, Any]:
+    """Adapter for one argument, with host data converted (see :func:`adapter2`)."""
+    if xp is None:
+        ad = _TYPE_CACHE.get(type(x))
+        if ad is not None:
+            return ad, x
+    ad = adapter_for((x,), (name,), xp)
+    return ad, _validate.as_arrays(ad, (x,), (name,))[0]

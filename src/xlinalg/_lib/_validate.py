@@ -13,6 +13,7 @@ __all__ = [
     "as_arrays",
     "batches",
     "check_errors",
+    "empty_solve",
     "linalg_dtype",
     "matrix",
     "mixed_dtype",
@@ -107,6 +108,17 @@ def solve_shapes(ad: Adapter, a: Any, b: Any, vector: bool, sa: Any = None, sb: 
         )
     if not vector and (len(sa) > 2 or len(sb) > 2):
         batches("solve", sa, sb)
+
+
+def empty_solve(ad: Adapter, a: Any, b: Any, vector: bool) -> Any:
+    """The solution of a solve with an empty `a` or `b`: zeros of the result's shape."""
+    xp = ad.xp
+    if vector:
+        shape = (*a.shape[:-2], b.shape[-1])
+    else:
+        batch = broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+        shape = (*batch, *b.shape[-2:])
+    return xp.zeros(shape, dtype=a.dtype, device=ad.device(a))
 
 
 def linalg_dtype(ad: Adapter, x: Any, name: str, fn: str) -> Any:

@@ -34,7 +34,6 @@ Extra cases can live in any Python file passed with ``xlinalg bench
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 import sys
@@ -282,7 +281,6 @@ _CASES: dict[str, Case] = {}
 
 def register_case(case: Case, *, replace: bool = False) -> Case:
     """Add `case` to the registry (``replace=True`` to redefine a name)."""
-    _load_builtin()  # built-in cases first, whoever registers first
     if case.name in _CASES and not replace and _CASES[case.name] is not case:
         raise ValueError(f"a case named {case.name!r} is already registered")
     _CASES[case.name] = case
@@ -296,7 +294,6 @@ def unregister_case(name: str) -> None:
 
 def get_case(name: str) -> Case:
     """The case called `name`; ValueError listing the valid names otherwise."""
-    _load_builtin()
     try:
         return _CASES[name]
     except KeyError:
@@ -305,18 +302,7 @@ def get_case(name: str) -> Case:
 
 def case_names() -> list[str]:
     """Registered case names, in registration order."""
-    _load_builtin()
     return list(_CASES)
-
-
-_builtin_loaded = False
-
-
-def _load_builtin() -> None:
-    global _builtin_loaded
-    if not _builtin_loaded:
-        _builtin_loaded = True
-        importlib.import_module("xlinalg.bench._suite")
 
 
 _loaded_files: dict[str, Any] = {}
@@ -328,7 +314,6 @@ def load_case_file(path: str | os.PathLike[str]) -> list[str]:
     The file is run as a module (it is code the user chose to run, like a
     ``conftest.py``); nothing is ever loaded from a results file.
     """
-    _load_builtin()
     p = Path(path).resolve()
     if not p.is_file():
         raise ValueError(f"case file {str(path)!r} does not exist")
