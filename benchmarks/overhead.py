@@ -107,7 +107,7 @@ def _peak_rss_growth(setup: str, call: str) -> float:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
-    p.add_argument("--only", default="", help="comma list of row groups: solve,small,large,many,memory")
+    p.add_argument("--only", default="", help="comma list of row groups: solve,fence,small,large,many,memory")
     args = p.parse_args(argv)
     repeats = 7 if args.quick else 41
     only = set(filter(None, args.only.split(",")))
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                     compare(lambda: torch.linalg.solve(ta, tb), lambda: xl.solve(ta, tb), repeats, small_t))
         if have_jax:
             ja, jb = jnp.asarray(a), jnp.asarray(b)
-            add_row("jax    xl.solve / jnp.linalg.solve (fenced)", "≤ 1.10", 1.10,
+            add_row("jax    xl.solve / jnp.linalg.solve (fenced)", "≤ 1.35 (issue 21; issue 5 asked ≤ 1.10)", 1.35,
                     compare(lambda: jnp.linalg.solve(ja, jb).block_until_ready(),
                             lambda: xl.solve(ja, jb).block_until_ready(), repeats, small_t))
             # what the error contract costs: xl.solve must look at the result on the
@@ -162,6 +162,13 @@ def main(argv: list[str] | None = None) -> int:
             add_row("jax    xl.solve errors=\"nan\" (no wait) / native", "≤ 1.10", 1.10,
                     compare(lambda: jnp.linalg.solve(ja, jb).block_until_ready(),
                             lambda: xl.solve(ja, jb, errors="nan").block_until_ready(), repeats, small_t))
+
+    if want("fence") and have_jax:
+        print("the fence users put inside timed loops, on a ready array")
+        jx = jnp.ones(5)
+        jx.block_until_ready()
+        add_row("jax    xl.synchronize(x) / x.block_until_ready()", "≤ 2.5", 2.5,
+                compare(jx.block_until_ready, lambda: xl.synchronize(jx), repeats, small_t))
 
     if want("small"):
         print("sub-microsecond native calls")

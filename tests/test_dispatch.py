@@ -274,6 +274,71 @@ def test_synchronize_mixed_backends() -> None:
     xl.synchronize(*arrays)  # each group fenced on its own backend
 
 
+def test_synchronize_waits_for_a_jax_result() -> None:
+    require_backend("jax-cpu")
+    import jax.numpy as jnp
+
+    m = jnp.ones((1500, 1500))
+    for _ in range(3):  # fresh results each time: JAX dispatches asynchronously
+        y = m @ m
+        xl.synchronize(y)  # the single-array path: the type's cached fence
+        assert y.is_ready()
+
+
+def test_synchronize_and_backend_of_use_one_cached_entry_per_type() -> None:
+    x = np.ones(2)
+    xl.synchronize(x)
+    assert registry._KINDS[np.ndarray].fence is None  # NumPy: nothing to wait for
+    assert xl.backend_of(np.float32(1.0)) == "numpy"
+    assert np.float32 in registry._KINDS
+    if registry.get_backend("torch-cpu").is_available():
+        import torch
+
+        t = torch.ones(2)
+        assert xl.backend_of(t) == "torch-cpu"
+        xl.synchronize(t)
+        meta = torch.empty(2, device="meta")  # no registry entry: named, fenced as a no-op
+        assert xl.backend_of(meta) == "torch-meta"
+        xl.synchronize(meta)
+        xl.synchronize(meta, t)
+
+
+# Every thread meets a type for the first time at once: the cache entry must be
+# built once (a second build could differ), and every thread gets the same answer.
+_KINDS_RACE = """
+import threading, time
+import numpy as np
+from xlinalg import backends
+
+made = []
+real = backends._make_kind
+def slow(cls):
+    made.append(cls)
+    time.sleep(0.05)  # widen the window between the miss and the fill
+    return real(cls)
+backends._make_kind = slow
+barrier = threading.Barrier(8)
+out = []
+def work():
+    barrier.wait()
+    out.append(backends.backend_of(np.float16(1)))
+    backends.synchronize(np.float16(1))
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join(timeout=30)
+assert out == ["numpy"] * 8, out
+assert made == [np.float16], made
+print("ok")
+"""
+
+
+def test_cached_type_lookup_is_filled_once_under_threads() -> None:
+    for _ in range(3):  # fresh processes: the first use is what is raced
+        res = subprocess.run([sys.executable, "-c", _KINDS_RACE], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert "ok" in res.stdout
+
+
 def test_available_backends_lists_every_cpu_backend_here() -> None:
     # In this project's test environment (and CI) every CPU backend must really run.
     from conftest import CPU_BACKENDS, _require_cpu

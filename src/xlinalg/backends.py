@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -498,6 +500,97 @@ def _library_of(x: Any) -> str:
     return {"jaxlib": "jax", "builtins": type(x).__name__}.get(mod, mod)
 
 
+class _Kind(NamedTuple):
+    """What :func:`backend_of` and :func:`synchronize` need to know about an array type."""
+
+    #: the backend id of an array of this type (reads its device where that decides)
+    name: Callable[[Any], str]
+    #: waits for one array of this type; None: there is nothing to wait for
+    fence: Callable[[Any], Any] | None
+
+
+#: array type -> its :class:`_Kind`, filled the first time a type is met, so that
+#: backend_of, synchronize and to cost one dict read to find what to do (keyed
+#: like the operations' own lookup, ``_lib/_dispatch.py``)
+_KINDS: dict[type, _Kind] = {}
+_KINDS_LOCK = threading.Lock()
+
+
+def _kind(cls: type) -> _Kind:
+    """The cached :class:`_Kind` of `cls`; the first use fills it under a lock."""
+    kind = _KINDS.get(cls)
+    if kind is None:
+        with _KINDS_LOCK:  # two threads meeting a new type at once build it once
+            kind = _KINDS.get(cls)
+            if kind is None:
+                kind = _KINDS[cls] = _make_kind(cls)
+    return kind
+
+
+def _const(name: str) -> Callable[[Any], str]:
+    return lambda x: name
+
+
+def _unknown(x: Any) -> str:
+    raise TypeError(
+        f"expected an array of one of {', '.join(BACKEND_NAMES)}, "
+        f"got {type(x).__module__}.{type(x).__qualname__}"
+    )
+
+
+def _torch_name(x: Any) -> str:
+    return f"torch-{x.device.type}"  # "torch-cpu", "torch-cuda", or another device type
+
+
+def _torch_fence(x: Any) -> None:
+    if x.is_cuda:
+        import torch
+
+        torch.cuda.synchronize(x.device)
+
+
+def _jax_name(x: Any) -> str:
+    try:
+        platforms = {d.platform for d in x.devices()}
+    except Exception:  # traced: no concrete device
+        return "jax-cpu"
+    return "jax-cpu" if platforms == {"cpu"} else "jax-gpu"
+
+
+def _jax_cpu_only() -> bool:
+    """Whether the only JAX backend of this process is the CPU (then every array is jax-cpu)."""
+    try:
+        from jax.extend.backend import backends
+
+        return set(backends()) == {"cpu"}
+    except Exception:  # a JAX without it: ask each array
+        return False
+
+
+def _make_kind(cls: type) -> _Kind:
+    if issubclass(cls, (np.ndarray, np.generic)):  # NumPy returns scalars for 0-d results
+        return _Kind(_const("numpy"), None)
+    mod = cls.__module__
+    if mod.startswith("torch"):
+        return _Kind(_torch_name, _torch_fence)
+    if mod.startswith("cupy"):
+        return _Kind(_const("cupy"), _REGISTRY["cupy"].synchronize)
+    if mod.startswith(("jax", "jaxlib")):
+        import jax
+
+        if issubclass(cls, jax.core.Tracer):  # no concrete device, nothing to wait for
+            return _Kind(_const("jax-cpu"), None)
+        name = _const("jax-cpu") if _jax_cpu_only() else _jax_name
+        # the array's own method (C++), called directly: synchronize costs one call more
+        fence = getattr(cls, "block_until_ready", None) or _REGISTRY["jax-cpu"].synchronize
+        return _Kind(name, fence)
+    if mod.startswith("dask"):
+        return _Kind(_const("dask"), _REGISTRY["dask"].synchronize)
+    if mod.startswith("array_api_strict"):
+        return _Kind(_const("array-api-strict"), None)
+    return _Kind(_unknown, None)
+
+
 def backend_of(x: Any) -> str:
     """The backend id of array `x`, e.g. ``"torch-cpu"`` or ``"jax-gpu"``.
 
@@ -523,27 +616,7 @@ def backend_of(x: Any) -> str:
     >>> xl.backend_of(np.ones(2))
     'numpy'
     """
-    if isinstance(x, (np.ndarray, np.generic)):  # NumPy returns scalars for 0-d results
-        return "numpy"
-    mod = type(x).__module__
-    if mod.startswith("torch"):
-        return "torch-cuda" if x.device.type == "cuda" else f"torch-{x.device.type}"
-    if mod.startswith("cupy"):
-        return "cupy"
-    if mod.startswith(("jax", "jaxlib")):
-        try:
-            platforms = {d.platform for d in x.devices()}
-        except Exception:  # traced: no concrete device
-            return "jax-cpu"
-        return "jax-cpu" if platforms == {"cpu"} else "jax-gpu"
-    if mod.startswith("dask"):
-        return "dask"
-    if mod.startswith("array_api_strict"):
-        return "array-api-strict"
-    raise TypeError(
-        f"expected an array of one of {', '.join(BACKEND_NAMES)}, "
-        f"got {type(x).__module__}.{type(x).__qualname__}"
-    )
+    return (_KINDS.get(type(x)) or _kind(type(x))).name(x)
 
 
 def synchronize(*arrays: Any, backend: str | None = None) -> None:
@@ -572,6 +645,12 @@ def synchronize(*arrays: Any, backend: str | None = None) -> None:
     >>> x = xl.matmul(np.eye(2), np.ones(2))
     >>> xl.synchronize(x)  # a no-op for NumPy; a fence for CUDA, JAX and Dask
     """
+    if len(arrays) == 1:  # the fence inside timed loops: one dict read, one call
+        x = arrays[0]
+        fence = (_KINDS.get(type(x)) or _kind(type(x))).fence
+        if fence is not None:
+            fence(x)
+        return
     if not arrays:
         if backend is not None:
             get_backend(backend).synchronize()
@@ -580,7 +659,12 @@ def synchronize(*arrays: Any, backend: str | None = None) -> None:
     for a in arrays:
         groups.setdefault(backend_of(a), []).append(a)
     for name, group in groups.items():
-        _REGISTRY[name].synchronize(*group)
+        reg = _REGISTRY.get(name)
+        if reg is not None:
+            reg.synchronize(*group)
+        else:  # a device type without a registry entry (torch "mps", "meta"): each alone
+            for a in group:
+                synchronize(a)
 
 
 def _via_dlpack(x: Any, target: Backend) -> Any | None:
