@@ -196,3 +196,33 @@ def test_numpy_stack_copies_the_inputs(rng) -> None:
         np.testing.assert_array_equal(xs[i], want[i])
     np.testing.assert_array_equal(a[2], a2)
     np.testing.assert_array_equal(b[2], b2)
+
+
+@pytest.mark.parametrize("vector", [True, False], ids=["vector-b", "matrix-b"])
+def test_torch_results_are_independent_tensors_in_order(rng, vector: bool) -> None:
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    a = [well_conditioned(rng, (3, 3)) for _ in range(6)]
+    b = [random(rng, (3,) if vector else (3, 2)) for _ in range(6)]
+    xs = xl.solve_many([torch.from_numpy(m) for m in a], [torch.from_numpy(v) for v in b])
+    want = [np.linalg.solve(m, v) for m, v in zip(a, b)]
+    for x, w in zip(xs, want):
+        assert type(x) is torch.Tensor
+        assert not x.requires_grad
+        assert tuple(x.shape) == w.shape
+        np.testing.assert_allclose(x.numpy(), w, rtol=1e-12)
+    xs[2].add_(1.0)  # a write to one member reaches no other
+    assert xs[2]._version == 1
+    for i in (0, 1, 3, 4, 5):
+        np.testing.assert_allclose(xs[i].numpy(), want[i], rtol=1e-12)
+        assert xs[i]._version == 0
+
+
+def test_torch_results_carry_gradients(rng) -> None:
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    a = [torch.from_numpy(well_conditioned(rng, (3, 3))).requires_grad_() for _ in range(4)]
+    b = [torch.from_numpy(random(rng, (3,))) for _ in range(4)]
+    xs = xl.solve_many(a, b)
+    sum(x.square().sum() for x in xs).backward()
+    for m, v in zip(a, b):
+        want = torch.autograd.grad(torch.linalg.solve(m, v).square().sum(), m)[0]
+        torch.testing.assert_close(m.grad, want)

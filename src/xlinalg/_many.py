@@ -18,15 +18,7 @@ __all__ = ["solve_many"]
 
 
 def _unstack(ad: Adapter, x: Any) -> list[Any]:
-    if ad is NUMPY:
-        return list(x)
-    unbind = getattr(x, "unbind", None)  # torch: one call for all views
-    if unbind is not None:
-        return list(unbind(0))
-    unstack = getattr(ad.xp, "unstack", None)
-    if unstack is not None:
-        return list(unstack(x, axis=0))
-    return [x[i, ...] for i in range(x.shape[0])]
+    return list(x) if ad is NUMPY else ad.unstack(x)
 
 
 def _stack(ad: Adapter, arrays: Sequence[Any]) -> Any:

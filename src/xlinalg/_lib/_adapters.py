@@ -234,6 +234,13 @@ class Adapter:
         """One array from many of one shape, dtype and device (``solve_many``)."""
         return self.xp.stack(arrays, axis=0)
 
+    def unstack(self, x: Any) -> list[Any]:
+        """The members of `x` along its first axis, as views, in order (``solve_many``)."""
+        unstack = getattr(self.xp, "unstack", None)
+        if unstack is not None:
+            return list(unstack(x, axis=0))
+        return [x[i, ...] for i in range(x.shape[0])]
+
     def raise_at_compute(self, xs: list[Any], masks: list[tuple[list[int], Any]],
                          make_error: Callable[[list[int]], Exception]) -> list[Any]:
         """Lazy libraries: the arrays `xs`, each raising ``make_error(positions)`` when
@@ -522,6 +529,7 @@ class TorchAdapter(Adapter):
         self.torch = torch
         self._linalg_error = torch.linalg.LinAlgError
         self._tsolve = torch.linalg.solve  # bound once: two attribute reads per call saved
+        self._below_ad = getattr(torch._C, "_AutoDispatchBelowADInplaceOrView", None)
         self.fast_device_check = False  # torch refuses mixed devices; solve translates it
         self.solve_dtypes = frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
         self.fast = {n: getattr(torch, n) for n in ("add", "subtract", "multiply", "matmul", "sigmoid")}
@@ -574,6 +582,20 @@ class TorchAdapter(Adapter):
 
     def to_host(self, x: Any) -> np.ndarray:
         return np.asarray(x.detach().cpu().numpy())
+
+    def unstack(self, x: Any) -> list[Any]:
+        # unbind makes every member a view that autograd tracks (a shared version
+        # counter, view metadata): most of the cost of each member. A result that
+        # needs no gradient needs none of it, and its members do not overlap, so
+        # they are unbound below autograd's view tracking (as torch's own Python
+        # does): plain tensors over the same storage, each with its own version
+        # counter. Anything autograd or a compiler must see takes plain unbind.
+        t = self.torch
+        if (self._below_ad is not None and not x.requires_grad
+                and not t.compiler.is_compiling() and not t._C._are_functorch_transforms_active()):
+            with self._below_ad():
+                return list(x.unbind(0))
+        return list(x.unbind(0))
 
     def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
         if not vector and b.ndim == a.ndim - 1:
