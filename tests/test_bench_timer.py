@@ -208,11 +208,31 @@ def test_no_cuda_event_clock_on_cpu_backends():
         assert cuda_event_clock(name) is None
 
 
-@pytest.mark.skip(reason="no CUDA device")
-def test_cuda_event_clock():  # pragma: no cover - GPU machines
-    clock = cuda_event_clock("torch-cuda")
-    clock.start()
-    assert clock.stop() >= 0
+@pytest.mark.parametrize("backend", ["torch-cuda", "cupy"])
+def test_cuda_event_clock_times_the_device_work(backend):
+    """The event clock brackets the work on the stream: 512x the flops reads longer.
+    Runs where the backend has a CUDA device; skipped with the registry's reason elsewhere."""
+    from xlinalg.backends import get_backend
+
+    b = get_backend(backend)
+    reason = b.unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"{backend}: {reason}")
+    xp = b.namespace()
+    clock = cuda_event_clock(backend)
+    assert clock is not None
+
+    def timed(n: int) -> float:
+        a = b.from_numpy(np.ones((n, n), dtype=np.float32))
+        b.synchronize(a)
+        clock.start()
+        for _ in range(3):
+            xp.matmul(a, a)
+        return clock.stop()
+
+    timed(256)  # warm up the library's kernels
+    small, big = timed(256), timed(2048)
+    assert 0 <= small < big, (small, big)
 
 
 # ---------------------------------------------------------------------- fences (real time)
