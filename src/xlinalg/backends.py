@@ -495,11 +495,6 @@ def available_backends() -> list[str]:
     return [n for n in BACKEND_NAMES if _REGISTRY[n].is_available()]
 
 
-def _library_of(x: Any) -> str:
-    mod = type(x).__module__.split(".")[0]
-    return {"jaxlib": "jax", "builtins": type(x).__name__}.get(mod, mod)
-
-
 class _Kind(NamedTuple):
     """What :func:`backend_of` and :func:`synchronize` need to know about an array type."""
 

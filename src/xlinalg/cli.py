@@ -141,25 +141,15 @@ def _build_parser() -> _Parser:
     parser.subparsers = {"info": p_info, "bench": p}  # type: ignore[attr-defined]
     for name, helptext in (("report", "tables and plots from a results file"),
                            ("compare", "compare two results files")):
-        plugin = _plugin(name)
         sp = sub.add_parser(name, help=helptext, description=helptext)
-        if plugin is not None and hasattr(plugin, "add_arguments"):
-            plugin.add_arguments(sp)
-        else:
-            sp.add_argument("files", nargs="+", metavar="FILE", help="results file(s)")
+        _subcommand(name).add_arguments(sp)
         parser.subparsers[name] = sp  # type: ignore[attr-defined]
     return parser
 
 
-def _plugin(name: str) -> Any:
-    """``xlinalg.bench._<name>`` if it exists (report/compare are separate modules)."""
-    mod = f"xlinalg.bench._{name}"
-    try:
-        return importlib.import_module(mod)
-    except ModuleNotFoundError as exc:
-        if exc.name == mod:
-            return None
-        raise
+def _subcommand(name: str) -> Any:
+    """``xlinalg.bench._<name>``: report and compare, each with ``add_arguments`` and ``run``."""
+    return importlib.import_module(f"xlinalg.bench._{name}")
 
 
 def _positive_int(text: str) -> int:
@@ -547,21 +537,8 @@ def _print_table(records: list[dict[str, Any]], config: Any) -> None:
 
 
 # ---------------------------------------------------------------------- report/compare
-def _cmd_plugin(name: str, args: argparse.Namespace) -> int:
-    plugin = _plugin(name)
-    if plugin is not None and hasattr(plugin, "run"):
-        return int(plugin.run(args))
-    from .bench import ResultsFileError, read_results
-
-    for f in args.files:
-        try:
-            res = read_results(f, warn=False)
-        except ResultsFileError as exc:
-            raise _UsageError(f"xlinalg {name}: error: {exc}") from None
-        for w in res.warnings:
-            print(f"xlinalg {name}: warning: {w}", file=sys.stderr)
-    print(f"xlinalg {name}: not yet implemented", file=sys.stderr)
-    return EXIT_USAGE
+def _cmd_subcommand(name: str, args: argparse.Namespace) -> int:
+    return int(_subcommand(name).run(args))
 
 
 # ---------------------------------------------------------------------- main
@@ -588,7 +565,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except ValueError:  # not the main thread
                 old_term = None
             return _cmd_bench(args)
-        return _cmd_plugin(args.command, args)
+        return _cmd_subcommand(args.command, args)
     except _UsageError as exc:
         from .bench._escape import terminal
 

@@ -33,13 +33,6 @@ __all__ = [
     "backend_name",
 ]
 
-ERRORS = ("raise", "nan")
-
-
-def _prod(shape: tuple[int, ...]) -> int:
-    return math.prod(shape)
-
-
 def _to_batch(mask: np.ndarray, batch_shape: tuple[int, ...]) -> np.ndarray:
     """Reduce a mask over a broadcast batch to `batch_shape` (any over broadcast axes)."""
     if mask.shape == batch_shape:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -153,13 +152,6 @@ def promote_linalg(ad: Adapter, a: Any, b: Any, fn: str, na: str = "a", nb: str 
     else:
         dt = da
     return ad.astype(a, dt), ad.astype(b, dt)
-
-
-def size(shape: tuple[Any, ...]) -> int:
-    try:
-        return math.prod(int(s) for s in shape)
-    except (TypeError, ValueError):  # unknown (NaN) Dask dimensions
-        return -1
 
 
 _WIDE = {"float64": "float32", "complex128": "complex64"}

@@ -164,9 +164,7 @@ class RunSummary:
 
     path: Path
     records: list[dict[str, Any]] = field(default_factory=list)
-    planned: int = 0
     already_done: int = 0
-    interrupted: bool = False
 
     @property
     def counts(self) -> Counter[str]:
@@ -518,7 +516,6 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
             if store.previous else set()
         )
         todo = [c for c in cells if c["key"] not in done]
-        summary.planned = len(cells)
         summary.already_done = len(cells) - len(todo)
         run_info = config.to_dict()
         run_info["argv"] = sys.argv[:]
@@ -529,9 +526,6 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
             progress("plan", {"cells": total, "already_done": summary.already_done}, 0, total)
         runner = _run_isolated if config.isolate else _run_inprocess
         runner(config, todo, store, summary, progress)
-    except KeyboardInterrupt:
-        summary.interrupted = True
-        raise
     finally:
         store.close()
     return summary

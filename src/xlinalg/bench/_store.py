@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -458,10 +458,6 @@ class ResultStore:
                     os.fsync(self._fh.fileno())
             except OSError as exc:  # disk full, quota, I/O error: what was synced stays
                 raise ResultsWriteError(self.path, None, f"cannot write: {_why(exc)}") from None
-
-    def extend(self, records: Iterable[dict[str, Any]]) -> None:
-        for r in records:
-            self.append(r)
 
     def close(self) -> None:
         if self._fh is not None:
