@@ -15,6 +15,8 @@ pytest.importorskip("matplotlib")
 
 from xlinalg.bench import _findings as F
 from xlinalg.bench._compare import compare_records, p_value
+from xlinalg.bench._plots import MAX_WIDTH_PX
+from xlinalg.bench._report import _md_text
 from xlinalg.bench._store import SCHEMA_VERSION, cell_key, dumps_record
 
 ENV = {"xlinalg": "0.1.0", "python": {"version": "3.11"}, "cpu": {"model": "test CPU",
@@ -102,18 +104,18 @@ def report(tmp_path_factory):
 def test_report_markdown_has_sections_tables_and_every_case(report):
     md = (report / "report.md").read_text(encoding="utf-8")
     for sec in ("Q1", "Q3", "Q4", "A1", "A4", "A7", "A10", "A15"):
-        assert f"### {sec}: " in md, sec
+        assert f"## {sec}: " in md, sec
     for case in {r["case"] for r in _records()}:
-        assert f"| {case} |" in md, case
-    assert "| case | backend | size | dtype | median | IQR | rate | % of peak |" in md
-    assert "## Findings" in md
+        assert f"| {_md_text(case)} |" in md, case
+    assert ("| case | backend | size | compute dtype | median | IQR | first call | rate | "
+            "% of peak |") in md
     assert "Peak of this machine per processor" in md
     assert "skipped: no array-API convolution" in md
     assert "failed (oom)" in md
     # findings from the data
     assert "torch-cpu first wins at n = 50" in md
     assert "q4_batched" in md
-    assert "30x" in md
+    assert "30.0x" in md
     assert "not measurable on this machine" in md  # the GPU claim, no GPU here
     assert "strided/contiguous time = 2x" in md
     assert "refuted" in md
@@ -133,7 +135,7 @@ def test_plots_are_valid_png_and_svg(report):
     names = {p.stem for p in pngs}
     assert any(n.startswith("sweep_q3_solve_sweep") for n in names)
     assert "loop_vs_q4_batched" in names
-    assert "speedup_A1" in names
+    assert "speedup_A1_a1_gemm_float64" in names
     assert {p.stem for p in svgs} == names
     for p in pngs:
         assert p.stat().st_size > 1000
@@ -145,7 +147,8 @@ def test_plots_are_valid_png_and_svg(report):
 def test_sections_and_peaks():
     rs = _records()
     assert F.section_of({"case": "a10_layout"}) == "A10"
-    assert F.section_of({"case": "matmul", "case_doc": "A1: GEMM"}) == "A1"
+    assert F.section_of({"case": "mygemm", "case_doc": "A1: GEMM"}) == "A1"
+    assert F.section_of({"case": "matmul", "case_doc": "A1: GEMM"}) == "Extra"  # declared
     assert F.section_of({"case": "foo"}) == "Other"
     assert list(F.sections(rs))[:3] == ["Q1", "Q3", "Q4"]
     peaks = F.calibrate_peaks(rs)
@@ -249,3 +252,160 @@ def test_claims_use_engine_params_and_give_mixed_verdicts():
     assert "confirmed for torch-cpu" in layout["verdict"]
     gpu = c["on large matrices the GPU is 20-50 times faster"]
     assert gpu["verdict"] == "not measurable on this machine"
+
+
+def _section(md: str, heading: str) -> str:
+    """The text of the Markdown section that starts with `heading`, up to the next ## ."""
+    start = md.index(heading)
+    end = md.find("\n## ", start + len(heading))
+    return md[start:end if end >= 0 else len(md)]
+
+
+def test_report_opens_with_summary_and_contents(report):
+    md = (report / "report.md").read_text(encoding="utf-8")
+    html = (report / "report.html").read_text(encoding="utf-8")
+    # the summary comes first, before any per-section table
+    assert md.index("## Summary") < md.index("## Contents") < md.index("## A1: ")
+    summ = _section(md, "## Summary")
+    assert "test CPU, 2 usable cores" in summ  # the machine it holds for
+    # one line per workload of the documents, with the winner and its margin
+    for w in ("Many small solves", "One solve, by matrix size", "GEMM", "Elementwise",
+              "Broadcasting", "SVD and QR", "Batched matmul", "Memory layout", "Precision",
+              "Operator fusion", "Host-device transfer"):
+        assert w in summ, w
+    gemm = next(line for line in summ.splitlines() if "GEMM" in line)
+    assert "numpy: fastest in 2 of 2 cells (3.00x" in gemm  # numpy is 3x faster by design
+    assert "strided / contiguous time per backend" in summ
+    # the contents link every section heading, and the anchors exist
+    toc = _section(md, "## Contents")
+    for sec in ("q1", "q3", "q4", "a1", "a10", "a15"):
+        assert f"(#sec-{sec})" in toc, sec
+        assert f'id="sec-{sec}"' in html, sec
+    assert '<nav><ul><li><a href="#summary">' in html
+
+
+def test_report_sets_the_article_beside_this_machine(tmp_path):
+    f64 = _records()
+    f32 = [_rec(r["case"], r["backend"], r["size"], r["time"]["median_s"] / 2, dtype="float32")
+           for r in _records() if r.get("time") and r["case"] == "a1_gemm"]
+    p64, p32 = _write(tmp_path / "f64.jsonl", f64), _write(tmp_path / "f32.jsonl", f32)
+    p = _cli("report", str(p64), str(p32), "--out", str(tmp_path / "rep"), "--no-plots")
+    assert p.returncode == 0, p.stderr
+    md = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    art = _section(md, "## The article side by side")
+    row = next(line for line in art.splitlines() if "GEMM 128x256x512" in line)
+    assert "NumPy 2.31 / torch-cpu 1.98 / GPU 0.12 ms" in row  # the article's figures
+    # article's setup: numpy float64 (1x) against torch-cpu float32 (3x / 2 = 1.5x numpy)
+    assert "0.67x" in row
+    assert "refuted: numpy faster, 1.50x (article: torch 1.17x)" in row
+    # fair float64 (numpy 3x faster) and fair float32 (numpy 3x faster) both refute it
+    assert row.count("refuted: numpy faster, 3.00x") == 2
+    assert "no GPU here" in row
+    big = next(line for line in art.splitlines() if "GEMM 2048x4096x8192" in line)
+    assert "out of memory" in big
+    one = _cli("report", str(p64), "--out", str(tmp_path / "one"), "--no-plots")
+    assert one.returncode == 0, one.stderr
+    assert "need a run in the other dtype" in (tmp_path / "one" / "report.md").read_text(
+        encoding="utf-8").replace("\n", " ")
+
+
+def test_pivot_tables_show_first_call_and_verdicts(tmp_path):
+    rs = [_rec("a7_svd", "numpy", 512, 0.05, flops=1e9),
+          _rec("a7_svd", "torch-cpu", 512, 0.051, flops=1e9, seed=1),
+          _rec("a8_qr", "numpy", 512, 0.01, flops=1e9),
+          _rec("a8_qr", "torch-cpu", 512, 0.03, flops=1e9, seed=1)]
+    for r in rs:
+        r["time"]["first_call_s"] = 1.5
+    _write(tmp_path / "r.jsonl", rs)
+    p = _cli("report", str(tmp_path / "r.jsonl"), "--no-plots")
+    assert p.returncode == 0, p.stderr
+    md = (tmp_path / "r-report" / "report.md").read_text(encoding="utf-8")
+    assert "| size | numpy | torch-cpu | verdict |" in md
+    assert "first call 1.5 s" in md
+    svd = next(line for line in _section(md, "## A7: ").splitlines() if line.startswith("| 512"))
+    assert "tie within noise" in svd  # 2% apart, 1% noise each: not a winner
+    qr = next(line for line in _section(md, "## A8: ").splitlines() if line.startswith("| 512"))
+    assert "numpy, 3.0" in qr
+    assert "over torch-cpu" in qr
+
+
+def test_verdict_names_a_winner_only_beyond_the_noise():
+    a = _rec("a1_gemm", "numpy", 64, 1.0e-3)
+    b = _rec("a1_gemm", "torch-cpu", 64, 1.02e-3, seed=1)
+    v = F.verdict({"numpy": a, "torch-cpu": b})
+    assert v["tie"]
+    assert v["text"].startswith("tie within noise")
+    c = _rec("a1_gemm", "torch-cpu", 64, 2.0e-3, seed=1)
+    v = F.verdict({"numpy": a, "torch-cpu": c})
+    assert not v["tie"]
+    assert v["winner"] == "numpy"
+    assert v["interval"][0] > 1.0
+    assert v["margin"] == pytest.approx(2.0, rel=0.05)
+    # a noisy loser: its quartiles straddle the winner's: a tie
+    d = _rec("a1_gemm", "torch-cpu", 64, 1.3e-3, seed=1)
+    d["time"]["q1_s"], d["time"]["q3_s"] = 0.8e-3, 2.0e-3
+    assert F.verdict({"numpy": a, "torch-cpu": d})["tie"]
+    assert F.fmt_ratio(141.6) == "142x"
+    assert "e+" not in F.fmt_ratio(1234.5)
+
+
+def test_duplicate_cases_do_not_name_second_winners():
+    rs = [_rec("matmul", "numpy", [64, 64, 64], 1e-5), _rec("matmul", "torch-cpu", [64, 64, 64],
+                                                              3e-5),
+          _rec("a1_gemm", "numpy", [64, 64, 64], 3e-5), _rec("a1_gemm", "torch-cpu", [64, 64, 64],
+                                                               1e-5)]
+    assert F.section_of(rs[0]) == "Extra"
+    cw = F.case_winners(F.winners(rs))
+    assert [(w["case"], w["winner"]) for w in cw] == [("a1_gemm", "torch-cpu")]
+    gemm = next(s for s in F.summary(rs) if s["anchor"] == "gemm")
+    assert gemm["line"].startswith("torch-cpu: fastest in 1 of 1")
+
+
+def test_a12_rows_show_the_compute_dtype(tmp_path):
+    rs = [_rec("a12_precision_bfloat16", b, [128, 256, 512], t, flops=1e9)
+          for b, t in (("torch-cpu", 1e-3), ("jax-cpu", 2e-3))]
+    rs += [_rec("a12_precision_float32", b, [128, 256, 512], t, flops=1e9)
+           for b, t in (("torch-cpu", 2e-3), ("jax-cpu", 2e-3))]
+    _write(tmp_path / "r.jsonl", rs)
+    assert _cli("report", str(tmp_path / "r.jsonl")).returncode == 0
+    out = tmp_path / "r-report"
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "computes in bfloat16 (run dtype float64)" in md
+    assert "| a12\\_precision\\_bfloat16 | jax-cpu | 128x256x512 | bfloat16 |" in md
+    # bfloat16 against its own backend's float32, not against NumPy (which has none)
+    assert (out / "precision_bfloat16_float64.png").exists()
+    assert "float32 / bfloat16 GEMM time on the same backend" in md
+
+
+def test_no_plot_is_wider_than_the_limit(report):
+    import struct
+
+    pngs = sorted(report.glob("*.png"))
+    assert pngs
+    for p in pngs:
+        width = struct.unpack(">I", p.read_bytes()[16:20])[0]  # IHDR width
+        assert width <= MAX_WIDTH_PX, (p.name, width)
+
+
+def test_skips_are_not_doubled_and_are_counted(report):
+    md = (report / "report.md").read_text(encoding="utf-8")
+    assert "skipped: skipped:" not in md
+    assert "1 x no array-API convolution" in md
+
+
+def test_names_from_the_file_are_escaped(tmp_path):
+    evil = "a1_<script>alert(1)</script>|x"
+    rs = [_rec("a1_gemm", "numpy", [64, 64, 64], 1e-5),
+          _rec("a1_gemm", evil, [64, 64, 64], 2e-5, seed=1),
+          _rec(evil, "numpy", 7, 1e-5, doc="<img src=x onerror=alert(1)> [link](http://x)")]
+    _write(tmp_path / "r.jsonl", rs)
+    p = _cli("report", str(tmp_path / "r.jsonl"))
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / "r-report"
+    html = (out / "report.html").read_text(encoding="utf-8")
+    md = (out / "report.md").read_text(encoding="utf-8")
+    for text in (html, md):
+        assert "<script>" not in text
+        assert "<img src=x" not in text
+    assert "[link](http://x)" not in md
+    assert all("<" not in p.name and "|" not in p.name for p in out.iterdir())

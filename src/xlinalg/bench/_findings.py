@@ -3,14 +3,19 @@
 Pure Python on the JSON records (no array library, no matplotlib), shared by
 ``xlinalg report`` (:mod:`._report`) and the plots (:mod:`._plots`).
 
-Cases are grouped into document sections by the id prefix of their name
-(``q1_solve_loop`` -> Q1, ``a10_layout`` -> A10); a case without such a
-prefix is placed by the id its ``case_doc`` starts with ("A1: GEMM ..."), and
-otherwise in "Other".
+Cases are grouped into document sections by their declared ``section``
+(:class:`~xlinalg.bench.Case` field) when the case is registered here; a case
+from elsewhere (a ``--case-file``) is placed by the id prefix of its name
+(``a10_layout`` -> A10), else by the id its ``case_doc`` starts with ("A1:
+GEMM ..."), and otherwise in "Other".
+
+Every comparison between backends goes through :func:`verdict` (the winner,
+its margin over the runner-up with an interval, or a tie within noise).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import defaultdict
@@ -54,6 +59,8 @@ SECTION_TITLES: dict[str, str] = {
     "A13": "operator fusion: eager vs compiled",
     "A14": "einsum in place of a nested loop",
     "A15": "convolution-kernel shapes",
+    "Extra": "the engine's generic cases (they repeat Q3, A1 and A4 operations; never "
+             "counted as a second winner)",
     "Other": "cases without a document id",
 }
 
@@ -67,10 +74,30 @@ _ID = re.compile(r"^([qa])(\d+)(?:_|$)", re.I)
 _DOC_ID = re.compile(r"^\s*([QA])(\d+)\b")
 
 
+@functools.cache
+def _case_fields(name: str) -> tuple[str, str, str, tuple[tuple[str, str], ...]]:
+    """(section, units, compute_dtype, notes) declared by the registered case `name`."""
+    from ._cases import get_case
+
+    try:
+        c = get_case(name)
+    except (ValueError, ImportError):
+        return ("", "", "", ())
+    return (c.section, c.units, c.compute_dtype, tuple(sorted(c.notes.items())))
+
+
+def case_notes(case: str) -> dict[str, str]:
+    """backend -> what a reader must know about its cells of `case` (declared by the case)."""
+    return dict(_case_fields(str(case))[3])
+
+
 def section_of(r: dict[str, Any]) -> str:
-    """``"Calibration"``, ``"Q1"``..``"Q4"``, ``"A1"``..``"A15"`` or ``"Other"``."""
+    """``"Calibration"``, ``"Q1"``..``"Q4"``, ``"A1"``..``"A15"``, ``"Extra"`` or ``"Other"``."""
     if _is_calibration(r):
         return "Calibration"
+    declared = _case_fields(str(r.get("case", "")))[0]
+    if declared:
+        return declared
     m = _ID.match(str(r.get("case", "")))
     if m is None:
         m = _DOC_ID.match(str(r.get("case_doc") or ""))
@@ -82,8 +109,10 @@ def section_of(r: dict[str, Any]) -> str:
 def _section_order(s: str) -> tuple[int, int]:
     if s == "Calibration":
         return (-1, 0)
-    if s == "Other":
+    if s == "Extra":
         return (2, 0)
+    if s == "Other":
+        return (3, 0)
     return (0 if s[0] == "Q" else 1, int(s[1:]))
 
 
@@ -160,6 +189,9 @@ _PRECISION = re.compile(r"_precision_(float16|bfloat16|float32|float64)$")
 def compute_dtype(r: dict[str, Any]) -> str:
     """The dtype a cell computes in: the run's, except for cases that cast (A12's
     ``a12_precision_bfloat16`` computes in bfloat16 whatever the run's dtype)."""
+    declared = _case_fields(str(r.get("case", "")))[2]
+    if declared:
+        return declared
     m = _PRECISION.search(str(r.get("case", "")))
     return m.group(1) if m else str(r.get("dtype"))
 
@@ -231,13 +263,22 @@ def calibrate_peaks(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {**top, "by_class": by_class}
 
 
+def units_of(r: dict[str, Any]) -> str:
+    """``"GFLOP/s"`` or ``"GB/s"``: the case's declared figure of merit, else by section."""
+    declared = _case_fields(str(r.get("case", "")))[1]
+    if declared:
+        return declared
+    if section_of(r) in STREAM_SECTIONS or "stream" in str(r.get("case", "")):
+        return "GB/s"
+    return "GFLOP/s"
+
+
 def fraction_of_peak(r: dict[str, Any], peaks: dict[str, Any]) -> tuple[str, float | None,
                                                                           float | None]:
     """(unit, achieved rate, fraction of the calibrated peak of the cell's device class)."""
     pc = (peaks.get("by_class") or {}).get(device_class(r), peaks)
     tp = r.get("throughput") or {}
-    if (section_of(r) in STREAM_SECTIONS or "stream" in str(r.get("case", ""))
-            or tp.get("gflops") is None):
+    if units_of(r) == "GB/s" or tp.get("gflops") is None:
         v = tp.get("gbs")
         pk = pc["gbs"].get("any")
         unit = "GB/s"
@@ -262,38 +303,143 @@ def _cells(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str
     return out
 
 
+#: A winner is named only when it is at least this much faster than the runner-up
+#: and the interval of the ratio excludes 1 (else: "tie within noise").
+MIN_MARGIN = 1.05
+
+
+def quartiles(r: dict[str, Any]) -> tuple[float, float, float] | None:
+    """(q1, median, q3) of a cell's time per call, from whatever the record holds."""
+    med = median(r)
+    if med is None:
+        return None
+    t = r.get("time") or {}
+    q1, q3 = t.get("q1_s"), t.get("q3_s")
+    if isinstance(q1, (int, float)) and isinstance(q3, (int, float)) and 0 < q1 <= q3:
+        return float(q1), med, float(q3)
+    raw = sorted(x for x in (t.get("raw_s") or []) if isinstance(x, (int, float)) and x > 0)
+    if len(raw) >= 4:
+        n = len(raw) - 1
+        return raw[round(0.25 * n)], med, raw[round(0.75 * n)]
+    iqr = t.get("iqr_s")
+    h = float(iqr) / 2 if isinstance(iqr, (int, float)) and iqr >= 0 else 0.0
+    return max(med - h, med * 1e-3), med, med + h
+
+
+def shaky(r: dict[str, Any]) -> str:
+    """``"stalled"``, ``"noisy"`` or ``""``: how far a cell's own time can be trusted."""
+    t = r.get("time") or {}
+    if r.get("stalled") or t.get("stalled"):
+        return "stalled"
+    return "noisy" if t.get("noisy") else ""
+
+
+def ratio(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, float] | None:
+    """time(slow) / time(fast) with an interval: (low, ratio, high), or None.
+
+    The interval spans the two cells' quartiles (slow q1 / fast q3 .. slow q3 /
+    fast q1): cells measured minutes apart share no rounds to pair, so this is
+    the honest width; a runner that records paired rounds gives a tighter one.
+    """
+    a, b = quartiles(slow), quartiles(fast)
+    if a is None or b is None:
+        return None
+    return a[0] / b[2], a[1] / b[1], a[2] / b[0]
+
+
+def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The one place that names a winner among `by` (label -> record of one cell).
+
+    Returns ``{"winner", "runner_up", "median_s", "margin", "interval", "tie",
+    "n", "shaky", "text"}`` or None when fewer than one label has a time. The
+    fastest median wins; it is named only when ``margin >= MIN_MARGIN`` and
+    the ratio's interval (:func:`ratio`) lies above 1, else ``tie`` is True.
+    A verdict the runner recorded in the cells (``record["verdict"]``) is used
+    as it is.
+    """
+    ok = sorted(((median(r), b) for b, r in by.items() if good(r)), key=lambda t: t[0])
+    if not ok:
+        return None
+    recorded = next((r.get("verdict") for r in by.values()
+                     if isinstance(r.get("verdict"), dict)), None)
+    win = ok[0][1]
+    out: dict[str, Any] = {"winner": win, "runner_up": None, "median_s": ok[0][0],
+                           "margin": None, "interval": None, "tie": False, "n": len(ok),
+                           "shaky": sorted({b for b, r in by.items() if good(r) and shaky(r)})}
+    if isinstance(recorded, dict) and recorded.get("winner") in by:  # the runner's own
+        out.update({k: recorded[k] for k in ("winner", "runner_up", "margin", "interval",
+                                             "tie") if k in recorded})
+    elif len(ok) > 1:
+        ru = ok[1][1]
+        rr = ratio(by[ru], by[win])
+        out["runner_up"] = ru
+        if rr is not None:
+            out["margin"], out["interval"] = rr[1], (rr[0], rr[2])
+            out["tie"] = rr[1] < MIN_MARGIN or rr[0] <= 1.0
+    out["text"] = verdict_text(out)
+    return out
+
+
+def fmt_ratio(x: float) -> str:
+    """1.234 -> "1.23x", 141.6 -> "142x" (never "1.4e+02x")."""
+    if x >= 100:
+        return f"{x:.0f}x"
+    if x >= 10:
+        return f"{x:.1f}x"
+    if x >= 0.1:
+        return f"{x:.2f}x"
+    return f"{x:.2g}x"
+
+
+def verdict_text(v: dict[str, Any] | None) -> str:
+    """One line: "numpy, 1.31x [1.20-1.45] over torch-cpu" or "tie within noise (...)"."""
+    if v is None:
+        return "no time"
+    if v.get("runner_up") is None:
+        return f"{v['winner']} (only backend with a time)"
+    iv = v.get("interval")
+    ivt = f" [{iv[0]:.2f}-{iv[1]:.2f}]" if iv else ""
+    m = v.get("margin")
+    if v.get("tie"):
+        return (f"tie within noise ({v['winner']} {fmt_ratio(m)}{ivt} vs {v['runner_up']})"
+                if m else "tie within noise")
+    return f"{v['winner']}, {fmt_ratio(m)}{ivt} over {v['runner_up']}"
+
+
 def winners(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per case: the fastest backend at each size, and how much faster than the next."""
+    """Per cell (case, dtype, size) with a time: :func:`verdict` plus where it is."""
     rows = []
     cells = _cells(records)
     for (case, dtype, label), by in sorted(
         cells.items(),
         key=lambda kv: (_section_order(section_of(next(iter(kv[1].values())))), kv[0][0],
                         kv[0][1], size_key(next(iter(kv[1].values()))))):
-        ok = sorted(((median(r), b) for b, r in by.items() if good(r)), key=lambda t: t[0])
-        if not ok:
+        v = verdict(by)
+        if v is None:
             continue
-        row = {"section": section_of(next(iter(by.values()))), "case": case, "dtype": dtype,
-               "size": label, "winner": ok[0][1], "median_s": ok[0][0],
-               "runner_up": ok[1][1] if len(ok) > 1 else None,
-               "margin": ok[1][0] / ok[0][0] if len(ok) > 1 else None,
-               "n_backends": len(ok)}
-        rows.append(row)
+        rows.append({"section": section_of(next(iter(by.values()))), "case": case,
+                     "dtype": dtype, "size": label, "n_backends": v["n"], **v})
     return rows
 
 
 def case_winners(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per case: wins per backend across its sizes."""
+    """Per case: decisive wins per backend across its sizes (ties counted apart);
+    the Extra section (repeats of other cases) is left out."""
     agg: dict[tuple[str, str, str], dict[str, int]] = {}
     for w in rows:
-        if w["n_backends"] < 2:
+        if w["n_backends"] < 2 or w["section"] == "Extra":
+            continue
+        if w.get("tie"):
+            agg.setdefault((w["section"], w["case"], w["dtype"]), {})
+            d = agg[(w["section"], w["case"], w["dtype"])]
+            d["tie"] = d.get("tie", 0) + 1
             continue
         agg.setdefault((w["section"], w["case"], w["dtype"]), {})
         d = agg[(w["section"], w["case"], w["dtype"])]
         d[w["winner"]] = d.get(w["winner"], 0) + 1
     out = []
     for (sec, case, dtype), d in agg.items():
-        best = max(d.items(), key=lambda kv: kv[1])
+        best = max(d.items(), key=lambda kv: (kv[0] != "tie", kv[1]))
         out.append({"section": sec, "case": case, "dtype": dtype, "winner": best[0],
                     "wins": best[1], "of": sum(d.values()), "all": d})
     return out
@@ -562,4 +708,284 @@ def claims(records: list[dict[str, Any]], env: dict[str, Any] | None,
         c5.update(verdict="not measurable on this machine (no GPU); CPU rates below",
                   evidence=ev or "no cell with a throughput")
     out.append(c5)
+    return out
+
+
+# ---------------------------------------------------------------------- summary
+#: The documents' workloads, in reading order: (anchor, title, sections).
+WORKLOADS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("many-small-solves", "Many small solves", ("Q1", "Q2", "Q4")),
+    ("solve-by-size", "One solve, by matrix size", ("Q3",)),
+    ("gemm", "GEMM (and fully-connected shapes)", ("A1", "A2")),
+    ("attention", "Attention heads", ("A3",)),
+    ("elementwise", "Elementwise", ("A4",)),
+    ("broadcasting", "Broadcasting", ("A5", "A6")),
+    ("svd-qr", "SVD and QR", ("A7", "A8")),
+    ("batched-matmul", "Batched matmul", ("A9",)),
+    ("layout", "Memory layout", ("A10",)),
+    ("transfer", "Host-device transfer", ("A11",)),
+    ("precision", "Precision", ("A12",)),
+    ("fusion", "Operator fusion", ("A13",)),
+    ("einsum", "einsum", ("A14",)),
+    ("convolution", "Convolution", ("A15",)),
+)
+
+
+def machine_line(env: dict[str, Any] | None, records: list[dict[str, Any]]) -> str:
+    """The machine and setup a summary holds for, in one line."""
+    env = env or {}
+    cpu = env.get("cpu") or {}
+    gpus = env.get("gpus") or []
+    mem = env.get("memory_bytes")
+    dts = sorted({str(r.get("dtype")) for r in records if good(r)})
+    bes = sorted({str(r.get("backend")) for r in records})
+    gpu = ", ".join(str(g.get("name")) for g in gpus) if gpus else "no GPU"
+    memt = f", {mem / 2**30:.0f} GiB" if isinstance(mem, (int, float)) else ""
+    return (f"{cpu.get('model', 'unknown CPU')}, {cpu.get('usable_cores', '?')} usable cores"
+            f"{memt}, {gpu}; dtypes {', '.join(dts) or '-'}; backends {', '.join(bes)}")
+
+
+def _pair_line(pairs: dict[str, tuple[dict[str, Any], dict[str, Any]]], what: str) -> str:
+    """"numpy 1.8x [1.6-2.0], torch-cpu tie (1.02x)": slow/fast per backend."""
+    parts = []
+    for b, (slow, fast) in sorted(pairs.items()):
+        rr = ratio(slow, fast)
+        if rr is None:
+            continue
+        lo, x, hi = rr
+        tie = lo <= 1.0 <= hi or abs(x - 1) < MIN_MARGIN - 1
+        parts.append(f"{b} {fmt_ratio(x)} [{lo:.2f}-{hi:.2f}]" + (" (within noise)" if tie else ""))
+    return f"{what}: " + ("; ".join(parts) if parts else "no pair measured")
+
+
+def _generic_line(rows: list[dict[str, Any]]) -> str:
+    multi = [w for w in rows if w["n_backends"] > 1]
+    if not multi:
+        return "no cell ran on two backends"
+    ties = [w for w in multi if w.get("tie")]
+    wins: dict[str, list[float]] = defaultdict(list)
+    for w in multi:
+        if not w.get("tie"):
+            wins[w["winner"]].append(w["margin"])
+    if not wins:
+        return f"tie within noise in all {len(multi)} cells"
+    order = sorted(wins.items(), key=lambda kv: -len(kv[1]))
+    b, ms = order[0]
+    lead = (f"{b}: fastest in {len(ms)} of {len(multi)} cells "
+            f"({fmt_ratio(min(ms))}-{fmt_ratio(max(ms))} over the runner-up)"
+            if len(ms) > 1 else
+            f"{b}: fastest in {len(ms)} of {len(multi)} cells ({fmt_ratio(ms[0])} over the "
+            "runner-up)")
+    rest = [f"{o} in {len(m)}" for o, m in order[1:]]
+    if rest:
+        lead += "; also fastest: " + ", ".join(rest)
+    if ties:
+        lead += f"; {len(ties)} tie(s) within noise"
+    return lead
+
+
+def _small_solves_line(records: list[dict[str, Any]]) -> str:
+    """The fastest way here to solve COUNT tiny systems (the question), any case and backend."""
+    cand = [r for r in records if section_of(r) in ("Q1", "Q2", "Q4") and good(r)]
+    by_size: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in cand:
+        by_size[f"{r['size_label']} {r['dtype']}"][f"{r['case']} on {r['backend']}"] = r
+    if not by_size:
+        return "not measured"
+    # the question's own size: n = 5 (else the smallest n), most systems
+    def rank(k: str) -> tuple[int, int]:
+        any_r = next(iter(by_size[k].values()))
+        p = any_r.get("params") or {}
+        n, count = p.get("n"), p.get("count", 0)
+        return (0 if n == 5 else 1, -int(count or 0))
+
+    key = min(by_size, key=rank)
+    v = verdict(by_size[key])
+    loops = {lbl: r for lbl, r in by_size[key].items() if "loop" in str(r.get("case"))}
+    fastest_loop = min(loops.items(), key=lambda kv: median(kv[1]))[0] if loops else None
+    txt = f"at count x n = {key}: " + verdict_text(v)
+    if v and fastest_loop:
+        txt += (f"; {fmt_ratio(median(loops[fastest_loop]) / v['median_s'])} faster than the "
+                f"fastest Python loop ({fastest_loop})")
+    return txt
+
+
+def _crossover_line(records: list[dict[str, Any]]) -> str:
+    co = crossovers(records)
+    if not co:
+        return "not measured"
+    c = co[0]
+    ranges = ", ".join(f"{r['winner']} n = {r['from']:g}-{r['to']:g}" if r["from"] != r["to"]
+                       else f"{r['winner']} n = {r['from']:g}" for r in c["ranges"])
+    return f"fastest by n ({c['dtype']}, ties within noise included): {ranges}"
+
+
+def summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One line per workload: ``{"anchor", "title", "sections", "line"}``."""
+    rows = winners(records)
+    out = []
+    for anchor, title, secs in WORKLOADS:
+        rs = [r for r in records if section_of(r) in secs]
+        if not rs:
+            out.append({"anchor": anchor, "title": title, "sections": secs,
+                        "line": "not in this file"})
+            continue
+        if not any(good(r) for r in rs):
+            reasons = sorted({str(r.get("skip_reason") or (r.get("error") or {}).get("kind")
+                                  or r.get("status")) for r in rs})
+            out.append({"anchor": anchor, "title": title, "sections": secs,
+                        "line": "no time: " + "; ".join(reasons)[:300]})
+            continue
+        line = _generic_line([w for w in rows if w["section"] in secs])
+        if anchor == "many-small-solves":
+            line = _small_solves_line(records)
+        elif anchor == "solve-by-size":
+            line = _crossover_line(records)
+        elif anchor == "layout":
+            line = _pair_line(_layout_pairs(rs), "strided / contiguous time per backend "
+                                                 "(>1: the strided operand costs more)")
+        elif anchor == "fusion":
+            line = _pair_line(_pairs(rs, "a13_fusion_eager", "a13_fusion_compiled"),
+                              "eager / compiled time per backend (>1: compiling pays)")
+        elif anchor == "precision":
+            line = "; ".join(
+                _pair_line(_pairs(rs, "a12_precision_float32", f"a12_precision_{t}"),
+                           f"float32 / {t} GEMM time on the same backend (>1: {t} faster)")
+                for t in ("float16", "bfloat16"))
+        elif anchor == "transfer" and not any(is_gpu(str(r.get("backend"))) for r in rs):
+            line = "no device transfer on this machine (CPU backends only); " + line
+        out.append({"anchor": anchor, "title": title, "sections": secs, "line": line})
+    return out
+
+
+def _largest(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cells of the largest size present in `rs`."""
+    if not rs:
+        return []
+    top = max(size_key(r) for r in rs)
+    return [r for r in rs if size_key(r) == top]
+
+
+def _pairs(rs: list[dict[str, Any]], slow_case: str, fast_case: str,
+           ) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """backend -> (slow cell, fast cell) of two cases at the largest common size and dtype."""
+    out = {}
+    for b in sorted({r["backend"] for r in rs}):
+        for r in sorted(_largest([x for x in rs if x["backend"] == b and x["case"] == fast_case
+                                  and good(x)]), key=lambda x: str(x["dtype"])):
+            slow = next((x for x in rs if x["backend"] == b and x["case"] == slow_case
+                         and x["dtype"] == r["dtype"] and x["size_label"] == r["size_label"]
+                         and good(x)), None)
+            if slow is not None:
+                out[b if len({x["dtype"] for x in rs}) == 1 else f"{b} {r['dtype']}"] = (slow, r)
+    return out
+
+
+def _layout_pairs(rs: list[dict[str, Any]]) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    out = {}
+    for r in rs:
+        p = r.get("params") or {}
+        if section_of(r) != "A10" or p.get("contiguous") != 0 or not good(r):
+            continue
+        c = next((x for x in rs if x["backend"] == r["backend"] and x["dtype"] == r["dtype"]
+                  and (x.get("params") or {}).get("contiguous") == 1
+                  and (x.get("params") or {}).get("n") == p.get("n") and good(x)), None)
+        if c is not None:
+            multi = len({x["dtype"] for x in rs}) > 1
+            out[r["backend"] + (f" {r['dtype']}" if multi else "")] = (r, c)
+    return out
+
+
+# ---------------------------------------------------------------------- the article
+#: The article's measured tables: (section, item, case, size label, (NumPy CPU,
+#: PyTorch CPU, PyTorch GPU) in ms; None where it printed "out of memory").
+ARTICLE_TABLES: tuple[tuple[str, str, str, str, tuple[float | None, ...]], ...] = (
+    ("A1", "GEMM 128x256x512", "a1_gemm", "128x256x512", (2.31, 1.98, 0.12)),
+    ("A1", "GEMM 512x1024x2048", "a1_gemm", "512x1024x2048", (48.76, 42.15, 1.87)),
+    ("A1", "GEMM 2048x4096x8192", "a1_gemm", "2048x4096x8192", (None, None, 15.24)),
+    ("A4", "add 4096x4096", "a4_add", "4096x4096", (5.2, 4.8, 0.3)),
+    ("A4", "multiply 4096x4096", "a4_multiply", "4096x4096", (5.1, 4.7, 0.3)),
+    ("A4", "sigmoid 4096x4096", "a4_sigmoid", "4096x4096", (22.4, 18.6, 1.2)),
+    ("A5", "broadcast 128x1 -> 128x1024", "a5_broadcast", "128x1024x1", (0.15, 0.12, 0.04)),
+    ("A7", "SVD 512x512", "a7_svd", "512", (68.0, 72.0, 9.0)),
+    ("A8", "QR 512x512", "a8_qr", "512", (24.0, 26.0, 3.0)),
+    ("A9", "batched matmul 16 x 256x256", "a9_batched_matmul", "16x256", (1.2, 1.0, 0.08)),
+    ("A9", "batched matmul 64 x 256x256", "a9_batched_matmul", "64x256", (4.5, 3.8, 0.12)),
+    ("A9", "batched matmul 256 x 256x256", "a9_batched_matmul", "256x256", (18.2, 15.4, 0.25)),
+    ("A9", "batched matmul 1024 x 256x256", "a9_batched_matmul", "1024x256",
+     (72.9, 61.7, 0.48)),
+    ("A10", "matmul, non-contiguous 1024x512 operand", "a10_layout", "1024x0",
+     (15.2, 14.6, 1.8)),
+    ("A10", "matmul, contiguous 1024x512 operand", "a10_layout", "1024x1", (8.7, 7.9, 0.9)),
+)
+ARTICLE_SETUP = ("NumPy float64 against PyTorch float32 (NumPy's and torch.rand's defaults), "
+                 "Xeon Gold 6248R 24 cores and an A100")
+
+
+def _cell(records: list[dict[str, Any]], case: str, backend: str, dtype: str,
+          label: str) -> dict[str, Any] | None:
+    return next((r for r in records if r.get("case") == case and r.get("backend") == backend
+                 and str(r.get("dtype")) == dtype and str(r.get("size_label")) == label), None)
+
+
+def _fmt_ms(s: float | None) -> str:
+    return "-" if s is None else f"{s * 1e3:.3g} ms"
+
+
+def compare_text(numpy_cell: dict[str, Any] | None, torch_cell: dict[str, Any] | None,
+                 article: float | None) -> tuple[str, str]:
+    """("numpy X ms / torch Y ms = r [lo-hi]", verdict against the article's ratio)."""
+    if numpy_cell is None or torch_cell is None:
+        return "-", "not run at this scale or dtype"
+    bad = [c for c in (numpy_cell, torch_cell) if not good(c)]
+    if bad:
+        c = bad[0]
+        why = c.get("skip_reason") or (c.get("error") or {}).get("kind") or c.get("status")
+        return "-", f"{c['backend']} {c.get('status')}: {why}"
+    rr = ratio(numpy_cell, torch_cell)
+    assert rr is not None
+    lo, x, hi = rr
+    nums = (f"{_fmt_ms(median(numpy_cell))} / {_fmt_ms(median(torch_cell))} = "
+            f"{fmt_ratio(x)} [{lo:.2f}-{hi:.2f}]")
+    noise = [c["backend"] for c in (numpy_cell, torch_cell) if shaky(c)]
+    tail = f" ({', '.join(noise)} cell noisy)" if noise else ""
+    claim = ("" if article is None else
+             f" (article: {'torch' if article > 1 else 'NumPy'} "
+             f"{fmt_ratio(article if article > 1 else 1 / article)})")
+    if lo <= 1.0 <= hi or abs(x - 1) < MIN_MARGIN - 1:
+        v = "tie within noise" + claim
+    elif article is None:
+        v = f"{'torch-cpu' if x > 1 else 'numpy'} faster"
+    elif (x > 1) == (article > 1):
+        v = f"agrees: {'torch-cpu' if x > 1 else 'numpy'} faster, {fmt_ratio(max(x, 1 / x))}" + claim
+    else:
+        v = f"refuted: {'torch-cpu' if x > 1 else 'numpy'} faster, {fmt_ratio(max(x, 1 / x))}" + claim
+    return nums, v + tail
+
+
+def article_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The article's tables side by side with this file: each row measured in the
+    article's own setup (NumPy float64 vs torch-cpu float32) and in fair ones (the same
+    dtype on both; threads are the run's, the same for every backend)."""
+    out = []
+    gpu_b = sorted({r["backend"] for r in records if is_gpu(str(r["backend"])) and good(r)})
+    for sec, item, case, label, (a_np, a_tc, a_gpu) in ARTICLE_TABLES:
+        art = (f"NumPy {a_np} / torch-cpu {a_tc} / GPU {a_gpu} ms" if a_np is not None
+               else f"NumPy and torch-cpu 'out of memory' / GPU {a_gpu} ms")
+        a_ratio = a_np / a_tc if a_np and a_tc else None
+        row = {"section": sec, "item": item, "article": art}
+        row["own"] = compare_text(_cell(records, case, "numpy", "float64", label),
+                                  _cell(records, case, "torch-cpu", "float32", label), a_ratio)
+        for dt in ("float64", "float32"):
+            row[dt] = compare_text(_cell(records, case, "numpy", dt, label),
+                                   _cell(records, case, "torch-cpu", dt, label), a_ratio)
+        if gpu_b:
+            g = [_cell(records, case, b, dt, label) for b in gpu_b for dt in ("float32",
+                                                                                 "float64")]
+            g = [x for x in g if x is not None and good(x)]
+            row["gpu"] = ("; ".join(f"{x['backend']} {x['dtype']} {_fmt_ms(median(x))}" for x in g)
+                          or "not run")
+        else:
+            row["gpu"] = "no GPU here"
+        out.append(row)
     return out

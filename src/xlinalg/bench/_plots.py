@@ -1,7 +1,11 @@
 """Plots of a results file (matplotlib, Agg backend, imported lazily).
 
-Each plot is written as PNG and SVG. :func:`make_plots` returns a list of
-``{"name", "title", "png", "svg"}`` for the report to embed.
+Each plot is written as PNG and SVG, at most :data:`MAX_WIDTH_PX` wide (one
+plot per case rather than one strip per section), with the interquartile
+range drawn as error bars or bands, units and sizes on the axes, and noisy or
+stalled cells marked. :func:`make_plots` returns a list of ``{"name",
+"title", "png", "svg", "section"}`` for the report to embed ("section": a
+document section such as ``"A1"``, or ``"question"`` for Q1-Q4 together).
 """
 
 from __future__ import annotations
@@ -13,7 +17,12 @@ from typing import Any
 
 from . import _findings as F
 
-__all__ = ["make_plots"]
+__all__ = ["MAX_WIDTH_PX", "make_plots"]
+
+#: Widest plot in pixels (a reader sees it whole at 100% zoom).
+MAX_WIDTH_PX = 1600
+_DPI = 100
+_MAX_W_IN = MAX_WIDTH_PX / _DPI - 0.1
 
 
 def _plt() -> Any:
@@ -25,14 +34,33 @@ def _plt() -> Any:
     return plt
 
 
-def _save(fig: Any, outdir: Path, name: str, title: str) -> dict[str, str]:
+def _fig(width_in: float, height_in: float = 4.5) -> tuple[Any, Any]:
+    return _plt().subplots(figsize=(min(max(width_in, 6.0), _MAX_W_IN), height_in))
+
+
+def _save(fig: Any, outdir: Path, name: str, title: str, section: str) -> dict[str, str]:
     png = outdir / f"{name}.png"
     svg = outdir / f"{name}.svg"
     fig.tight_layout()
-    fig.savefig(png, dpi=110)
+    fig.savefig(png, dpi=_DPI)  # figsize x dpi: never wider than MAX_WIDTH_PX
     fig.savefig(svg)
     _plt().close(fig)
-    return {"name": name, "title": title, "png": str(png), "svg": str(svg)}
+    return {"name": name, "title": title, "png": str(png), "svg": str(svg),
+            "section": section}
+
+
+def _time_label(v: float) -> str:
+    for unit, f in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if v >= f or unit == "ns":
+            return f"{v / f:g} {unit}"
+    return f"{v:g} s"  # pragma: no cover
+
+
+def _time_axis(axis: Any) -> None:
+    """Tick labels as times with units (10 µs, 1 ms) on a log axis."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: _time_label(v) if v > 0 else ""))
 
 
 def _plain_axis(axis: Any) -> None:
@@ -52,130 +80,214 @@ def _plain_axis(axis: Any) -> None:
 
 
 def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:120]
+
+
+def _text(s: Any) -> str:
+    """Text from a results file, safe for matplotlib (no mathtext, bounded length)."""
+    return str(s).replace("$", r"\$")[:80]
+
+
+_MARK = {"noisy": " ~", "stalled": " STALL"}
+_KEY = "~: noisy cell (IQR > 10% of the median); STALL: stalled cell"
 
 
 def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, str]]:
-    """Runtime against matrix side n, one line per backend, log-log (Q3)."""
-    plt = _plt()
+    """Runtime against matrix side n, one line per backend, IQR band, log-log (Q3)."""
     sw = [r for r in F.sweep_records(records) if F.good(r) and F.side(r) is not None]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in sw:
         groups[(r["case"], str(r["dtype"]))].append(r)
     out = []
     for (case, dtype), rs in sorted(groups.items()):
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        lines: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        fig, ax = _fig(10, 5.5)
+        lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in rs:
-            lines[r["backend"]].append((F.side(r), F.median(r)))  # type: ignore[arg-type]
+            lines[r["backend"]].append(r)
+        shaky_any = False
         for b, pts in sorted(lines.items()):
-            pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=b)
+            pts.sort(key=lambda r: F.side(r) or 0.0)
+            xs = [F.side(r) for r in pts]
+            qs = [F.quartiles(r) for r in pts]
+            (line,) = ax.plot(xs, [q[1] for q in qs], marker="o", ms=3, label=_text(b))
+            ax.fill_between(xs, [q[0] for q in qs], [q[2] for q in qs],
+                            color=line.get_color(), alpha=0.2, lw=0)
+            bad = [(x, q[1]) for x, q, r in zip(xs, qs, pts) if F.shaky(r)]
+            if bad:
+                shaky_any = True
+                ax.plot([p[0] for p in bad], [p[1] for p in bad], ls="none", marker="o",
+                        ms=7, mfc="none", mec=line.get_color())
         ax.set_xscale("log")
         ax.set_yscale("log")
         _plain_axis(ax.xaxis)
-        ax.set_xlabel("matrix side n")
-        ax.set_ylabel("median time per call [s]")
-        title = f"{case}: runtime against matrix side ({dtype})"
-        ax.set_title(title)
+        _time_axis(ax.yaxis)
+        ax.set_xlabel("matrix side n (one n x n system and one right-hand side)")
+        ax.set_ylabel("time per solve (median; band: IQR)")
+        title = f"{_text(case)}: runtime against matrix side n ({dtype})"
+        ax.set_title(title + ("\nringed points: noisy or stalled cells" if shaky_any else ""),
+                     fontsize=11)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(title="backend")
-        out.append(_save(fig, outdir, _safe(f"sweep_{case}_{dtype}"), title))
+        out.append(_save(fig, outdir, _safe(f"sweep_{case}_{dtype}"), title, "Q3"))
     return out
 
 
 def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, str]]:
-    """Loop vs batched time per backend and size, with the speedup written on the bars."""
+    """Loop vs one call per stack, per backend and size (IQR error bars, speed-up written)."""
     rows = F.loop_vs_batched(records)
     if not rows:
         return []
-    plt = _plt()
     out = []
     by_method: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for d in rows:
         by_method[d["method"]].append(d)
     for method, ds in sorted(by_method.items()):
-        labels = [f"{d['backend']}\n{d['size']}" for d in ds]
+        labels = [f"{_text(d['backend'])}\n{_text(d['size'])}" for d in ds]
         x = list(range(len(ds)))
         w = 0.4
-        fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(ds) + 2), 4.5))
+        fig, ax = _fig(0.9 * len(ds) + 2)
         ax.bar([i - w / 2 for i in x], [d["loop_s"] for d in ds], w, label="Python loop")
-        ax.bar([i + w / 2 for i in x], [d["method_s"] for d in ds], w, label=method)
+        ax.bar([i + w / 2 for i in x], [d["method_s"] for d in ds], w, label=_text(method))
         for i, d in zip(x, ds):
-            ax.annotate(f"{d['speedup']:.3g}x", (i + w / 2, d["method_s"]),
+            ax.annotate(F.fmt_ratio(d["speedup"]), (i + w / 2, d["method_s"]),
                         ha="center", va="bottom", fontsize=8)
         ax.set_xticks(x)
         ax.set_xticklabels(labels, fontsize=8)
         ax.set_yscale("log")
-        ax.set_ylabel("median time [s] (all systems)")
-        ax.set_xlabel("backend / size")
-        title = f"Q1/Q4: Python loop vs {method} (speedup on the bars)"
+        _time_axis(ax.yaxis)
+        ax.set_ylabel("median time for all COUNT systems")
+        ax.set_xlabel("backend, COUNT x n")
+        title = f"Python loop vs {_text(method)} (speed-up on the bars)"
         ax.set_title(title)
         ax.grid(True, axis="y", which="both", alpha=0.3)
         ax.legend()
-        out.append(_save(fig, outdir, _safe(f"loop_vs_{method}"), title))
+        out.append(_save(fig, outdir, _safe(f"loop_vs_{method}"), title, "question"))
     return out
 
 
-_MAX_BARS = 12
+_MAX_SIZES = 12
+
+
+def _thin(keys: list[Any]) -> tuple[list[Any], bool]:
+    """At most _MAX_SIZES evenly spaced items, first and last kept."""
+    if len(keys) <= _MAX_SIZES:
+        return keys, False
+    idx = sorted({round(i * (len(keys) - 1) / (_MAX_SIZES - 1)) for i in range(_MAX_SIZES)})
+    return [keys[i] for i in idx], True
+
+
+def _ratio_bars(ax: Any, groups: list[str], series: dict[str, list[tuple[float, float, float,
+                                                                           str] | None]],
+                ) -> bool:
+    """Grouped bars of ratios with interval error bars; "~"/"STALL" marks. True: a mark."""
+    names = sorted(series)
+    w = 0.8 / max(1, len(names))
+    marked = False
+    for j, b in enumerate(names):
+        xs, ys, lo, hi, marks = [], [], [], [], []
+        for i, v in enumerate(series[b]):
+            if v is None:
+                continue
+            xs.append(i - 0.4 + w * (j + 0.5))
+            ys.append(v[1])
+            lo.append(max(0.0, v[1] - v[0]))
+            hi.append(max(0.0, v[2] - v[1]))
+            marks.append(v[3])
+        bars = ax.bar(xs, ys, w, label=_text(b), yerr=[lo, hi], capsize=2,
+                      error_kw={"elinewidth": 0.8, "alpha": 0.7})
+        for bar, m in zip(bars, marks):
+            if m:
+                bar.set_hatch("//")
+                marked = True
+        for x, y, m in zip(xs, ys, marks):
+            ax.annotate(F.fmt_ratio(y) + _MARK.get(m, ""), (x, y), ha="center",
+                        va="bottom", fontsize=7, rotation=90 if len(names) > 2 else 0)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_yscale("log")
+    _plain_axis(ax.yaxis)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups, fontsize=8, rotation=30 if len(groups) > 6 else 0)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.margins(y=0.15)
+    ax.legend(title="backend", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return marked
+
+
+def _ratio(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, float, str] | None:
+    rr = F.ratio(slow, fast)
+    if rr is None:
+        return None
+    mark = F.shaky(slow) or F.shaky(fast)
+    return rr[0], rr[1], rr[2], mark
 
 
 def plot_speedups(records: list[dict[str, Any]], outdir: Path,
                   baseline: str = "numpy") -> list[dict[str, str]]:
-    """Per section: speedup of each backend over ``baseline`` per cell (log scale)."""
-    plt = _plt()
+    """Per case and dtype: each backend's speed-up over `baseline` at each size."""
     out = []
-    for sec, rs in F.sections(records).items():
-        cells: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
-        for r in rs:
-            cells[(r["case"], str(r["dtype"]), str(r["size_label"]))][r["backend"]] = r
-        keys = [k for k, by in cells.items()
+    cases: dict[tuple[str, str, str], dict[str, dict[str, dict[str, Any]]]] = defaultdict(
+        lambda: defaultdict(dict))
+    for r in records:
+        sec = F.section_of(r)
+        if sec in ("Q3", "A12"):  # the sweep and the precision plot have their own
+            continue
+        cases[(sec, r["case"], str(r["dtype"]))][str(r["size_label"])][r["backend"]] = r
+    for (sec, case, dtype), by_size in sorted(cases.items()):
+        keys = [lab for lab, by in by_size.items()
                 if baseline in by and F.good(by[baseline])
                 and any(b != baseline and F.good(x) for b, x in by.items())]
         if not keys:
             continue
-        keys.sort(key=lambda k: (k[0], k[1], F.size_key(cells[k][baseline])))
-        # a sweep (Q3: 100 sizes) would be thousands of bars: at most _MAX_BARS sizes
-        # per case, evenly spaced, first and last kept (every size is in the tables)
-        groups: dict[tuple[str, str], list] = defaultdict(list)
-        for k in keys:
-            groups[(k[0], k[1])].append(k)
-        thinned = False
-        keys = []
-        for g in groups.values():
-            if len(g) > _MAX_BARS:
-                idx = sorted({round(i * (len(g) - 1) / (_MAX_BARS - 1)) for i in range(_MAX_BARS)})
-                g = [g[i] for i in idx]
-                thinned = True
-            keys += g
-        backends = sorted({b for k in keys for b in cells[k] if b != baseline})
-        fig, ax = plt.subplots(figsize=(max(6, 0.8 * len(keys) * max(1, len(backends)) / 2 + 3),
-                                        4.5))
-        w = 0.8 / len(backends)
-        for j, b in enumerate(backends):
-            xs, ys = [], []
-            for i, k in enumerate(keys):
-                r = cells[k].get(b)
-                if r is not None and F.good(r):
-                    xs.append(i - 0.4 + w * (j + 0.5))
-                    ys.append(F.median(cells[k][baseline]) / F.median(r))  # type: ignore[operator]
-            ax.bar(xs, ys, w, label=b)
-            for x, y in zip(xs, ys):
-                ax.annotate(f"{y:.2g}x", (x, y), ha="center", va="bottom", fontsize=7)
-        ax.axhline(1.0, color="k", lw=0.8)
-        ax.set_yscale("log")
-        _plain_axis(ax.yaxis)
-        ax.set_xticks(range(len(keys)))
-        multi = len({k[1] for k in keys}) > 1
-        ax.set_xticklabels([f"{k[0]}\n{k[2]}" + (f"\n{k[1]}" if multi else "") for k in keys],
-                           fontsize=7, rotation=30 if len(keys) > 6 else 0)
-        ax.set_ylabel(f"speedup over {baseline} (>1: faster)")
-        title = f"{sec}: speedup over {baseline}" + (
-            f" ({_MAX_BARS} sizes per case shown)" if thinned else "")
-        ax.set_title(title)
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-        ax.legend(title="backend", fontsize=8)
-        out.append(_save(fig, outdir, _safe(f"speedup_{sec}"), title))
+        keys.sort(key=lambda lab: F.size_key(by_size[lab][baseline]))
+        keys, thinned = _thin(keys)
+        backends = sorted({b for k in keys for b in by_size[k] if b != baseline})
+        series = {b: [(_ratio(by_size[k][baseline], by_size[k][b])
+                       if b in by_size[k] and F.good(by_size[k][b]) else None) for k in keys]
+                  for b in backends}
+        fig, ax = _fig(2.5 + 0.45 * len(keys) * max(1, len(backends)))
+        marked = _ratio_bars(ax, [_text(k) for k in keys], series)
+        names = [str(n) for n in (by_size[keys[0]][baseline].get("params") or {})] or ["size"]
+        ax.set_xlabel(f"size ({' x '.join(names)})")
+        ax.set_ylabel(f"speed-up over {baseline} (>1: faster; bars: IQR range)")
+        cdt = F.compute_dtype(next(iter(by_size[keys[0]].values())))
+        title = (f"{sec} {_text(case)} ({cdt}): speed-up over {baseline}"
+                 + (f", {_MAX_SIZES} of the sizes" if thinned else ""))
+        ax.set_title(title + (f"\nhatched: {_KEY}" if marked else ""), fontsize=10)
+        out.append(_save(fig, outdir, _safe(f"speedup_{sec}_{case}_{dtype}"), title, sec))
+    return out
+
+
+def plot_precision(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, str]]:
+    """A12: each reduced precision against the same backend's float32 GEMM (its own
+    baseline), per size: NumPy has no bfloat16, so a NumPy baseline would drop it."""
+    rs = [r for r in records if F.section_of(r) == "A12" and F.good(r)]
+    base = {(r["backend"], str(r["dtype"]), str(r["size_label"])): r for r in rs
+            if F.compute_dtype(r) == "float32"}
+    out = []
+    for dtype in sorted({str(r["dtype"]) for r in rs}):
+        for target in ("float16", "bfloat16"):
+            cells = [r for r in rs if F.compute_dtype(r) == target and str(r["dtype"]) == dtype
+                     and (r["backend"], dtype, str(r["size_label"])) in base]
+            if not cells:
+                continue
+            keys = sorted({str(r["size_label"]) for r in cells},
+                          key=lambda lab: F.size_key(next(r for r in cells
+                                                          if str(r["size_label"]) == lab)))
+            backends = sorted({r["backend"] for r in cells})
+            series = {}
+            for b in backends:
+                series[b] = []
+                for k in keys:
+                    c = next((r for r in cells if r["backend"] == b
+                              and str(r["size_label"]) == k), None)
+                    series[b].append(None if c is None else _ratio(base[(b, dtype, k)], c))
+            fig, ax = _fig(2.5 + 0.6 * len(keys) * len(backends))
+            marked = _ratio_bars(ax, keys, series)
+            ax.set_xlabel("GEMM size (m x k x n)")
+            ax.set_ylabel(f"float32 time / {target} time (>1: {target} faster)")
+            title = f"A12: {target} GEMM against the same backend's float32 GEMM"
+            ax.set_title(title + (f"\nhatched: {_KEY}" if marked else ""), fontsize=10)
+            out.append(_save(fig, outdir, _safe(f"precision_{target}_{dtype}"), title, "A12"))
     return out
 
 
@@ -184,4 +296,4 @@ def make_plots(records: list[dict[str, Any]], outdir: str | Path) -> list[dict[s
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     return (plot_sweep(records, outdir) + plot_loop_vs_batched(records, outdir)
-            + plot_speedups(records, outdir))
+            + plot_speedups(records, outdir) + plot_precision(records, outdir))

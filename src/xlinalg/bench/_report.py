@@ -1,8 +1,12 @@
-"""``xlinalg report results.jsonl [--out DIR]``: report.md, report.html and plots.
+"""``xlinalg report results.jsonl [more.jsonl ...] [--out DIR]``: report.md, report.html, plots.
 
-One table per document section (Q1-Q4, A1-A15), a findings section computed
-from the data (:mod:`._findings`), and plots (:mod:`._plots`, PNG and SVG).
-The HTML file is self-contained: plots are inlined as base64 PNG.
+The reader sees the answer first: a summary (one line per workload of the
+documents, with its margin or "tie within noise"), a table of contents, the
+article's tables side by side with this machine's (in the article's own setup
+and in fair ones), the question's answer, then one section per document
+section with size x backend tables (median, first call, verdict) and plots
+(:mod:`._plots`). Analysis is in :mod:`._findings`. The HTML file is
+self-contained: plots are inlined as base64 PNG.
 """
 
 from __future__ import annotations
@@ -16,15 +20,21 @@ from typing import Any
 
 from . import _findings as F
 
-__all__ = ["add_arguments", "build_report", "run"]
+__all__ = ["add_arguments", "build_report", "run", "write_report"]
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
-Block = tuple  # ("h", level, text) | ("p", text) | ("ul", [text]) | ("table", hdr, rows) | ("img", plot)
+#: ("h", level, text[, anchor]) | ("p", text) | ("ul", [text]) | ("toc", [(text, anchor)])
+#: | ("table", header, rows) | ("details", summary, [blocks]) | ("img", plot);
+#: a table cell is text ("\n" breaks the line) or ("link", text, anchor).
+Block = tuple
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", metavar="RESULTS", help="a results file (JSON Lines)")
+    parser.add_argument("more", metavar="MORE", nargs="*",
+                        help="more results files of the same machine (e.g. the float32 run "
+                             "beside a float64 one): one report over all of them")
     parser.add_argument("--out", metavar="DIR", default=None,
                         help="output directory (default: <results name>-report beside it)")
     parser.add_argument("--no-plots", action="store_true", help="tables and findings only")
@@ -60,19 +70,18 @@ def _peak_mem(r: dict[str, Any]) -> str:
 def _note(r: dict[str, Any]) -> str:
     st = r.get("status")
     if st == "skipped":
-        return f"skipped: {r.get('skip_reason') or '?'}"
+        return f"skipped: {r.get('skip_reason') or 'no reason recorded'}"
     if st == "failed":
         e = r.get("error") or {}
         return f"failed ({e.get('kind', 'error')}): {str(e.get('message', ''))[:160]}"
     if st == "wrong":
         return f"WRONG: {str((r.get('check') or {}).get('message', ''))[:160]}"
-    t = r.get("time") or {}
-    return "noisy" if t.get("noisy") else ""
+    return f"{st}, {F.shaky(r)}" if F.shaky(r) else ""
 
 
 def _section_table(rs: list[dict[str, Any]], peaks: dict[str, Any]) -> tuple[list[str], list]:
-    hdr = ["case", "backend", "size", "dtype", "median", "IQR", "rate", "% of peak",
-           "check", "peak memory", "status / note"]
+    hdr = ["case", "backend", "size", "compute dtype", "median", "IQR", "first call", "rate",
+           "% of peak", "check", "peak memory", "status / note"]
     rows = []
     for r in sorted(rs, key=lambda r: (r["case"], str(r["dtype"]), F.size_key(r),
                                        r["backend"])):
@@ -80,14 +89,15 @@ def _section_table(rs: list[dict[str, Any]], peaks: dict[str, Any]) -> tuple[lis
         unit, rate, frac = F.fraction_of_peak(r, peaks)
         ran = r.get("status") not in ("skipped", "failed")
         rows.append([
-            r["case"], r["backend"], str(r["size_label"]), str(r["dtype"]),
+            r["case"], r["backend"], str(r["size_label"]), F.compute_dtype(r),
             _fmt_time(t.get("median_s")) if ran else "-",
             _fmt_time(t.get("iqr_s")) if ran else "-",
+            _fmt_time(_first(r)) if ran else "-",
             f"{rate:.3g} {unit}" if rate is not None else "-",
             f"{100 * frac:.1f}%" if frac is not None else "-",
             str((r.get("check") or {}).get("verdict", "-")),
             _peak_mem(r) if ran else "-",
-            f"{r.get('status')}" + (f": {_note(r)}" if _note(r) else ""),
+            _note(r) or str(r.get("status")),
         ])
     return hdr, rows
 
@@ -114,61 +124,58 @@ def _env_lines(hdr: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def _findings_blocks(records: list[dict[str, Any]], env: dict[str, Any],
-                     peaks: dict[str, Any]) -> list[Block]:
-    out: list[Block] = [("h", 2, "Findings")]
-    # winners
-    cw = F.case_winners(F.winners(records))
-    out.append(("h", 3, "Which backend wins each case here"))
-    if cw:
-        rows = [[w["section"], w["case"], w["dtype"], w["winner"], f"{w['wins']} of {w['of']}",
-                 ", ".join(f"{b}: {n}" for b, n in sorted(w["all"].items()))] for w in cw]
-        out.append(("table", ["section", "case", "dtype", "winner", "sizes won", "wins"], rows))
-        margins = [w for w in F.winners(records) if w["margin"]]
-        if margins:
-            out.append(("p", "Per size: the fastest backend, and how many times faster it is "
-                             "than the runner-up."))
-            out.append(("table", ["section", "case", "size", "dtype", "fastest", "median",
-                                  "margin", "runner-up"],
-                        [[w["section"], w["case"], w["size"], w["dtype"], w["winner"],
-                          _fmt_time(w["median_s"]), f"{w['margin']:.2f}x", w["runner_up"]]
-                         for w in margins]))
-    else:
-        out.append(("p", "No case ran on two or more backends."))
-    # loop vs batched
-    out.append(("h", 3, "Q1 vs Q4: how to solve many systems fast (loop vs batched)"))
+def _loop_blocks(records: list[dict[str, Any]]) -> list[Block]:
+    """Q1-Q4 together: the question's answer from the data, then what is explanation."""
+    out: list[Block] = []
     lb = F.loop_vs_batched(records)
     if lb:
         rows = [[d["backend"], d["dtype"], d["size"], d["loop_case"], _fmt_time(d["loop_s"]),
-                 d["method"], _fmt_time(d["method_s"]), f"{d['speedup']:.3g}x"] for d in lb]
-        out.append(("table", ["backend", "dtype", "size", "loop case", "loop time", "method",
-                              "method time", "speedup"], rows))
+                 d["method"], _fmt_time(d["method_s"]), F.fmt_ratio(d["speedup"])] for d in lb]
+        out.append(("p", "Loop against one call per stack (same backend, dtype and size; "
+                         "speed-up = loop time / method time):"))
+        out.append(("table", ["backend", "dtype", "count x n", "loop case", "loop time",
+                              "method", "method time", "speed-up"], rows))
         best = max(lb, key=lambda d: d["speedup"])
         out.append(("p", f"The largest gain: {best['method']} on {best['backend']} "
-                         f"({best['size']}, {best['dtype']}) is {best['speedup']:.3g}x faster "
-                         "than the Python loop."))
-    else:
-        out.append(("p", "No Q4 cell has a matching loop cell (same backend, dtype and size) "
-                         "in this file."))
-    # the question's own loop (q1_*): one line, fastest first (a sweep case that shares
-    # the section, e.g. the generic `solve`, is in its own table)
-    q1 = [r for r in records if str(r.get("case", "")).startswith("q1") and F.good(r)]
+                         f"({best['size']}, {best['dtype']}) is {F.fmt_ratio(best['speedup'])} "
+                         "faster than the Python loop."))
+    q1 = [r for r in records if F.section_of(r) == "Q1" and F.good(r)]
     if q1:
         per = "; ".join(f"{r['backend']} {r['dtype']} {r['size_label']}: "
-                        f"{_fmt_time(F.median(r))}" for r in sorted(q1, key=F.median))
+                        f"{_fmt_time(F.median(r))} (first call {_fmt_time(_first(r))})"
+                        for r in sorted(q1, key=lambda r: F.median(r) or 0.0))
         out.append(("p", f"Q1, the question's Python loop (medians, fastest first): {per}."))
+    q2 = [r for r in records if F.section_of(r) == "Q2"]
+    q2ok = [r for r in q2 if F.good(r)]
+    if q2ok:
+        per = "; ".join(f"{r['backend']} {r['dtype']} {r['size_label']}: "
+                        f"{_fmt_time(F.median(r))} per loop, first call (numba compiles) "
+                        f"{_fmt_time(_first(r))}" for r in q2ok)
+        out.append(("p", f"Q2, the loop under numba @njit: {per}. The question's puzzle, "
+                         "from its code: solve_numpy_njit_a only builds a dispatcher "
+                         "(njit(f, dim=dim) is never called), so its 0.16 ms timed nothing; "
+                         "solve_numpy_njit_b's 1.27 s is the first call, which includes "
+                         "numba's compilation, the cost measured here as the first call."))
+    elif q2:
+        out.append(("p", "Q2 (numba): " + "; ".join(sorted({_note(r) or str(r.get("status"))
+                                                           for r in q2}))))
     gpu_here = any(F.is_gpu(r["backend"]) for r in records)
-    out.append(("p", "Why the GPU was slower in the question: at n = 5 a solve is ~100 "
-                     "flops, so each call costs only the per-call overhead (Python dispatch, "
-                     "a kernel launch and a device synchronisation per call), which a GPU "
-                     "pays many times over what a CPU LAPACK call costs. Batching the 1000 "
-                     "systems into one (batch, n, n) solve pays that overhead once. "
-                     + ("GPU cells are in this file: see the table above."
-                        if gpu_here else "This file has no GPU cells, so the GPU side of the "
-                        "answer is not measured here; the CPU rows above show the same effect "
-                        "of per-call overhead.")))
-    # crossover
-    out.append(("h", 3, "Crossover in the solve sweep"))
+    firsts = [(r, _first(r)) for r in records if F.section_of(r) in ("Q1", "Q4") and _first(r)]
+    slow = max(firsts, key=lambda t: t[1]) if firsts else None
+    out.append(("p", "Measured here: the per-call cost of a loop (Q1 against Q4) and each "
+                     "cell's first call (library start-up, compilation, and for GPU cells "
+                     "device start-up), shown in every table below"
+                + (f"; the slowest first call among Q1/Q4 cells is {slow[0]['case']} on "
+                   f"{slow[0]['backend']}, {_fmt_time(slow[1])}" if slow else "") + "."))
+    out.append(("p", "Explanation, to be checked on a GPU"
+                + (" (GPU cells are in this file: compare them with the CPU rows)"
+                   if gpu_here else " (no GPU cell in this file)")
+                + ": the question's 5.2 s for 1000 GPU solves (5.2 ms a solve) is what one "
+                  "would expect from a per-call cost (a kernel launch and a device "
+                  "synchronisation per torch.solve) plus CUDA start-up inside its single "
+                  "timeit call; its data was created once, before the loop, so data "
+                  "creation is not the cause. Batching the 1000 systems into one (batch, n, n) "
+                  "solve pays the per-call cost once."))
     co = F.crossovers(records)
     if co:
         items = []
@@ -176,29 +183,202 @@ def _findings_blocks(records: list[dict[str, Any]], env: dict[str, Any],
             ranges = ", ".join(f"{r['winner']} for n = {r['from']:g}-{r['to']:g}"
                                if r["from"] != r["to"] else f"{r['winner']} at n = {r['from']:g}"
                                for r in c["ranges"])
-            firsts = ", ".join(f"{b} first wins at n = {n:g}" for b, n in c["first_win"].items())
+            firsts_t = ", ".join(f"{b} first wins at n = {n:g}"
+                                 for b, n in c["first_win"].items())
             never = (f"; never fastest: {', '.join(c['never_wins'])}" if c["never_wins"] else "")
-            items.append(f"{c['case']} ({c['dtype']}): fastest {ranges}. {firsts}{never}.")
+            items.append(f"{c['case']} ({c['dtype']}): fastest {ranges}. {firsts_t}{never}.")
+        out.append(("p", "Crossover in the solve sweep (Q3), fastest median at each n "
+                         "(the Q3 table marks the sizes where it is a tie within noise):"))
         out.append(("ul", items))
-    else:
-        out.append(("p", "No solve sweep with two or more backends in this file."))
-    # claims
-    out.append(("h", 3, "The article's claims"))
+    return out
+
+
+def _first(r: dict[str, Any]) -> float | None:
+    v = (r.get("time") or {}).get("first_call_s")
+    return float(v) if isinstance(v, (int, float)) and v >= 0 else None
+
+
+def _pivot_cell(r: dict[str, Any] | None) -> str:
+    if r is None:
+        return ""
+    if not F.good(r):
+        st = r.get("status")
+        if st == "skipped":
+            return "skipped"
+        return _note(r)[:60] or str(st)
+    q = F.quartiles(r)
+    med = F.median(r)
+    rel = f" ±{50 * (q[2] - q[0]) / med:.0f}%" if q and med else ""
+    mark = {"noisy": " (noisy)", "stalled": " (STALLED)"}.get(F.shaky(r), "")
+    first = _first(r)
+    return (f"{_fmt_time(med)}{rel}{mark}"
+            + (f"\nfirst call {_fmt_time(first)}" if first is not None else ""))
+
+
+def _pivots(rs: list[dict[str, Any]]) -> list[Block]:
+    """Per case and dtype: size x backend (median ±half IQR, first call) and the verdict."""
+    out: list[Block] = []
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in sorted(rs, key=lambda r: (r["case"], str(r["dtype"]))):
+        groups.setdefault((r["case"], str(r["dtype"])), []).append(r)
+    for (case, dtype), g in groups.items():
+        backends = list(dict.fromkeys(r["backend"] for r in sorted(g, key=lambda r: r["backend"])))
+        sizes = sorted({str(r["size_label"]) for r in g},
+                       key=lambda lab: F.size_key(next(r for r in g if str(r["size_label"]) == lab)))
+        cdt = {F.compute_dtype(r) for r in g}
+        dt_txt = dtype if cdt == {dtype} else f"computes in {', '.join(sorted(cdt))} (run dtype {dtype})"
+        rows = []
+        for lab in sizes:
+            by = {r["backend"]: r for r in g if str(r["size_label"]) == lab}
+            v = F.verdict(by)
+            rows.append([lab] + [_pivot_cell(by.get(b)) for b in backends]
+                        + [F.verdict_text(v) if v and v["n"] > 1 else "-"])
+        out.append(("p", f"{case}, {dt_txt}: median time per call, ± half the IQR, "
+                         "first call below; last column: the verdict."))
+        out.append(("table", ["size"] + backends + ["verdict"], rows))
+        skips = sorted({f"{r['backend']}: {r.get('skip_reason')}" for r in g
+                        if r.get("status") == "skipped"})
+        if skips:
+            out.append(("ul", [f"skipped on {x}" for x in skips]))
+    return out
+
+
+def _summary_blocks(records: list[dict[str, Any]], env: dict[str, Any]) -> list[Block]:
+    secs = {F.section_of(r) for r in records}
+    rows = []
+    for w in F.summary(records):
+        link = next((s for s in w["sections"] if s in secs), None)
+        rows.append([("link", w["title"], _anchor(link)) if link else w["title"],
+                     ", ".join(w["sections"]), w["line"]])
+    return [
+        ("h", 2, "Summary: which library for which workload", "summary"),
+        ("p", "Measured on: " + F.machine_line(env, records) + ". Each line is this "
+              "machine's answer, not a general one. A backend is named only when it is at "
+              f"least {F.MIN_MARGIN:.2f}x faster than the runner-up and the interval of that "
+              "ratio (the two cells' quartiles) lies above 1; otherwise: tie within noise. "
+              "Numbers in brackets are that interval."),
+        ("table", ["workload", "sections", "recommendation (margin over the runner-up)"], rows),
+    ]
+
+
+def _article_blocks(records: list[dict[str, Any]], env: dict[str, Any],
+                    peaks: dict[str, Any]) -> list[Block]:
+    have = {str(r.get("dtype")) for r in records if F.good(r)}
+    rows = []
+    for a in F.article_rows(records):
+        rows.append([a["section"], a["item"], a["article"], *a["own"], *a["float64"],
+                     *a["float32"], a["gpu"]])
+    out: list[Block] = [
+        ("h", 2, "The article side by side", "article"),
+        ("p", "Each table row of the article (its figures are per-call milliseconds, "
+              f"setup: {F.ARTICLE_SETUP}) next to the same operation here, measured three "
+              "ways: in the article's own setup (NumPy float64 against torch-cpu float32), "
+              "and in fair ones (both in float64, both in float32; every backend with the "
+              "run's threads). Ratios are NumPy time / torch-cpu time (>1: torch faster), "
+              "with the interval from the two cells' quartiles; the verdict compares the "
+              "direction with the article's."
+              + ("" if {"float64", "float32"} <= have else
+                 " This report has one dtype only: the article's setup and the other fair "
+                 "column need a run in the other dtype (xlinalg report f64.jsonl f32.jsonl).")),
+        ("table", ["sec", "article item", "article (its setup)",
+                   "here, article's setup: NumPy f64 / torch f32", "verdict",
+                   "here, fair float64: NumPy / torch", "verdict",
+                   "here, fair float32: NumPy / torch", "verdict", "GPU"], rows),
+        ("p", "The claims the article makes in words (CASES.md's list):"),
+    ]
     rows = [[c["claim"], c["verdict"], c["evidence"]] for c in F.claims(records, env, peaks)]
     out.append(("table", ["claim", "verdict", "numbers"], rows))
     return out
 
 
-def build_report(res: Any, outdir: Path, plots: bool = True) -> tuple[list[Block], list[dict]]:
-    """The document blocks and plot list for a :class:`ResultsFile`."""
-    records = list(res.latest().values())
+def _anchor(section: str | None) -> str:
+    return "sec-" + "".join(c for c in str(section).lower() if c.isalnum())
+
+
+def _skip_counts(records: list[dict[str, Any]]) -> list[str]:
+    counts: dict[str, int] = {}
+    for r in records:
+        if r.get("status") == "skipped":
+            k = str(r.get("skip_reason") or "no reason recorded")
+            counts[k] = counts.get(k, 0) + 1
+    return [f"{n} x {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+
+
+def build_report(res: Any, outdir: Path, plots: bool = True,
+                 extra: list[Any] | None = None) -> tuple[list[Block], list[dict]]:
+    """The document blocks and plot list for a :class:`ResultsFile` (and `extra` files
+    of the same machine, e.g. the float32 run next to the float64 one)."""
+    files = [res, *(extra or [])]
+    latest: dict[str, dict[str, Any]] = {}
+    for f in files:
+        latest.update(f.latest())
+    records = list(latest.values())
     header = res.headers[-1] if res.headers else {}
     env = header.get("env") or {}
     peaks = F.calibrate_peaks(records)
+    plot_list: list[dict] = []
+    if plots and records:
+        from ._plots import make_plots
+
+        plot_list = make_plots(records, outdir)
+    by_sec_plots: dict[str, list[dict]] = {}
+    for p in plot_list:
+        by_sec_plots.setdefault(str(p.get("section", "")), []).append(p)
+    secs = F.sections(records)
     blocks: list[Block] = [("h", 1, "xlinalg benchmark report")]
-    blocks.append(("p", f"Results file: {res.path}; {len(records)} cells "
-                        f"({sum(F.good(r) for r in records)} with a valid time)."))
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
+    blocks.append(("p", "Results: " + ", ".join(str(f.path) for f in files)
+                   + f"; {len(records)} cells ("
+                   + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")."))
+    for f in files:
+        for w in f.warnings:
+            blocks.append(("p", f"Warning: {w}"))
+    blocks += _summary_blocks(records, env)
+    toc: list[tuple[str, str]] = [("Summary", "summary"),
+                                  ("The article side by side", "article"),
+                                  ("The question: many small systems (Q1-Q4)", "question")]
+    toc += [(f"{sec}: {F.SECTION_TITLES.get(sec, '')}", _anchor(sec)) for sec in secs]
+    toc += [("Environment and this machine's peaks", "environment")]
+    blocks += [("h", 2, "Contents", "contents"), ("toc", toc)]
+    blocks += _article_blocks(records, env, peaks)
+    blocks.append(("h", 2, "The question: many small systems (Q1-Q4)", "question"))
+    blocks += _loop_blocks(records)
+    for p in by_sec_plots.get("question", []):
+        blocks.append(("img", p))
+    for sec, rs in secs.items():
+        blocks.append(("h", 2, f"{sec}: {F.SECTION_TITLES.get(sec, '')}", _anchor(sec)))
+        docs = sorted({str(r.get("case_doc")) for r in rs if r.get("case_doc")})
+        if docs:
+            blocks.append(("ul", docs))
+        notes = sorted({f"{b}: {t}" for c in {r["case"] for r in rs}
+                        for b, t in F.case_notes(c).items()
+                        if any(r["backend"] == b for r in rs)})
+        if notes:
+            blocks.append(("p", "Notes: " + " / ".join(notes)))
+        blocks += _pivots(rs)
+        for p in by_sec_plots.get(sec, []):
+            blocks.append(("img", p))
+        hdr, rows = _section_table(rs, peaks)
+        blocks.append(("details", f"every {sec} cell: rate, % of peak, check, memory, status",
+                       [("table", hdr, rows)]))
+    shown = {b[1]["name"] for b in blocks if b[0] == "img"}
+    rest = [p for p in plot_list if p["name"] not in shown]
+    if rest:
+        blocks.append(("h", 2, "Other plots", "other-plots"))
+        blocks += [("img", p) for p in rest]
+    blocks.append(("h", 2, "Environment and this machine's peaks", "environment"))
     blocks.append(("ul", _env_lines(header)))
+    blocks.append(("p", _peaks_text(peaks)))
+    sk = _skip_counts(records)
+    if sk:
+        blocks.append(("p", f"Skipped cells by reason ({sum(int(x.split(' x ')[0]) for x in sk)}):"))
+        blocks.append(("ul", sk))
+    return blocks, plot_list
+
+
+def _peaks_text(peaks: dict[str, Any]) -> str:
     pk = []
     sources = []
     for cls, pc in peaks.get("by_class", {}).items():
@@ -207,62 +387,46 @@ def build_report(res: Any, outdir: Path, plots: bool = True) -> tuple[list[Block
         for _, (v, key) in pc["gbs"].items():
             pk.append(f"{cls} streaming: {v:.3g} GB/s (cell {key})")
         sources.append(f"{cls}: {pc['source']}")
-    blocks.append(("p", "Peak of this machine per processor, from " + "; ".join(sources)
-                   + " (the best GEMM GFLOP/s per dtype and the best streaming GB/s of any "
-                     "backend): "
-                   + ("; ".join(pk) if pk else "no throughput measured")
-                   + ". \"% of peak\" is each cell's rate over that peak (GPU cells over the "
-                     "GPU's), so 100% means as fast as the calibration kernel ran here through "
-                     "the fastest library, not a vendor figure."))
-    for w in res.warnings:
-        blocks.append(("p", f"Warning: {w}"))
-    plot_list: list[dict] = []
-    if plots and records:
-        from ._plots import make_plots
-
-        plot_list = make_plots(records, outdir)
-    blocks += _findings_blocks(records, env, peaks)
-    blocks.append(("h", 2, "Results by section"))
-    by_plot = {p["name"]: p for p in plot_list}
-    for sec, rs in F.sections(records).items():
-        blocks.append(("h", 3, f"{sec}: {F.SECTION_TITLES.get(sec, '')}"))
-        docs = sorted({str(r.get("case_doc")) for r in rs if r.get("case_doc")})
-        if docs:
-            blocks.append(("p", " / ".join(docs)))
-        hdr, rows = _section_table(rs, peaks)
-        blocks.append(("table", hdr, rows))
-        if sec + "" and f"speedup_{sec}" in by_plot:
-            blocks.append(("img", by_plot[f"speedup_{sec}"]))
-        if sec in ("Q3",) or (sec == "Other" and not any(F.section_of(r) == "Q3"
-                                                         for r in records)):
-            for p in plot_list:
-                if p["name"].startswith("sweep_"):
-                    blocks.append(("img", p))
-        if sec == "Q4":
-            for p in plot_list:
-                if p["name"].startswith("loop_vs_"):
-                    blocks.append(("img", p))
-    shown = {b[1]["name"] for b in blocks if b[0] == "img"}
-    rest = [p for p in plot_list if p["name"] not in shown]
-    if rest:
-        blocks.append(("h", 2, "Other plots"))
-        blocks += [("img", p) for p in rest]
-    return blocks, plot_list
+    return ("Peak of this machine per processor, from " + "; ".join(sources)
+            + " (the best GEMM GFLOP/s per dtype and the best streaming GB/s of any "
+              "backend): " + ("; ".join(pk) if pk else "no throughput measured")
+            + ". \"% of peak\" is each cell's rate over that peak (GPU cells over the "
+              "GPU's), so 100% means as fast as the calibration kernel ran here through "
+              "the fastest library, not a vendor figure.")
 
 
-def _md_cell(s: Any) -> str:
-    return str(s).replace("|", "\\|").replace("\n", " ")
+def _md_text(x: Any) -> str:
+    """Text from a results file as Markdown: no raw HTML, no table breaks, no links."""
+    t = html.escape(str(x), quote=False)
+    for c in "|[]`*_":
+        t = t.replace(c, "\\" + c)
+    return t
+
+
+def _md_cell(c: Any) -> str:
+    if isinstance(c, tuple) and c and c[0] == "link":
+        return f"[{_md_text(c[1])}](#{c[2]})"
+    return "<br>".join(_md_text(part) for part in str(c).split("\n"))
 
 
 def render_md(blocks: list[Block], outdir: Path) -> str:
     lines: list[str] = []
     for b in blocks:
         if b[0] == "h":
-            lines += ["#" * b[1] + " " + b[2], ""]
+            if len(b) > 3:
+                lines.append(f'<a id="{b[3]}"></a>')
+                lines.append("")
+            lines += ["#" * b[1] + " " + _md_text(b[2]), ""]
         elif b[0] == "p":
-            lines += [b[1], ""]
+            lines += [_md_text(b[1]), ""]
         elif b[0] == "ul":
-            lines += [f"- {x}" for x in b[1]] + [""]
+            lines += [f"- {_md_text(x)}" for x in b[1]] + [""]
+        elif b[0] == "toc":
+            lines += [f"- [{_md_text(t)}](#{a})" for t, a in b[1]] + [""]
+        elif b[0] == "details":
+            lines += [f"<details><summary>{_md_text(b[1])}</summary>", ""]
+            lines.append(render_md(b[2], outdir))
+            lines += ["</details>", ""]
         elif b[0] == "table":
             lines.append("| " + " | ".join(_md_cell(h) for h in b[1]) + " |")
             lines.append("|" + "---|" * len(b[1]))
@@ -272,64 +436,107 @@ def render_md(blocks: list[Block], outdir: Path) -> str:
             p = b[1]
             png = Path(p["png"]).name
             svg = Path(p["svg"]).name
-            lines += [f"![{p['title']}]({png})", "", f"([SVG]({svg}))", ""]
+            lines += [f"![{_md_text(p['title'])}]({png})", "", f"([SVG]({svg}))", ""]
     return "\n".join(lines)
 
 
-_CSS = """body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:13px}
+_CSS = """body{font-family:sans-serif;max-width:1400px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:0.5em 0 1em;font-size:13px}
 th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f0f0f0}tr:nth-child(even){background:#fafafa}
-img{max-width:100%;border:1px solid #eee}"""
+th{background:#f0f0f0;position:sticky;top:0}tr:nth-child(even){background:#fafafa}
+td:first-child{white-space:nowrap}
+img{max-width:100%;border:1px solid #eee}figure{margin:1em 0}
+h2{border-bottom:1px solid #ccc;margin-top:2em}details{margin:0.5em 0 1.5em}
+summary{cursor:pointer;color:#245}nav ul{columns:2}"""
 
 
-def render_html(blocks: list[Block]) -> str:
+def _html_cell(c: Any) -> str:
     e = html.escape
-    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-             "<title>xlinalg benchmark report</title>", f"<style>{_CSS}</style></head><body>"]
+    if isinstance(c, tuple) and c and c[0] == "link":
+        return f'<a href="#{e(c[2])}">{e(c[1])}</a>'
+    return "<br>".join(e(part) for part in str(c).split("\n"))
+
+
+def _html_blocks(blocks: list[Block]) -> list[str]:
+    e = html.escape
+    parts: list[str] = []
     for b in blocks:
         if b[0] == "h":
-            parts.append(f"<h{b[1]}>{e(b[2])}</h{b[1]}>")
+            anchor = f' id="{e(b[3])}"' if len(b) > 3 else ""
+            parts.append(f"<h{b[1]}{anchor}>{e(b[2])}</h{b[1]}>")
         elif b[0] == "p":
             parts.append(f"<p>{e(b[1])}</p>")
         elif b[0] == "ul":
             parts.append("<ul>" + "".join(f"<li>{e(x)}</li>" for x in b[1]) + "</ul>")
+        elif b[0] == "toc":
+            parts.append("<nav><ul>" + "".join(f'<li><a href="#{e(a)}">{e(t)}</a></li>'
+                                               for t, a in b[1]) + "</ul></nav>")
+        elif b[0] == "details":
+            parts.append(f"<details><summary>{e(b[1])}</summary>")
+            parts += _html_blocks(b[2])
+            parts.append("</details>")
         elif b[0] == "table":
-            parts.append("<table><thead><tr>" + "".join(f"<th>{e(str(h))}</th>" for h in b[1])
+            parts.append("<table><thead><tr>" + "".join(f"<th>{_html_cell(h)}</th>"
+                                                        for h in b[1])
                          + "</tr></thead><tbody>")
             for row in b[2]:
-                parts.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>")
+                parts.append("<tr>" + "".join(f"<td>{_html_cell(c)}</td>" for c in row)
+                             + "</tr>")
             parts.append("</tbody></table>")
         elif b[0] == "img":
             data = base64.b64encode(Path(b[1]["png"]).read_bytes()).decode("ascii")
             parts.append(f"<figure><img alt=\"{e(b[1]['title'])}\" "
                          f"src=\"data:image/png;base64,{data}\">"
                          f"<figcaption>{e(b[1]['title'])}</figcaption></figure>")
+    return parts
+
+
+def render_html(blocks: list[Block]) -> str:
+    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+             "<title>xlinalg benchmark report</title>", f"<style>{_CSS}</style></head><body>"]
+    parts += _html_blocks(blocks)
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def write_report(results: list[str | Path], outdir: Path | None = None, plots: bool = True,
+                 ) -> tuple[Path, int]:
+    """Read `results` (the first names the default directory), write report.md,
+    report.html and the plots; return (directory, number of plots).
+    Raises ResultsFileError for an unreadable file, OSError for the directory."""
+    from ._store import read_results
+
+    files = [read_results(p, warn=False) for p in results]
+    src = Path(results[0])
+    outdir = outdir if outdir is not None else src.with_name(src.stem + "-report")
+    outdir.mkdir(parents=True, exist_ok=True)
+    blocks, plot_list = build_report(files[0], outdir, plots=plots, extra=files[1:])
+    (outdir / "report.md").write_text(render_md(blocks, outdir), encoding="utf-8")
+    (outdir / "report.html").write_text(render_html(blocks), encoding="utf-8")
+    return outdir, len(plot_list)
 
 
 def run(args: argparse.Namespace) -> int:
     from ._store import ResultsFileError, read_results
 
+    paths = [args.results, *(getattr(args, "more", None) or [])]
     try:
-        res = read_results(args.results, warn=False)
+        for p in paths:
+            for w in read_results(p, warn=False).warnings:
+                print(f"xlinalg report: warning: {w}", file=sys.stderr)
     except ResultsFileError as exc:
         print(f"xlinalg report: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    for w in res.warnings:
-        print(f"xlinalg report: warning: {w}", file=sys.stderr)
-    src = Path(args.results)
-    outdir = Path(args.out) if args.out else src.with_name(src.stem + "-report")
     try:
-        outdir.mkdir(parents=True, exist_ok=True)
+        outdir, n = write_report(paths, Path(args.out) if args.out else None,
+                                 plots=not getattr(args, "no_plots", False))
+    except ResultsFileError as exc:
+        print(f"xlinalg report: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except OSError as exc:
-        print(f"xlinalg report: error: cannot create {outdir}: {exc.strerror or exc}",
+        print(f"xlinalg report: error: cannot write the report: {exc.strerror or exc}",
               file=sys.stderr)
         return EXIT_USAGE
-    blocks, plots = build_report(res, outdir, plots=not getattr(args, "no_plots", False))
-    (outdir / "report.md").write_text(render_md(blocks, outdir), encoding="utf-8")
-    (outdir / "report.html").write_text(render_html(blocks), encoding="utf-8")
-    print(f"wrote {outdir / 'report.md'}, {outdir / 'report.html'} and {len(plots)} plot(s) "
+    print(f"wrote {outdir / 'report.md'}, {outdir / 'report.html'} and {n} plot(s) "
           f"(PNG + SVG) in {outdir}")
     return EXIT_OK
