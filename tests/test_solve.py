@@ -134,6 +134,67 @@ def test_numerically_singular_is_not_an_error(backend: BackendCase) -> None:
     assert np.abs(x).max() > 1e12
 
 
+# ---------------------------------------------------------------------- the rule
+# docs/semantics.md, "solve: singular, non-finite and subnormal input": a member is
+# reported singular iff its a and b are finite and LU meets an exact zero pivot
+# (subnormals kept); NaN/inf input gives a non-finite solution and no error.
+NAN_CASES = {
+    # name: (a, b)
+    "singular-a-with-nan": (np.array([[np.nan, 2.0], [2.0, 4.0]]), np.ones(2)),
+    "singular-a-nan-in-b": (SINGULAR, np.array([np.nan, 1.0])),
+    "zero-row-and-inf": (np.array([[0.0, 0.0], [0.0, np.inf]]), np.ones(2)),
+    "zero-row-and-nan": (np.array([[0.0, 0.0], [0.0, np.nan]]), np.ones(2)),
+    "invertible-nan-in-a": (np.array([[np.nan, 0.0], [0.0, 1.0]]), np.ones(2)),
+    "invertible-inf-in-b": (np.eye(2), np.array([np.inf, 1.0])),
+}
+METHODS = ["auto", "native", "unrolled"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("errors", ["raise", "nan"])
+@pytest.mark.parametrize("case", list(NAN_CASES))
+def test_nonfinite_input_is_never_singular(backend: BackendCase, case: str, errors: str, method: str) -> None:
+    a, b = NAN_CASES[case]
+    with np.errstate(all="ignore"):
+        x = backend.np(xl.solve(backend.arr(a), backend.arr(b), errors=errors, method=method))
+    assert x.shape == (2,)
+    assert not np.isfinite(x).all()
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("vector", [True, False], ids=["vector-b", "matrix-b"])
+def test_batch_names_only_the_finite_singular_members(backend: BackendCase, vector: bool, method: str) -> None:
+    nan_sing = np.array([[np.nan, 2.0], [2.0, 4.0]])
+    a = np.stack([np.eye(2), nan_sing, SINGULAR, SINGULAR, 2 * np.eye(2)])
+    b = np.ones((5, 2, 1))
+    b[3, 0, 0] = np.nan  # member 3: singular a, NaN in b: no error for it
+    bb = b[0, :, 0] if vector else b
+    with np.errstate(all="ignore"), pytest.raises(xl.LinAlgError) as info:
+        backend.np(xl.solve(backend.arr(a), backend.arr(bb), method=method))
+    assert info.value.members == ((2, 3) if vector else (2,))
+    with np.errstate(all="ignore"):
+        x = backend.np(xl.solve(backend.arr(a), backend.arr(bb), errors="nan", method=method))
+    assert np.isnan(x[2]).all()
+    assert not np.isfinite(x[1]).all()
+    assert not np.isfinite(x[3]).all()
+    np.testing.assert_allclose(x[[0, 4]].reshape(2, -1), [[1, 1], [0.5, 0.5]])
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_subnormal_pivot_is_not_singular(backend: BackendCase, method: str) -> None:
+    # 1e-310 * I is invertible: LAPACK's pivots are 1e-310, not 0 (XLA's CPU code
+    # flushes subnormals to zero: JAX must not call it singular). The solution
+    # overflows; which entries are inf or NaN is each library's own arithmetic.
+    a = 1e-310 * np.eye(2)
+    with np.errstate(all="ignore"):
+        x = backend.np(xl.solve(backend.arr(a), backend.arr(np.ones(2)), method=method))
+        assert x.shape == (2,)
+        y = backend.np(xl.solve(backend.arr(a), backend.arr(1e-310 * np.ones((2, 1))), method=method))
+    assert y.shape == (2, 1)
+    with pytest.raises(xl.LinAlgError):  # a true zero pivot next to a tiny one still raises
+        backend.np(xl.solve(backend.arr(np.diag([1e-300, 0.0])), backend.arr(np.ones(2)), method=method))
+
+
 # ---------------------------------------------------------------------- lazy/traced
 def test_jax_jit_gives_nan_for_singular_member() -> None:
     require_backend("jax-cpu")

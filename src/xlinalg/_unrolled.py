@@ -38,7 +38,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._lib import _dispatch, _validate
-from ._lib._adapters import NUMPY, Adapter, _host_finite, _singular_message, _to_batch
+from ._lib._adapters import (
+    NUMPY,
+    Adapter,
+    _host_finite,
+    _singular_message,
+    _to_batch,
+    singular_members,
+)
 from ._lib._errors import LinAlgError
 
 __all__ = [
@@ -845,13 +852,14 @@ def _raise_singular(mask: np.ndarray, batch_shape: tuple[int, ...]) -> None:
     raise LinAlgError(_singular_message(indices, batch_shape), indices=indices, members=members)
 
 
-def _check_singular(ad: Adapter, a: Any, x: Any, bad: Any, vector: bool = False) -> None:
+def _check_singular(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, vector: bool = False) -> None:
     """errors="raise", eager: read the verdict (a device sync); raise for singular members.
 
     `bad` is the solver's zero-pivot mask over the broadcast batch, or None (JAX):
     then members whose solution is all NaN are candidates, confirmed by the
-    NumPy schedule on the host (only when there are candidates). Members of `a`
-    with NaN or inf entries are not reported (xlinalg's rule: NaN result, no error).
+    NumPy schedule on the host (only when there are candidates). Which members
+    are reported is xl.solve's rule (:func:`singular_members`: never those with
+    NaN or inf in `a` or `b`).
     """
     if bad is not None:
         cand = np.asarray(ad.to_host(bad))
@@ -861,20 +869,16 @@ def _check_singular(ad: Adapter, a: Any, x: Any, bad: Any, vector: bool = False)
         h = np.asarray(ad.to_host(x))
         if _host_finite(h):  # the common case, in one cheap look (no NaN row)
             return
-        cand = np.isnan(h).all(axis=-1 if vector else (-2, -1))
+        cand = np.asarray(np.isnan(h).all(axis=-1 if vector else (-2, -1)))  # (0-d: an array too)
         if not cand.any():
             return
         n = int(a.shape[-1])
-        a_host = np.asarray(ad.to_host(a))
-        sel = np.broadcast_to(a_host, (*cand.shape, n, n))[cand]
-        kern = _kernel(NUMPY, "numpy", n, sel, "batch-last", False)
-        _, zero = kern(sel, np.zeros((sel.shape[0], n, 1), sel.dtype), ((), ()))
-        cand = cand.copy()
-        cand[cand] = np.asarray(zero)
+        cand = _confirm_zero_pivots(cand, np.broadcast_to(np.asarray(ad.to_host(a)), (*cand.shape, n, n)))
     a_batch = tuple(a.shape[:-2])
-    mask = _to_batch(cand.reshape(cand.shape), a_batch).reshape(a_batch)
-    fin = np.all(np.isfinite(np.asarray(ad.to_host(a))), axis=(-2, -1))
-    mask = np.logical_and(mask, fin)
+    a_host = np.asarray(ad.to_host(a))
+    b_host = np.asarray(ad.to_host(b))
+    sing = singular_members(np, cand, a_host, b_host[..., None] if vector else b_host)
+    mask = _to_batch(sing, a_batch).reshape(a_batch)
     if mask.any():
         _raise_singular(mask, a_batch)
 
@@ -895,6 +899,29 @@ def _dask_block(ab: np.ndarray, bb: np.ndarray, n: int, layout: str) -> np.ndarr
     return np.asarray(x)
 
 
+def _dask_verdict(ab: np.ndarray, bb: np.ndarray, x: np.ndarray, n: int) -> np.ndarray:
+    """The members of one block reported singular (:func:`singular_members`).
+
+    Candidates are the all-NaN solutions; the kernel's zero-pivot mask confirms
+    them (an overflowing solution, e.g. of ``1e-310 * I``, can be all NaN too).
+    """
+    cand = _confirm_zero_pivots(np.asarray(np.isnan(x).all(axis=(-2, -1))), ab)
+    return np.asarray(singular_members(np, cand, ab, bb))
+
+
+def _confirm_zero_pivots(cand: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """`cand` (a mask over `a`'s batch) kept where the NumPy schedule meets a zero pivot."""
+    cand = cand.copy()
+    if cand.any():
+        sel = a[cand]
+        n = sel.shape[-1]
+        _, zero = _kernel(NUMPY, "numpy", n, sel, "batch-last", False)(
+            sel, np.zeros((sel.shape[0], n, 1), sel.dtype), ((), ())
+        )
+        cand[cand] = np.asarray(zero)
+    return cand
+
+
 def _dask_solve(ad: Any, a: Any, bm: Any, n: int, layout: str, errors: str) -> Any:
     """Dask: the NumPy schedule per block (lazy); errors="raise" raises at compute()."""
     da = ad.da
@@ -906,12 +933,11 @@ def _dask_solve(ad: Any, a: Any, bm: Any, n: int, layout: str, errors: str) -> A
     meta = np.empty((0,) * b_b.ndim, a.dtype)
     x = da.map_blocks(_dask_block, a_b, b_b, n, layout, dtype=a.dtype, chunks=b_b.chunks, meta=meta)
     if errors == "raise":
-        # a singular member's solution is all NaN from finite input (the verdict
-        # needs every block: the result waits for all of them, as xl.solve on Dask)
-        fin = da.logical_and(
-            da.all(da.isfinite(a_b), axis=(-2, -1)), da.all(da.isfinite(b_b), axis=(-2, -1))
-        )
-        bad = da.logical_and(da.all(da.isnan(x), axis=(-2, -1)), fin)
+        # per block, xl.solve's rule on the members whose solution is all NaN (the
+        # verdict needs every block: the result waits for all of them, as xl.solve on Dask)
+        nb = b_b.ndim
+        bad = da.map_blocks(_dask_verdict, a_b, b_b, x, n, dtype=bool, drop_axis=[nb - 2, nb - 1],
+                            meta=np.empty((0,) * (nb - 2), bool))
         import dask
 
         verdict = dask.delayed(np.asarray)(bad)
@@ -956,12 +982,12 @@ def solve_adapter(
         # JAX: the vector's expand and squeeze happen inside the compiled program
         x, bad = kern(a, b, (a.shape, (*b.shape, 1)), vector=True)
         if errors == "raise" and not _traced(ad, x):
-            _check_singular(ad, a, x, bad, vector=True)
+            _check_singular(ad, a, b, x, bad, vector=True)
         return x
     bm = b[..., None] if vector else b
     x, bad = kern(a, bm, (tuple(a.shape), tuple(bm.shape)))
     if errors == "raise" and not _traced(ad, x):
-        _check_singular(ad, a, x, bad)
+        _check_singular(ad, a, bm, x, bad)
     return x[..., 0] if vector else x
 
 

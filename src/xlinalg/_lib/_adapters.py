@@ -56,6 +56,31 @@ def _singular_message(indices: list[tuple[int, ...]], batch_shape: tuple[int, ..
     )
 
 
+def singular_members(xp: Any, zero: Any, a: Any, b: Any) -> Any:
+    """xlinalg's rule for what ``solve`` reports as singular, per batch member.
+
+    The one place that decides it (docs/semantics.md, "solve: singular, non-finite
+    and subnormal input"); every backend's solve path calls it with its own
+    zero-pivot mask:
+
+    * a member is *singular* when LU with partial pivoting of its `a` meets an
+      exact zero pivot, computed with IEEE subnormals kept (LAPACK's criterion: a
+      subnormal pivot such as that of ``1e-310 * I`` is not zero; such a member's
+      solution may overflow to inf/NaN, without an error);
+    * a member whose `a` or `b` holds NaN or inf is never reported singular:
+      NaN in, NaN out, without an error (also when its `a` is singular too).
+
+    `zero` is the zero-pivot mask over `a`'s batch (or the broadcast batch); `a`
+    ``(..., M, M)`` and `b` ``(..., M, K)`` (a vector given a trailing unit axis).
+    Returns the mask over the broadcast batch of the members to report (raise for
+    with ``errors="raise"``, NaN with ``errors="nan"``).
+    """
+    fin = xp.logical_and(
+        xp.all(xp.isfinite(a), axis=(-2, -1)), xp.all(xp.isfinite(b), axis=(-2, -1))
+    )
+    return xp.logical_and(zero, fin)
+
+
 class Adapter:
     """The standard-only implementation; the base of every library's adapter."""
 
@@ -197,14 +222,18 @@ class Adapter:
     def _is_singular_error(self, exc: BaseException) -> bool:
         return isinstance(exc, np.linalg.LinAlgError)
 
-    def singular_mask(self, a: Any) -> Any:
-        """Boolean array over the batch: True where `a` is exactly singular.
+    def zero_pivots(self, a: Any) -> Any:
+        """Boolean array over the batch: True where LU of `a` meets an exact zero pivot.
 
-        "Exactly singular" is LAPACK's criterion: LU with partial pivoting meets a
-        zero pivot, i.e. ``slogdet`` returns sign 0.
+        LAPACK's criterion (``slogdet`` returns sign 0), with subnormals kept. What
+        is *reported* singular is decided by :func:`singular_members`.
         """
         sign, _ = self.xp.linalg.slogdet(a)
         return sign == 0
+
+    def singular_members(self, a: Any, b: Any) -> Any:
+        """The members of ``solve(a, b)`` reported singular (:func:`singular_members`)."""
+        return singular_members(self.xp, self.zero_pivots(a), a, b)
 
     def _raise_singular(self, mask: Any, batch_shape: tuple[int, ...], cause: Any = None) -> None:
         """Raise LinAlgError naming the singular members of `a` (batch shape `batch_shape`).
@@ -248,13 +277,15 @@ class Adapter:
     def _solve_after_failure(self, a: Any, b: Any, errors: str, exc: BaseException) -> Any:
         """The native solve raised for singular members: name them, or NaN them."""
         xp = self.xp
-        batch_shape = tuple(a.shape[:-2])
-        mask = self.singular_mask(a)
+        zero = self.zero_pivots(a)
+        if not bool(xp.any(zero)):
+            raise exc  # not what we think: let the library's error through
         if errors == "raise":
-            if batch_shape and not bool(xp.any(mask)):
-                raise exc  # not what we think: let the library's error through
-            self._raise_singular(mask, batch_shape, exc)
-        return self._solve_masked(a, b, mask)
+            sing = singular_members(xp, zero, a, b)
+            if bool(xp.any(sing)):
+                self._raise_singular(sing, tuple(a.shape[:-2]), exc)
+            # only members with NaN/inf input met a zero pivot: NaN for them, no error
+        return self._solve_masked(a, b, zero)
 
     def _solve_masked(self, a: Any, b: Any, mask: Any) -> Any:
         """Solve with singular members replaced by I, then set their solutions to NaN."""
@@ -293,8 +324,12 @@ class Adapter:
         if self.traced(x) or self.lazy:
             errors = "nan"  # no exception possible: documented NaN semantics
         if errors == "raise":
+            # candidates (a non-finite solution of finite input) are singular only with
+            # a zero pivot: an overflowing solution (1e-310 * I) is not an error
             if bool(xp.any(bad)):
-                self._raise_singular(bad, batch_shape)
+                sing = self.singular_members(a, b)
+                if bool(xp.any(sing)):
+                    self._raise_singular(sing, batch_shape)
             return x
         nan = xp.asarray(float("nan"), dtype=x.dtype, device=self.device(x))
         return xp.where(bad[..., None, None], nan, x)
@@ -453,7 +488,7 @@ class NumPyAdapter(Adapter):
         x[np.broadcast_to(m3, x.shape)] = np.nan
         return x
 
-    def singular_mask(self, a: Any) -> Any:
+    def zero_pivots(self, a: Any) -> Any:
         with np.errstate(all="ignore"):
             sign, _ = np.linalg.slogdet(a)
         return sign == 0
@@ -763,15 +798,19 @@ class JaxAdapter(Adapter):
         x, _bad, any_bad = self._solve_checked[vector](a, b)
         if any_bad.item():
             # inf/NaN out of finite input: a zero pivot, or a solution that overflows.
-            # LAPACK's criterion (slogdet sign 0) tells them apart.
-            sing = self.singular_mask(a)
+            # LAPACK's criterion (a zero pivot) tells them apart.
+            sing = self.singular_members(a, b[..., None] if vector else b)
             if bool(self.xp.any(sing)):
                 self._raise_singular(sing, tuple(a.shape[:-2]))
         return x
 
-    def singular_mask(self, a: Any) -> Any:
+    def zero_pivots(self, a: Any) -> Any:
         # LAPACK's criterion from the LU factors: a zero pivot. (jnp.linalg.slogdet
-        # reports sign 0 for tiny but non-zero determinants, e.g. 1e-300 * I.)
+        # reports sign 0 for tiny but non-zero determinants, e.g. 1e-300 * I.) XLA's
+        # CPU code flushes subnormals to zero (its LU of 1e-310 * I has a zero pivot):
+        # on the CPU the factors come from NumPy's LAPACK on a zero-copy host view.
+        if self._all_cpu and not self.traced(a):
+            return NUMPY.zero_pivots(np.asarray(a))
         lu = self.jax.lax.linalg.lu(a)[0]
         return self.xp.any(self.xp.diagonal(lu, axis1=-2, axis2=-1) == 0, axis=-1)
 
