@@ -45,6 +45,11 @@ def test_bench_end_to_end(tmp_path):
     assert "4 cells" in p.stdout
     assert str(out) in p.stdout
     assert "[3/4] solve numpy float64 5" in p.stderr  # progress, one line per cell off a TTY
+    # the run ends with something a person looks at: the report beside the results
+    rep = tmp_path / "r-report"
+    assert (rep / "report.html").is_file()
+    assert (rep / "report.md").is_file()
+    assert f"Report: {rep / 'report.html'}" in p.stdout
 
     # the same command again refuses to clobber the file
     again = xl("bench", "--quick", "--backends", "numpy", "--cases", "solve", "--out", str(out))
@@ -60,8 +65,11 @@ def test_bench_end_to_end(tmp_path):
 def test_bench_float32_threads_and_sizes(tmp_path):
     out = tmp_path / "r.jsonl"
     p = xl("bench", "--backends", "numpy,torch-cpu", "--cases", "matmul", "--sizes", "8,4x5x6",
-           "--dtype", "float32", "--threads", "1", "--out", str(out), "--quick", "--no-calibrate")
+           "--dtype", "float32", "--threads", "1", "--out", str(out), "--quick", "--no-calibrate",
+           "--no-report")
     assert p.returncode == 0, p.stderr
+    assert not (tmp_path / "r-report").exists()
+    assert "Report:" not in p.stdout
     recs = read_results(out).records
     assert {(r["backend"], r["size_label"]) for r in recs} == {
         (b, s) for b in ("numpy", "torch-cpu") for s in ("8x8x8", "4x5x6")}
@@ -196,3 +204,33 @@ def test_corrupt_line_is_named(tmp_path, capsys):
         fh.write('{"type": "result", "schema_ver\n{"x": 1}\n')
     assert main(["report", str(f)]) == 2
     assert_one_line_error(capsys.readouterr().err, f"{f}:3: corrupt line")
+
+
+def _timed(case, backend, median, spread=0.01, status="ok", reason=None):
+    r = {"key": f"{case}|{backend}|float64|5", "case": case, "backend": backend,
+         "dtype": "float64", "size_label": "5", "status": status}
+    if status == "ok":
+        r["time"] = {"median_s": median, "q1_s": median * (1 - spread),
+                     "q3_s": median * (1 + spread), "iqr_over_median": 2 * spread}
+    else:
+        r["skip_reason"] = reason
+    return r
+
+
+def test_end_table_marks_the_fastest_beyond_noise_and_counts_skips(capsys):
+    from types import SimpleNamespace
+
+    from xlinalg.cli import _print_table
+
+    recs = [_timed("a1", "numpy", 1e-3), _timed("a1", "torch-cpu", 3e-3),
+            _timed("a2", "numpy", 1e-3), _timed("a2", "torch-cpu", 1.01e-3),
+            _timed("a3", "numpy", 0, status="skipped", reason="no bfloat16"),
+            _timed("a4", "numpy", 0, status="skipped", reason="no bfloat16")]
+    _print_table(recs, SimpleNamespace(dtype="float64"))
+    out = capsys.readouterr().out
+    a1 = next(line for line in out.splitlines() if "a1" in line)
+    a2 = next(line for line in out.splitlines() if "a2" in line)
+    assert "*1 ms" in a1  # numpy 3x faster: marked
+    assert "*" not in a2  # 1% apart: a tie, nobody marked
+    assert "2 skipped cell(s), by reason:" in out
+    assert "2 x no bfloat16" in out

@@ -135,6 +135,9 @@ def _build_parser() -> _Parser:
                    help="skip the calibration cells (a square GEMM and a streaming add) that "
                         "start each backend and give the report its peak")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not write the report (report.md, report.html and plots in "
+                        "<results name>-report beside the results file)")
     p.add_argument("--list-cases", action="store_true",
                    help="list the cases and their sizes, and exit")
 
@@ -406,7 +409,23 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     line = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     extra = f" ({summary.already_done} from before)" if summary.already_done else ""
     print(f"{len(records)} cells{extra}: {line}. Results: {summary.path}")
+    if not args.no_report and records:
+        _write_report(summary.path)
     return EXIT_FAILED if bad else EXIT_OK
+
+
+def _write_report(path: Any) -> None:
+    """The report beside the results file; a failure is one line, never the run's status."""
+    from .bench import ResultsFileError
+    from .bench._report import write_report
+
+    try:
+        outdir, n = write_report([path])
+    except (ResultsFileError, OSError, ImportError) as exc:
+        print(f"xlinalg bench: warning: no report written ({exc}); "
+              f"'xlinalg report {path}' writes it", file=sys.stderr)
+        return
+    print(f"Report: {outdir / 'report.html'} (and report.md, {n} plot(s)) in {outdir}")
 
 
 def _size_str(s: Any) -> str:
@@ -498,8 +517,15 @@ def _print_table(records: list[dict[str, Any]], config: Any) -> None:
     for r in records:
         rows.setdefault((r["case"], r["size_label"]), {})[r["backend"]] = r
     console = _console()
+    from .bench._findings import verdict
+
+    fastest = {}
+    for key, by in rows.items():
+        v = verdict(by)
+        if v is not None and v["runner_up"] is not None and not v["tie"]:
+            fastest[key] = v["winner"]
     title = (f"median time per call ({config.dtype}; ±: half the IQR; !: noisy; "
-             "second line: GFLOP/s)")
+             "second line: GFLOP/s; bold *: fastest beyond the noise, unmarked: tie)")
     if console is not None:
         from rich.table import Table
 
@@ -516,6 +542,8 @@ def _print_table(records: list[dict[str, Any]], config: Any) -> None:
                     cells.append("")
                     continue
                 txt = _cell_text(rb, rich_markup=True)
+                if fastest.get((case, size)) == b:
+                    txt = f"[bold green]*{txt}[/]"
                 gf = (rb.get("throughput") or {}).get("gflops")
                 if gf is not None and rb.get("status") in ("ok", "wrong", "unchecked"):
                     txt += f"\n[dim]{gf:.3g} GF/s[/]"
@@ -527,13 +555,24 @@ def _print_table(records: list[dict[str, Any]], config: Any) -> None:
         print("  ".join(["case".ljust(10), "size".ljust(14)] + [b.rjust(18) for b in backends]))
         for (case, size), by in rows.items():
             print("  ".join([case.ljust(10), size.ljust(14)]
-                            + [(_cell_text(by[b]) if b in by else "").rjust(18) for b in backends]))
+                            + [(("*" if fastest.get((case, size)) == b else "")
+                                + (_cell_text(by[b]) if b in by else "")).rjust(18)
+                               for b in backends]))
     for r in records:
         if r.get("status") == "failed":
             e = r.get("error", {})
             print(f"  {r['key']}: {e.get('kind')}: {e.get('message')}")
         elif r.get("status") == "wrong":
             print(f"  {r['key']}: WRONG: {r.get('check', {}).get('message')}")
+    skips: dict[str, int] = {}
+    for r in records:
+        if r.get("status") == "skipped":
+            k = str(r.get("skip_reason") or "no reason recorded")
+            skips[k] = skips.get(k, 0) + 1
+    if skips:
+        print(f"{sum(skips.values())} skipped cell(s), by reason:")
+        for k, n in sorted(skips.items(), key=lambda kv: -kv[1]):
+            print(f"  {n} x {k}")
 
 
 # ---------------------------------------------------------------------- report/compare
