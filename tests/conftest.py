@@ -1,5 +1,9 @@
 """Shared fixtures: every test that takes ``backend`` runs once per backend id.
 
+The parametrization is the public kit's (:mod:`xlinalg.testing`, the plugin users
+load): ``backend`` wraps its ``xlinalg_backend`` fixture, so our tests and users'
+``xp`` tests choose, skip and fail backends by the same rules.
+
 * The ids are :data:`xlinalg.BACKEND_NAMES` (numpy, torch-cpu, torch-cuda, cupy,
   jax-cpu, jax-gpu, dask, array-api-strict). ``XLINALG_TEST_BACKENDS=numpy,dask``
   narrows the set; an unknown id is an error (it lists the valid ones).
@@ -31,6 +35,17 @@ from hypothesis import HealthCheck, settings
 
 import xlinalg as xl
 from xlinalg import backends as _registry
+from xlinalg.testing import (
+    ENV_REQUIRE_CPU,
+    compare_values,
+    default_tolerance,
+    resolve_backend,
+    selected_backends,
+)
+
+#: The fixtures ``xp``, ``xlinalg_backend`` and the backend options come from the
+#: public kit (also registered through the ``pytest11`` entry point when installed).
+pytest_plugins = ("xlinalg.testing",)
 
 settings.register_profile(
     "xlinalg",
@@ -45,59 +60,31 @@ settings.load_profile(os.environ.get("XLINALG_HYPOTHESIS_PROFILE", "xlinalg"))
 GPU_BACKENDS = frozenset(n for n in xl.BACKEND_NAMES if _registry.get_backend(n).gpu)
 CPU_BACKENDS = tuple(n for n in xl.BACKEND_NAMES if n not in GPU_BACKENDS)
 
-
-def selected_backends() -> tuple[str, ...]:
-    """The backend ids to test: all, or those in ``XLINALG_TEST_BACKENDS``."""
-    raw = os.environ.get("XLINALG_TEST_BACKENDS", "").strip()
-    if not raw:
-        return tuple(xl.BACKEND_NAMES)
-    names = [n.strip().strip("'\"[] ") for n in raw.split(",")]
-    names = [n for n in names if n]
-    unknown = [n for n in names if n not in xl.BACKEND_NAMES]
-    if unknown:
-        raise ValueError(
-            f"XLINALG_TEST_BACKENDS names unknown backend(s) {unknown}; "
-            f"valid: {', '.join(xl.BACKEND_NAMES)}"
-        )
-    return tuple(n for n in xl.BACKEND_NAMES if n in names)
-
-
+#: The backend ids to test: all, or those in ``XLINALG_TEST_BACKENDS`` (an unknown
+#: id fails here, at import, listing the valid ones). Modules that parametrize at
+#: import read this; the ``backend`` fixture follows the kit's choice, which is
+#: the same unless ``--xlinalg-backends`` narrows it further.
 SELECTED = selected_backends()
 
 
 def _require_cpu() -> bool:
-    return bool(os.environ.get("XLINALG_REQUIRE_CPU_BACKENDS") or os.environ.get("CI"))
+    return bool(os.environ.get(ENV_REQUIRE_CPU) or os.environ.get("CI"))
 
 
-def _setup(name: str) -> None:
-    """Per-library configuration, done once before the first array is made."""
-    if name.startswith("jax"):
-        import jax
-
-        jax.config.update("jax_enable_x64", True)
+def pytest_configure(config: pytest.Config) -> None:
+    # In CI every CPU backend must really run: the kit's fixture fails, not skips.
+    if _require_cpu():
+        config.option.xlinalg_require_cpu = True
 
 
 def require_backend(name: str) -> _registry.Backend:
     """The registry backend `name`, or skip (fail, for a CPU backend in CI) with its reason."""
-    be = _registry.get_backend(name)
-    reason = be.unavailable_reason()
-    if reason is not None:
-        if name in CPU_BACKENDS and _require_cpu():
-            pytest.fail(f"{name} must run here (XLINALG_REQUIRE_CPU_BACKENDS/CI) but: {reason}")
-        pytest.skip(f"{name}: {reason}")
-    _setup(name)
-    return be
+    return resolve_backend(name, require_cpu=_require_cpu())
 
 
 # ---------------------------------------------------------------------- tolerances
-def tolerance(dtype: Any) -> tuple[float, float]:
-    """(rtol, atol) for results computed in `dtype`, against a float64 reference."""
-    dt = np.dtype(dtype)
-    if dt.kind not in "fc":
-        return 0.0, 0.0
-    # float64: 6e-8, float32: 1.4e-3, float16: 0.13 (array-api-extra's rule)
-    rtol = 4 * float(np.finfo(dt).eps) ** 0.5
-    return rtol, rtol
+#: (rtol, atol) for results computed in a dtype, against a float64 reference
+tolerance = default_tolerance
 
 
 def np_dtype_of(x: Any) -> np.dtype:
@@ -172,23 +159,18 @@ class BackendCase:
         assert got.shape == exp.shape, f"shape {got.shape} != expected {exp.shape}"
         if dtype is not None:
             assert got.dtype == np.dtype(dtype), f"dtype {got.dtype} != expected {np.dtype(dtype)}"
-        r0, a0 = tolerance(got.dtype)
-        rtol = r0 if rtol is None else rtol
-        atol = a0 if atol is None else atol
-        if scale is None:
-            finite = exp[np.isfinite(exp)] if exp.size else exp
-            scale = float(np.max(np.abs(finite))) if finite.size else 1.0
-        np.testing.assert_allclose(
-            got, exp, rtol=rtol, atol=atol * max(scale, 1.0), equal_nan=equal_nan
-        )
+        compare_values(got, exp, rtol=rtol, atol=atol, equal_nan=equal_nan, scale=scale)
         return got
 
 
-@pytest.fixture(params=SELECTED, ids=list(SELECTED))
-def backend(request: pytest.FixtureRequest) -> BackendCase:
-    """Each test taking this fixture runs once per backend id (skipped with a reason)."""
-    name = request.param
-    return BackendCase(name, require_backend(name))
+@pytest.fixture
+def backend(xlinalg_backend: _registry.Backend) -> BackendCase:
+    """Each test taking this fixture runs once per backend id (skipped with a reason).
+
+    The parametrization, the skip with the registry's reason and the CI failure
+    are the kit's (:mod:`xlinalg.testing`), as for a user's ``xp`` fixture.
+    """
+    return BackendCase(xlinalg_backend.name, xlinalg_backend)
 
 
 @pytest.fixture

@@ -1,0 +1,469 @@
+"""Test your own portable code on every installed array library.
+
+``xlinalg.testing`` is the kit xlinalg's own test-suite runs on, made public:
+
+* a **pytest plugin** (registered through the ``pytest11`` entry point when
+  xlinalg is installed, or loaded with ``pytest -p xlinalg.testing``). A test
+  that takes the fixture ``xp`` runs once per backend, with ``xp`` the
+  backend's array API namespace (array-api-compat's wrapper where the library
+  needs one, as array-api-extra names it). A backend that cannot run here is
+  skipped with the registry's reason; ``--xlinalg-backends=numpy,dask`` or
+  ``XLINALG_TEST_BACKENDS`` chooses backends; GPU backends carry the ``gpu``
+  marker (``-m "not gpu"`` leaves them out);
+* :func:`assert_close`, which checks library, device, dtype, shape and values
+  and says which of these differs, and where;
+* :func:`assert_trace_safe` and :func:`assert_lazy_safe`, which prove a
+  function runs under ``jax.jit`` and builds a Dask graph without computing.
+
+Importing this module imports neither pytest nor any array library but NumPy;
+the fixtures live in ``xlinalg.testing._plugin``, registered when pytest
+configures the plugin.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from .. import backends as _registry
+
+__all__ = [
+    "LazyComputeError",
+    "assert_close",
+    "assert_lazy_safe",
+    "assert_trace_safe",
+    "default_tolerance",
+    "selected_backends",
+]
+
+#: The environment variable that chooses backends (the option wins over it).
+ENV_BACKENDS = "XLINALG_TEST_BACKENDS"
+#: With this environment variable set (to anything but ``""`` or ``"0"``), a CPU
+#: backend that cannot run fails instead of skipping.
+ENV_REQUIRE_CPU = "XLINALG_REQUIRE_CPU_BACKENDS"
+
+
+# ---------------------------------------------------------------------- backends
+def _groups() -> dict[str, tuple[str, ...]]:
+    names = _registry.BACKEND_NAMES
+    gpu = tuple(n for n in names if _registry.get_backend(n).gpu)
+    return {"all": names, "gpu": gpu, "cpu": tuple(n for n in names if n not in gpu)}
+
+
+def selected_backends(spec: str | None = None, *, source: str = ENV_BACKENDS) -> tuple[str, ...]:
+    """The backend ids a comma-separated `spec` names, in the registry's order.
+
+    Parameters
+    ----------
+    spec : str, optional
+        Backend ids (:data:`xlinalg.BACKEND_NAMES`) and the groups ``all``,
+        ``cpu`` and ``gpu``, separated by commas. ``None`` reads the
+        ``XLINALG_TEST_BACKENDS`` environment variable; empty means all.
+    source : str
+        What `spec` came from, for the error message.
+
+    Returns
+    -------
+    tuple of str
+        The chosen ids, whether or not they can run here.
+
+    Raises
+    ------
+    ValueError
+        If `spec` names an unknown backend; the message lists the valid ones.
+
+    Examples
+    --------
+    >>> from xlinalg.testing import selected_backends
+    >>> selected_backends("dask, numpy")
+    ('numpy', 'dask')
+    >>> selected_backends("cpu") == selected_backends("all,-gpu")
+    Traceback (most recent call last):
+    ...
+    ValueError: XLINALG_TEST_BACKENDS names unknown backend(s) ['-gpu']; valid: numpy, torch-cpu, torch-cuda, cupy, jax-cpu, jax-gpu, dask, array-api-strict (or the groups all, cpu, gpu)
+    """
+    raw = os.environ.get(ENV_BACKENDS, "") if spec is None else spec
+    names = [n.strip().strip("'\"[] ") for n in str(raw).split(",")]
+    names = [n for n in names if n]
+    if not names:
+        return tuple(_registry.BACKEND_NAMES)
+    groups = _groups()
+    unknown = [n for n in names if n not in _registry.BACKEND_NAMES and n not in groups]
+    if unknown:
+        raise ValueError(
+            f"{source} names unknown backend(s) {unknown}; valid: "
+            f"{', '.join(_registry.BACKEND_NAMES)} (or the groups all, cpu, gpu)"
+        )
+    chosen = {m for n in names for m in groups.get(n, (n,))}
+    return tuple(n for n in _registry.BACKEND_NAMES if n in chosen)
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip() not in ("", "0")
+
+
+def _setup(name: str) -> None:
+    """Per-library configuration, done before the first array of a test is made."""
+    if name.startswith("jax"):
+        import jax
+
+        # float64 means float64 (array-api-extra's tests do the same)
+        jax.config.update("jax_enable_x64", True)
+
+
+def resolve_backend(name: str, *, require_cpu: bool = False) -> _registry.Backend:
+    """The registry backend `name`, ready for a test, or skip with its reason.
+
+    Skips (``pytest.skip``) with the registry's
+    :meth:`~xlinalg.backends.Backend.unavailable_reason` when it cannot run here;
+    fails instead when `require_cpu` is true and `name` is a CPU backend.
+    """
+    be = _registry.get_backend(name)
+    reason = be.unavailable_reason()
+    if reason is not None:
+        import pytest
+
+        if require_cpu and not be.gpu:
+            pytest.fail(f"{name} must run here ({ENV_REQUIRE_CPU}) but: {reason}")
+        pytest.skip(f"{name}: {reason}")
+    _setup(name)
+    return be
+
+
+# ---------------------------------------------------------------------- assert_close
+def default_tolerance(dtype: Any) -> tuple[float, float]:
+    """The default ``(rtol, atol)`` of :func:`assert_close` for results in `dtype`.
+
+    ``rtol`` is ``4 * sqrt(eps)`` of the dtype (array-api-extra's rule): 6e-8 for
+    float64 and complex128, 1.4e-3 for float32 and complex64, 0.13 for float16.
+    Integers and booleans compare exactly. ``atol`` equals ``rtol``;
+    :func:`assert_close` scales it by the largest finite ``|expected|`` (at least 1).
+
+    Examples
+    --------
+    >>> from xlinalg.testing import default_tolerance
+    >>> default_tolerance("float32")
+    (0.0013810679...)
+    >>> default_tolerance("int64")
+    (0.0, 0.0)
+    """
+    dt = np.dtype(dtype)
+    if dt.kind not in "fc":
+        return 0.0, 0.0
+    rtol = 4 * float(np.finfo(dt).eps) ** 0.5
+    return rtol, rtol
+
+
+def _backend_id(x: Any, what: str) -> str:
+    try:
+        return _registry.backend_of(x)
+    except TypeError:
+        raise AssertionError(
+            f"{what} is not an array of a known backend: {type(x).__module__}.{type(x).__qualname__} "
+            "(build it with xp.asarray(...))"
+        ) from None
+
+
+def _device(x: Any) -> str:
+    import array_api_compat
+
+    try:
+        return str(array_api_compat.device(x))
+    except Exception:  # a library without a device notion: nothing to compare
+        return ""
+
+
+def _host(x: Any, name: str) -> np.ndarray:
+    if isinstance(x, np.ndarray):
+        return x
+    return np.asarray(_registry.get_backend(name).to_numpy(x))
+
+
+def _fmt_index(idx: tuple[int, ...]) -> str:
+    return "()" if not idx else "(" + ", ".join(str(int(i)) for i in idx) + ("," if len(idx) == 1 else "") + ")"
+
+
+def compare_values(
+    got: np.ndarray,
+    exp: np.ndarray,
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+    equal_nan: bool = True,
+    scale: float | None = None,
+    header: str = "values differ",
+) -> None:
+    """Assert two NumPy arrays of one shape are close; the message says where not.
+
+    `rtol` and `atol` default to :func:`default_tolerance` of ``got.dtype``; with
+    `rtol` given and `atol` not, ``atol = rtol``. ``atol`` is multiplied by
+    `scale`, by default the largest finite ``|exp|`` (at least 1).
+    """
+    r0, _ = default_tolerance(got.dtype)
+    rtol = r0 if rtol is None else float(rtol)
+    atol = rtol if atol is None else float(atol)
+    if scale is None:
+        finite = np.abs(exp[np.isfinite(exp)]) if exp.size else exp
+        scale = float(np.max(finite)) if finite.size else 1.0
+    bound = atol * max(scale, 1.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = np.isclose(got, exp, rtol=rtol, atol=bound, equal_nan=equal_nan)
+        # isclose calls inf == inf close, and so do we; it needs the values to be exact
+    if bool(np.all(ok)):
+        return
+    bad = np.argwhere(~ok) if got.ndim else np.zeros((1, 0), dtype=np.intp)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(got.astype(np.complex128 if got.dtype.kind == "c" else np.float64) - exp)
+    diff = np.where(ok, 0.0, np.nan_to_num(diff, nan=np.inf))
+    worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), got.shape)) if got.ndim else ()
+    g, e = got[worst].item(), exp[worst].item()
+    lines = [
+        f"{header} at {len(bad)} of {max(got.size, 1)} position(s) "
+        f"(rtol={rtol:.3g}, atol={atol:.3g} x {max(scale, 1.0):.3g} = {bound:.3g})",
+        f"  worst at index {_fmt_index(worst)}: actual {g!r}, expected {e!r}, |difference| {diff[worst]:.3g}",
+    ]
+    if len(bad) > 1:
+        shown = ", ".join(_fmt_index(tuple(b)) for b in bad[:5])
+        lines.append(f"  first differing indices: {shown}{', ...' if len(bad) > 5 else ''}")
+    raise AssertionError("\n".join(lines))
+
+
+def assert_close(
+    actual: Any, expected: Any, *, rtol: float | None = None, atol: float | None = None
+) -> None:
+    """Assert `actual` is `expected`: same library, device, dtype, shape; close values.
+
+    Both must be arrays of the same backend (build `expected` with the test's
+    ``xp``). The checks run in that order and the first that fails raises an
+    ``AssertionError`` saying which property differs; for values it says how
+    many elements differ, the worst index and both values there. Dask arrays are
+    computed, device arrays copied to the host, only to compare the values.
+
+    Parameters
+    ----------
+    actual, expected : array
+        Arrays of any backend xlinalg knows (:data:`xlinalg.BACKEND_NAMES`).
+    rtol : float, optional
+        Relative tolerance. Default: :func:`default_tolerance` of the dtype
+        (``4 * sqrt(eps)``; exact for integers and booleans).
+    atol : float, optional
+        Absolute tolerance, multiplied by the largest finite ``|expected|`` (at
+        least 1), so that it is relative to the size of the result. Default:
+        ``rtol``. NaN equals NaN; infinities must match.
+
+    Raises
+    ------
+    AssertionError
+        Naming what differs: library, device, dtype, shape or values.
+
+    Examples
+    --------
+    >>> import numpy as xp
+    >>> from xlinalg.testing import assert_close
+    >>> assert_close(xp.asarray([1.0, 2.0]), xp.asarray([1.0, 2.0 + 1e-12]))
+    >>> assert_close(xp.asarray([1.0, 2.0]), xp.asarray([1.0, 2.5]))
+    Traceback (most recent call last):
+    ...
+    AssertionError: values differ at 1 of 2 position(s) (rtol=5.96e-08, atol=5.96e-08 x 2.5 = 1.49e-07)
+      worst at index (1,): actual 2.0, expected 2.5, |difference| 0.5
+    >>> assert_close(xp.asarray([1.0, 2.0], dtype=xp.float32), xp.asarray([1.0, 2.0]))
+    Traceback (most recent call last):
+    ...
+    AssertionError: dtype differs: actual float32, expected float64
+    """
+    la, le = _backend_id(actual, "actual"), _backend_id(expected, "expected")
+    if la != le:
+        raise AssertionError(
+            f"library differs: actual is a {la} array, expected a {le} array "
+            "(make expected with the same xp, or convert it with xlinalg.to)"
+        )
+    da, de = _device(actual), _device(expected)
+    if da != de:
+        raise AssertionError(f"device differs: actual is on {da}, expected on {de}")
+    if actual.dtype != expected.dtype:
+        raise AssertionError(f"dtype differs: actual {actual.dtype}, expected {expected.dtype}")
+    got, exp = _host(actual, la), _host(expected, le)  # Dask: shapes are known once computed
+    if got.shape != exp.shape:
+        raise AssertionError(f"shape differs: actual {got.shape}, expected {exp.shape}")
+    compare_values(got, exp, rtol=rtol, atol=atol)
+
+
+# ---------------------------------------------------------------------- trace-safe
+def _leaves(out: Any) -> list[Any]:
+    if isinstance(out, (tuple, list)):
+        return [leaf for o in out for leaf in _leaves(o)]
+    if isinstance(out, dict):
+        return [leaf for k in sorted(out) for leaf in _leaves(out[k])]
+    return [out]
+
+
+def _is_array(a: Any) -> bool:
+    return hasattr(a, "shape") and hasattr(a, "dtype")
+
+
+def _jax_target() -> str:
+    return "jax-gpu" if _registry.get_backend("jax-gpu").is_available() else "jax-cpu"
+
+
+def assert_trace_safe(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Assert `func` runs under ``jax.jit`` and gives what it gives eagerly.
+
+    The array arguments (NumPy arrays are moved to JAX first) are traced; other
+    positional arguments and every keyword argument are held fixed (static). A
+    function that needs a concrete value of a traced array (``bool(x)``,
+    ``float(x)``, Python ``if`` on an array, ``np.asarray(x)``) is not
+    trace-safe: the ``AssertionError`` says which operation needed a value.
+
+    Parameters
+    ----------
+    func : callable
+        The function under test.
+    *args, **kwargs
+        Its arguments.
+
+    Returns
+    -------
+    object
+        What the compiled function returned (JAX arrays).
+
+    Raises
+    ------
+    AssertionError
+        If tracing fails for want of a concrete value, or the compiled result
+        is not :func:`assert_close` to the eager one.
+    """
+    import jax
+
+    target = _registry.get_backend(_jax_target())
+    target.require()
+    _setup(target.name)
+    args = tuple(target.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args)
+    traced_at = [i for i, a in enumerate(args) if isinstance(a, jax.Array)]
+
+    def with_arrays(*arrays: Any) -> Any:
+        full = list(args)
+        for i, a in zip(traced_at, arrays):
+            full[i] = a
+        return func(*full, **kwargs)
+
+    name = getattr(func, "__qualname__", repr(func))
+    eager = func(*args, **kwargs)
+    unsafe = (
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerArrayConversionError,
+        jax.errors.TracerBoolConversionError,
+        jax.errors.TracerIntegerConversionError,
+    )
+    try:
+        compiled = jax.jit(with_arrays)(*(args[i] for i in traced_at))
+    except unsafe as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise AssertionError(
+            f"{name} is not trace-safe: under jax.jit it needed the value of a traced array "
+            f"({type(exc).__name__}: {first}). Keep Python control flow and conversions "
+            "(bool, float, int, np.asarray) off array values, or use xp.where."
+        ) from exc
+    got, want = _leaves(compiled), _leaves(eager)
+    if len(got) != len(want):
+        raise AssertionError(f"{name} returned {len(got)} value(s) under jax.jit, {len(want)} eagerly")
+    for g, w in zip(got, want):
+        if _is_array(g) or _is_array(w):
+            assert_close(g, w)
+    return compiled
+
+
+# ---------------------------------------------------------------------- lazy-safe
+class LazyComputeError(RuntimeError):
+    """Raised by the scheduler of :func:`assert_lazy_safe` when a graph is computed."""
+
+
+def _refuse(dsk: Any, keys: Any, **kwargs: Any) -> Any:
+    raise LazyComputeError(
+        "it computed a Dask graph while building its result "
+        "(compute, persist, bool/float/int of an array, np.asarray, or a value read)"
+    )
+
+
+def _dask_leaves(out: Iterable[Any]) -> list[Any]:
+    return [leaf for leaf in out if _is_array(leaf)]
+
+
+def assert_lazy_safe(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Assert `func` builds its result on Dask arrays without computing anything.
+
+    `func` runs with a Dask scheduler that refuses to run (NumPy array
+    arguments are made Dask arrays first): any ``compute``, ``persist``,
+    ``bool(x)``, ``float(x)``, ``np.asarray(x)`` or other read of a value while
+    the graph is built fails the assertion. Every array `func` returns must be a
+    Dask array. A scheduler named explicitly inside `func`
+    (``x.compute(scheduler="threads")``) is not intercepted.
+
+    Parameters
+    ----------
+    func : callable
+        The function under test.
+    *args, **kwargs
+        Its arguments.
+
+    Returns
+    -------
+    object
+        What `func` returned, still lazy: compute it (or compare it with
+        :func:`assert_close`) to check its values.
+
+    Raises
+    ------
+    AssertionError
+        If `func` computed while building, or returned a non-Dask array.
+    """
+    import dask
+
+    target = _registry.get_backend("dask")
+    target.require()
+    args = tuple(target.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args)
+    name = getattr(func, "__qualname__", repr(func))
+    with dask.config.set(scheduler=_refuse):
+        try:
+            out = func(*args, **kwargs)
+        except LazyComputeError as exc:
+            raise AssertionError(f"{name} is not lazy-safe: {exc}") from exc
+    for leaf in _dask_leaves(_leaves(out)):
+        if not target.owns(leaf):
+            raise AssertionError(
+                f"{name} is not lazy-safe: it returned a {type(leaf).__module__}."
+                f"{type(leaf).__qualname__}, not a Dask array (it computed, or left Dask)"
+            )
+    return out
+
+
+# ---------------------------------------------------------------------- pytest hooks
+# Plain functions: pytest calls them when it loads this module as a plugin
+# (entry point ``pytest11``, or ``-p xlinalg.testing``). The fixtures need
+# pytest itself, so they live in ``_plugin`` and are registered here.
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("xlinalg", "xlinalg.testing: run tests on every array library")
+    group.addoption(
+        "--xlinalg-backends",
+        default=None,
+        metavar="IDS",
+        help="comma-separated backend ids (or all, cpu, gpu) the xp fixture runs on; "
+        f"default: ${ENV_BACKENDS}, else every backend",
+    )
+    group.addoption(
+        "--xlinalg-require-cpu",
+        action="store_true",
+        default=False,
+        help=f"fail, not skip, when a CPU backend cannot run (also ${ENV_REQUIRE_CPU}=1)",
+    )
+
+
+def pytest_configure(config: Any) -> None:
+    from . import _plugin
+
+    config.addinivalue_line("markers", "gpu: runs on a GPU backend (deselect with -m 'not gpu')")
+    if not config.pluginmanager.has_plugin(_plugin.NAME):
+        config.pluginmanager.register(_plugin, _plugin.NAME)
+    _plugin.configure(config)

@@ -1,0 +1,87 @@
+"""The fixtures of the ``xlinalg.testing`` pytest plugin (this module imports pytest).
+
+Registered by :func:`xlinalg.testing.pytest_configure`; not imported by
+``import xlinalg`` or ``import xlinalg.testing``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .. import backends as _registry
+from . import ENV_BACKENDS, ENV_REQUIRE_CPU, _env_flag, resolve_backend, selected_backends
+
+NAME = "xlinalg.testing.fixtures"
+_SELECTED = pytest.StashKey[tuple[str, ...]]()
+
+
+def configure(config: pytest.Config) -> None:
+    """Read the backend choice once (an unknown id is a usage error)."""
+    opt = config.getoption("xlinalg_backends", None)
+    source = "--xlinalg-backends" if opt is not None else ENV_BACKENDS
+    try:
+        config.stash[_SELECTED] = selected_backends(opt, source=source)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def chosen(config: pytest.Config) -> tuple[str, ...]:
+    """The backend ids this run's ``xp`` fixture runs on."""
+    return config.stash.get(_SELECTED, tuple(_registry.BACKEND_NAMES))
+
+
+def require_cpu(config: pytest.Config) -> bool:
+    """Whether an unavailable CPU backend fails (option or environment variable)."""
+    return bool(config.getoption("xlinalg_require_cpu", False)) or _env_flag(ENV_REQUIRE_CPU)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"xlinalg.testing backends: {', '.join(chosen(config))}"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """One call per chosen backend for tests that use ``xp`` or ``xlinalg_backend``."""
+    if "xlinalg_backend" not in metafunc.fixturenames:
+        return
+    params = [
+        pytest.param(n, id=n, marks=[pytest.mark.gpu] if _registry.get_backend(n).gpu else [])
+        for n in chosen(metafunc.config)
+    ]
+    metafunc.parametrize("xlinalg_backend", params, indirect=True)
+
+
+@pytest.fixture
+def xlinalg_backend(request: pytest.FixtureRequest) -> _registry.Backend:
+    """The registry :class:`~xlinalg.backends.Backend` of this test call.
+
+    Skipped with the registry's reason when it cannot run here (failed instead
+    for a CPU backend under ``--xlinalg-require-cpu``).
+    """
+    name = getattr(request, "param", None)
+    if name is None:  # requested outside the parametrization (e.g. getfixturevalue)
+        raise pytest.UsageError("xlinalg_backend is parametrized by the xlinalg.testing plugin only")
+    return resolve_backend(name, require_cpu=require_cpu(request.config))
+
+
+@pytest.fixture
+def xp(xlinalg_backend: _registry.Backend) -> Iterator[Any]:
+    """The array API namespace of this test call's backend.
+
+    ``xp.asarray`` creates arrays on the backend's device: torch-cuda makes
+    CUDA its default device and JAX its platform's device for the test.
+    """
+    with contextlib.ExitStack() as stack:
+        name = xlinalg_backend.name
+        if name == "torch-cuda":
+            import torch
+
+            stack.enter_context(torch.device("cuda"))
+        elif name.startswith("jax"):
+            import jax
+
+            stack.enter_context(jax.default_device(jax.devices(name.split("-")[1])[0]))
+        yield xlinalg_backend.namespace()
