@@ -5,8 +5,9 @@ Usage::
     python benchmarks/unrolled.py                  # the targets: ratios in one run (~2 min)
     python benchmarks/unrolled.py --all --out benchmarks/results/unrolled-cpu.json
                                                    # + layouts, crossover in n, compile costs (~10 min)
-    python benchmarks/unrolled.py --derive benchmarks/results/unrolled-cpu.json
-                                                   # the selection table derived from a results file
+    python benchmarks/unrolled.py --derive benchmarks/results/unrolled-cpu.json \
+        --out src/xlinalg/_unrolled_selection.json # the selection table xlinalg ships, derived
+                                                   # from a results file (package data, JSON)
     python benchmarks/unrolled.py --gpu --out benchmarks/results/unrolled-gpu.json
                                                    # torch-cuda, jax-gpu, cupy: 1e6 systems, GB/s
 
@@ -507,6 +508,19 @@ def derive(results: dict[str, Any], margin: float = 1.2) -> dict[tuple[str, str]
     return table
 
 
+def selection_json(table: dict[tuple[str, str], dict[str, Any]], source: str) -> str:
+    """`table` (:func:`derive`) as the text of ``src/xlinalg/_unrolled_selection.json``,
+    the package data ``xlinalg._unrolled`` loads its ``SELECTION`` from."""
+    doc = {
+        "about": "method='auto' rules of xlinalg.solve (xlinalg._unrolled.SELECTION), per "
+                 "(backend, dtype); lists are indexed by n - 1. Generated, do not edit: "
+                 f"python benchmarks/unrolled.py --derive {source} --out src/xlinalg/_unrolled_selection.json",
+        "source": source,
+        "rules": [{"backend": backend, "dtype": dtype, **rule} for (backend, dtype), rule in table.items()],
+    }
+    return json.dumps(doc, indent=1) + "\n"
+
+
 def _env() -> dict[str, Any]:
     env: dict[str, Any] = {
         "python": platform.python_version(),
@@ -533,7 +547,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--all", action="store_true", help="also layouts, crossover in n and compile costs")
     p.add_argument("--gpu", action="store_true", help="the GPU backends (1e6 systems)")
     p.add_argument("--out", help="write the results (JSON) here")
-    p.add_argument("--derive", metavar="RESULTS", help="print the selection table derived from a results file")
+    p.add_argument("--derive", metavar="RESULTS",
+                   help="the selection table derived from a results file (to --out FILE, else printed)")
     p.add_argument("--only", help="crossover: only these backends (comma-separated)")
     p.add_argument("--merge", action="store_true", help="crossover only, merged into the --out file")
     p.add_argument("--row", nargs=4, metavar=("BACKEND", "N", "BATCH", "DTYPE"), help=argparse.SUPPRESS)
@@ -545,8 +560,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.derive:
         with open(args.derive) as f:
             table = derive(json.load(f))
-        for (backend, dtype), rule in table.items():
-            print(f"    ({backend!r}, {dtype!r}): SelectionRule(**{rule}),")
+        text = selection_json(table, args.derive)
+        if args.out:  # not a shell redirect: importing xlinalg reads the file being written
+            with open(args.out, "w", encoding="utf-8") as f:
+                f.write(text)
+            print(f"wrote {args.out}")
+        else:
+            sys.stdout.write(text)
         return 0
     if args.merge:
         if not args.out:

@@ -396,9 +396,13 @@ def test_selection_is_backed_by_measurements() -> None:
     data = json.loads(RESULTS.read_text())
     derived = bench.derive(data)
     assert U.SELECTION, "the selection table is empty"
+    assert set(U.SELECTION) == set(derived)
     for key, rule in U.SELECTION.items():
-        assert key in derived, key
         assert rule._asdict() == derived[key], key
+    # the shipped file is the generator's output, byte for byte (regenerate it with
+    # `python benchmarks/unrolled.py --derive benchmarks/results/unrolled-cpu.json --out ...`)
+    shipped = (ROOT / "src" / "xlinalg" / "_unrolled_selection.json").read_text(encoding="utf-8")
+    assert shipped == bench.selection_json(derived, "benchmarks/results/unrolled-cpu.json")
     for (backend, dtype), rule in U.SELECTION.items():
         for n in range(1, rule.n_max + 1):
             above = [
@@ -413,6 +417,18 @@ def test_selection_is_backed_by_measurements() -> None:
         assert not U.prefer_unrolled(backend, 1, rule.batch_min[0] - 1, dtype)
         if not rule.warm_only and rule.extra_first_call_s[0] == 0:
             assert U.prefer_unrolled(backend, 1, rule.batch_min[0], dtype)
+
+
+def test_selection_file_is_checked(tmp_path: pathlib.Path) -> None:
+    """A rule whose per-n lists disagree with n_max is refused, naming the file."""
+    good = json.loads((ROOT / "src" / "xlinalg" / "_unrolled_selection.json").read_text())
+    path = tmp_path / "sel.json"
+    path.write_text(json.dumps(good))
+    assert U._load_selection(str(path)) == U.SELECTION
+    good["rules"][0]["batch_min"] = good["rules"][0]["batch_min"][:-1]
+    path.write_text(json.dumps(good))
+    with pytest.raises(ValueError, match=r"sel\.json.*malformed"):
+        U._load_selection(str(path))
 
 
 def test_cache_and_ops() -> None:
