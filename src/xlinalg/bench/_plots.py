@@ -89,7 +89,13 @@ def _text(s: Any) -> str:
 
 
 _MARK = {"noisy": " ~", "stalled": " STALL"}
-_KEY = "~: noisy cell (IQR > 10% of the median); STALL: stalled cell"
+_COLORS = {"array-api-strict": "C0", "dask": "C1", "jax-cpu": "C2", "torch-cpu": "C3",
+           "numpy": "C4", "torch-cuda": "C5", "cupy": "C6", "jax-gpu": "C8"}
+
+
+def _color(backend: str) -> str:
+    """The same colour for a backend in every plot."""
+    return _COLORS.get(backend, f"C{(7 + sum(map(ord, backend))) % 10}")
 
 
 def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, str]]:
@@ -109,7 +115,8 @@ def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, st
             pts.sort(key=lambda r: F.side(r) or 0.0)
             xs = [F.side(r) for r in pts]
             qs = [F.quartiles(r) for r in pts]
-            (line,) = ax.plot(xs, [q[1] for q in qs], marker="o", ms=3, label=_text(b))
+            (line,) = ax.plot(xs, [q[1] for q in qs], marker="o", ms=3, label=_text(b),
+                              color=_color(b))
             ax.fill_between(xs, [q[0] for q in qs], [q[2] for q in qs],
                             color=line.get_color(), alpha=0.2, lw=0)
             bad = [(x, q[1]) for x, q, r in zip(xs, qs, pts) if F.shaky(r)]
@@ -145,14 +152,14 @@ def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[di
         labels = [f"{_text(d['backend'])}\n{_text(d['size'])}" for d in ds]
         x = list(range(len(ds)))
         w = 0.4
-        fig, ax = _fig(0.9 * len(ds) + 2)
+        fig, ax = _fig(1.0 * len(ds) + 2, 5.0)
         ax.bar([i - w / 2 for i in x], [d["loop_s"] for d in ds], w, label="Python loop")
         ax.bar([i + w / 2 for i in x], [d["method_s"] for d in ds], w, label=_text(method))
         for i, d in zip(x, ds):
             ax.annotate(F.fmt_ratio(d["speedup"]), (i + w / 2, d["method_s"]),
                         ha="center", va="bottom", fontsize=8)
         ax.set_xticks(x)
-        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_xticklabels(labels, fontsize=8, rotation=30, ha="right")
         ax.set_yscale("log")
         _time_axis(ax.yaxis)
         ax.set_ylabel("median time for all COUNT systems")
@@ -176,13 +183,24 @@ def _thin(keys: list[Any]) -> tuple[list[Any], bool]:
     return [keys[i] for i in idx], True
 
 
+def _bar_width_in(n_bars: int) -> float:
+    """Figure width for `n_bars` bars: room for a label over each, within the limit."""
+    return 3.5 + 0.65 * n_bars
+
+
 def _ratio_bars(ax: Any, groups: list[str], series: dict[str, list[tuple[float, float, float,
                                                                            str] | None]],
                 ) -> bool:
     """Grouped bars of ratios with interval error bars; "~"/"STALL" marks. True: a mark."""
-    names = sorted(series)
+    from matplotlib.patches import Patch
+
+    names = sorted(b for b, vs in series.items() if any(v is not None for v in vs))
     w = 0.8 / max(1, len(names))
+    fig_px = ax.figure.get_size_inches()[0] * _DPI
+    px_per_bar = 0.8 * fig_px / max(1, len(groups) * len(names))
+    rotate = px_per_bar < 48
     marked = False
+    handles = []
     for j, b in enumerate(names):
         xs, ys, lo, hi, marks = [], [], [], [], []
         for i, v in enumerate(series[b]):
@@ -193,23 +211,30 @@ def _ratio_bars(ax: Any, groups: list[str], series: dict[str, list[tuple[float, 
             lo.append(max(0.0, v[1] - v[0]))
             hi.append(max(0.0, v[2] - v[1]))
             marks.append(v[3])
-        bars = ax.bar(xs, ys, w, label=_text(b), yerr=[lo, hi], capsize=2,
+        color = _color(b)
+        bars = ax.bar(xs, ys, w, color=color, yerr=[lo, hi], capsize=2,
                       error_kw={"elinewidth": 0.8, "alpha": 0.7})
+        handles.append(Patch(color=color, label=_text(b)))
         for bar, m in zip(bars, marks):
             if m:
                 bar.set_hatch("//")
                 marked = True
-        for x, y, m in zip(xs, ys, marks):
-            ax.annotate(F.fmt_ratio(y) + _MARK.get(m, ""), (x, y), ha="center",
-                        va="bottom", fontsize=7, rotation=90 if len(names) > 2 else 0)
+        for x, y, h, m in zip(xs, ys, hi, marks):
+            # over the error bar, so the two never cross
+            ax.annotate(F.fmt_ratio(y) + _MARK.get(m, ""), (x, y + h), ha="center",
+                        va="bottom", fontsize=7, rotation=90 if rotate else 0)
+    if marked:
+        handles.append(Patch(facecolor="white", edgecolor="k", hatch="//",
+                             label="noisy (~) or stalled"))
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_yscale("log")
     _plain_axis(ax.yaxis)
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups, fontsize=8, rotation=30 if len(groups) > 6 else 0)
     ax.grid(True, axis="y", which="both", alpha=0.3)
-    ax.margins(y=0.15)
-    ax.legend(title="backend", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.margins(y=0.2)
+    ax.legend(handles=handles, title="backend", fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.0, 1.0))
     return marked
 
 
@@ -240,19 +265,20 @@ def plot_speedups(records: list[dict[str, Any]], outdir: Path,
             continue
         keys.sort(key=lambda lab: F.size_key(by_size[lab][baseline]))
         keys, thinned = _thin(keys)
-        backends = sorted({b for k in keys for b in by_size[k] if b != baseline})
+        backends = sorted({b for k in keys for b, x in by_size[k].items()
+                           if b != baseline and F.good(x)})
         series = {b: [(_ratio(by_size[k][baseline], by_size[k][b])
                        if b in by_size[k] and F.good(by_size[k][b]) else None) for k in keys]
                   for b in backends}
-        fig, ax = _fig(2.5 + 0.45 * len(keys) * max(1, len(backends)))
-        marked = _ratio_bars(ax, [_text(k) for k in keys], series)
+        fig, ax = _fig(_bar_width_in(len(keys) * max(1, len(backends))))
+        _ratio_bars(ax, [_text(k) for k in keys], series)
         names = [str(n) for n in (by_size[keys[0]][baseline].get("params") or {})] or ["size"]
         ax.set_xlabel(f"size ({' x '.join(names)})")
         ax.set_ylabel(f"speed-up over {baseline} (>1: faster; bars: IQR range)")
         cdt = F.compute_dtype(next(iter(by_size[keys[0]].values())))
         title = (f"{sec} {_text(case)} ({cdt}): speed-up over {baseline}"
                  + (f", {_MAX_SIZES} of the sizes" if thinned else ""))
-        ax.set_title(title + (f"\nhatched: {_KEY}" if marked else ""), fontsize=10)
+        ax.set_title(title, fontsize=10)
         out.append(_save(fig, outdir, _safe(f"speedup_{sec}_{case}_{dtype}"), title, sec))
     return out
 
@@ -281,12 +307,12 @@ def plot_precision(records: list[dict[str, Any]], outdir: Path) -> list[dict[str
                     c = next((r for r in cells if r["backend"] == b
                               and str(r["size_label"]) == k), None)
                     series[b].append(None if c is None else _ratio(base[(b, dtype, k)], c))
-            fig, ax = _fig(2.5 + 0.6 * len(keys) * len(backends))
-            marked = _ratio_bars(ax, keys, series)
+            fig, ax = _fig(_bar_width_in(len(keys) * len(backends)))
+            _ratio_bars(ax, keys, series)
             ax.set_xlabel("GEMM size (m x k x n)")
             ax.set_ylabel(f"float32 time / {target} time (>1: {target} faster)")
             title = f"A12: {target} GEMM against the same backend's float32 GEMM"
-            ax.set_title(title + (f"\nhatched: {_KEY}" if marked else ""), fontsize=10)
+            ax.set_title(title, fontsize=10)
             out.append(_save(fig, outdir, _safe(f"precision_{target}_{dtype}"), title, "A12"))
     return out
 

@@ -129,12 +129,18 @@ def _loop_blocks(records: list[dict[str, Any]]) -> list[Block]:
     out: list[Block] = []
     lb = F.loop_vs_batched(records)
     if lb:
-        rows = [[d["backend"], d["dtype"], d["size"], d["loop_case"], _fmt_time(d["loop_s"]),
-                 d["method"], _fmt_time(d["method_s"]), F.fmt_ratio(d["speedup"])] for d in lb]
-        out.append(("p", "Loop against one call per stack (same backend, dtype and size; "
-                         "speed-up = loop time / method time):"))
-        out.append(("table", ["backend", "dtype", "count x n", "loop case", "loop time",
-                              "method", "method time", "speed-up"], rows))
+        backends = sorted({d["backend"] for d in lb})
+        piv: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+        for d in lb:
+            piv.setdefault((d["method"], d["size"], d["dtype"]), {})[d["backend"]] = d
+        rows = [[m, size, dt] + [(f"{F.fmt_ratio(by[b]['speedup'])}\n"
+                                  f"{_fmt_time(by[b]['method_s'])} vs {_fmt_time(by[b]['loop_s'])}"
+                                  if b in by else "-") for b in backends]
+                for (m, size, dt), by in piv.items()]
+        out.append(("p", "Each method against the Python loop of the same backend, dtype and "
+                         "size: speed-up = loop time / method time (below: method time vs "
+                         "loop time)."))
+        out.append(("table", ["method", "count x n", "dtype", *backends], rows))
         best = max(lb, key=lambda d: d["speedup"])
         out.append(("p", f"The largest gain: {best['method']} on {best['backend']} "
                          f"({best['size']}, {best['dtype']}) is {F.fmt_ratio(best['speedup'])} "
