@@ -297,23 +297,15 @@ def _console(stderr: bool = False) -> Any:
 
 
 def _fmt_bytes(n: float | None) -> str:
-    if n is None:
-        return "?"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"  # pragma: no cover
+    from .bench._units import format_bytes
+
+    return format_bytes(n, missing="?")
 
 
 def _fmt_time(s: float | None) -> str:
-    if s is None:
-        return "?"
-    for unit, f in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if s >= f or unit == "ns":
-            v = s / f
-            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
-    return f"{s:.3g} s"  # pragma: no cover
+    from .bench._units import format_time
+
+    return format_time(s, missing="?")
 
 
 # ---------------------------------------------------------------------- bench

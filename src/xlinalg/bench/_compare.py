@@ -16,6 +16,8 @@ import argparse
 import sys
 from typing import Any
 
+from ._units import format_time
+
 __all__ = ["add_arguments", "compare_records", "p_value", "run"]
 
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -108,15 +110,6 @@ def compare_records(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any
     return rows
 
 
-def _t(s: float | None) -> str:
-    if s is None:
-        return "-"
-    for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if s >= f or unit == "ns":
-            return f"{s / f:.3g} {unit}"
-    return f"{s:.3g} s"  # pragma: no cover
-
-
 def run(args: argparse.Namespace) -> int:
     from ._store import ResultsFileError, read_results
 
@@ -143,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     for r in shown:
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
         p = f"{r['p']:.3g}" if r["p"] is not None else "-"
-        print(f"{r['key']:<{width}}  {_t(r['old_s']):>10}  {_t(r['new_s']):>10}  "
+        print(f"{r['key']:<{width}}  {format_time(r['old_s']):>10}  {format_time(r['new_s']):>10}  "
               f"{ratio:>7}  {p:>8}  {r['flag']}")
     counts: dict[str, int] = {}
     for r in rows:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _findings as F
+from ._units import format_time
 
 __all__ = ["MAX_WIDTH_PX", "make_plots"]
 
@@ -49,18 +50,11 @@ def _save(fig: Any, outdir: Path, name: str, title: str, section: str) -> dict[s
             "section": section}
 
 
-def _time_label(v: float) -> str:
-    for unit, f in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if v >= f or unit == "ns":
-            return f"{v / f:g} {unit}"
-    return f"{v:g} s"  # pragma: no cover
-
-
 def _time_axis(axis: Any) -> None:
     """Tick labels as times with units (10 µs, 1 ms) on a log axis."""
     from matplotlib.ticker import FuncFormatter
 
-    axis.set_major_formatter(FuncFormatter(lambda v, _: _time_label(v) if v > 0 else ""))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: format_time(v) if v > 0 else ""))
 
 
 def _plain_axis(axis: Any) -> None:

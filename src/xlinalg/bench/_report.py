@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from . import _findings as F
+from ._units import format_bytes as _fmt_bytes
+from ._units import format_time as _fmt_time
 
 __all__ = ["add_arguments", "build_report", "run", "write_report"]
 
@@ -38,25 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", default=None,
                         help="output directory (default: <results name>-report beside it)")
     parser.add_argument("--no-plots", action="store_true", help="tables and findings only")
-
-
-def _fmt_time(s: float | None) -> str:
-    if s is None:
-        return "-"
-    for unit, f in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if s >= f or unit == "ns":
-            return f"{s / f:.3g} {unit}"
-    return f"{s:.3g} s"  # pragma: no cover
-
-
-def _fmt_bytes(n: Any) -> str:
-    if not isinstance(n, (int, float)):
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return "-"  # pragma: no cover
 
 
 def _peak_mem(r: dict[str, Any]) -> str:

@@ -1,0 +1,47 @@
+"""Seconds and bytes as short text for people: tables, reports, plot ticks.
+
+One definition, used by the command line, the report, compare and the plots.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+__all__ = ["format_bytes", "format_time"]
+
+_TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+_BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def format_time(s: Any, missing: str = "-") -> str:
+    """``1.5e-5`` -> ``"15 µs"``: the largest unit the value reaches, 3 significant
+    digits (whole units from 100 up, so never ``1e+03 ms``); `missing` for
+    anything that is not a number (``None``: not measured).
+
+    >>> format_time(0.0123), format_time(2.5e-7), format_time(999.7e-3), format_time(None)
+    ('12.3 ms', '250 ns', '1000 ms', '-')
+    """
+    if not isinstance(s, numbers.Real) or isinstance(s, bool):
+        return missing
+    for unit, f in _TIME_UNITS:
+        if s >= f or unit == "ns":
+            v = s / f
+            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def format_bytes(n: Any, missing: str = "-") -> str:
+    """``3 * 2**20`` -> ``"3.0 MiB"`` (binary units); `missing` for anything that
+    is not a number.
+
+    >>> format_bytes(512), format_bytes(3 * 2**20), format_bytes(None, missing="?")
+    ('512 B', '3.0 MiB', '?')
+    """
+    if not isinstance(n, numbers.Real) or isinstance(n, bool):
+        return missing
+    for unit in _BYTE_UNITS:
+        if abs(n) < 1024 or unit == _BYTE_UNITS[-1]:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
