@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from .. import backends as _registry
-from . import ENV_BACKENDS, ENV_REQUIRE_CPU, _env_flag, resolve_backend, selected_backends
+from ._select import ENV_BACKENDS, ENV_REQUIRE_CPU, _env_flag, resolve_backend, selected_backends
 
 NAME = "xlinalg.testing.fixtures"
 _SELECTED = pytest.StashKey[tuple[str, ...]]()
