@@ -409,3 +409,29 @@ def test_names_from_the_file_are_escaped(tmp_path):
         assert "<img src=x" not in text
     assert "[link](http://x)" not in md
     assert all("<" not in p.name and "|" not in p.name for p in out.iterdir())
+
+
+def test_verdicts_and_ratios_recorded_side_by_side_are_used_as_they_are():
+    a = _rec("a1_gemm", "numpy", 64, 1.0e-3)
+    b = _rec("a1_gemm", "torch-cpu", 64, 1.3e-3, seed=1)
+    # the runner paired the rounds: torch-cpu / numpy = 1.30 [1.25-1.36], numpy fastest
+    rec_v = {"fastest": "numpy", "tie": [], "margin": 1.05, "effective_cores":
+             {"numpy": 2.0, "torch-cpu": 1.0}, "parallelism_note": "numpy used 2 cores, "
+             "torch-cpu 1", "speedup": {"over": "torch-cpu", "ratio": 1.3, "lo": 1.25,
+                                        "hi": 1.36}}
+    for r in (a, b):
+        r["verdict"] = rec_v
+    b["ratios"] = {"numpy": {"ratio": 1.3, "lo": 1.25, "hi": 1.36}}
+    v = F.verdict({"numpy": a, "torch-cpu": b})
+    assert v["source"] == "recorded"
+    assert v["interval"] == (1.25, 1.36)
+    assert "numpy used 2 cores" in v["text"]
+    assert F.ratio(b, a) == (1.25, 1.3, 1.36)
+    # a recorded tie stays a tie
+    tie_v = {**rec_v, "fastest": None, "tie": ["numpy", "torch-cpu"]}
+    for r in (a, b):
+        r["verdict"] = tie_v
+    assert F.verdict({"numpy": a, "torch-cpu": b})["tie"]
+    # a stalled cell is marked
+    b["stall"] = {"stalled": True}
+    assert F.shaky(b) == "stalled"

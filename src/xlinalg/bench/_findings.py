@@ -329,7 +329,8 @@ def quartiles(r: dict[str, Any]) -> tuple[float, float, float] | None:
 def shaky(r: dict[str, Any]) -> str:
     """``"stalled"``, ``"noisy"`` or ``""``: how far a cell's own time can be trusted."""
     t = r.get("time") or {}
-    if r.get("stalled") or t.get("stalled"):
+    st = r.get("stall")
+    if (isinstance(st, dict) and st.get("stalled")) or r.get("stalled") or t.get("stalled"):
         return "stalled"
     return "noisy" if t.get("noisy") else ""
 
@@ -337,10 +338,17 @@ def shaky(r: dict[str, Any]) -> str:
 def ratio(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, float] | None:
     """time(slow) / time(fast) with an interval: (low, ratio, high), or None.
 
-    The interval spans the two cells' quartiles (slow q1 / fast q3 .. slow q3 /
-    fast q1): cells measured minutes apart share no rounds to pair, so this is
-    the honest width; a runner that records paired rounds gives a tighter one.
+    Cells measured side by side carry the runner's paired-round ratio with its
+    bootstrap interval (``record["ratios"][other backend]``), used as it is.
+    Otherwise (cells measured apart, e.g. in two runs) the interval spans the
+    two cells' quartiles (slow q1 / fast q3 .. slow q3 / fast q1).
     """
+    paired = (slow.get("ratios") or {}).get(fast.get("backend"))
+    same_cell = all(slow.get(k) == fast.get(k) for k in ("case", "dtype", "size_label"))
+    if isinstance(paired, dict) and same_cell and all(
+            isinstance(paired.get(k), (int, float)) and paired[k] > 0
+            for k in ("lo", "ratio", "hi")):
+        return float(paired["lo"]), float(paired["ratio"]), float(paired["hi"])
     a, b = quartiles(slow), quartiles(fast)
     if a is None or b is None:
         return None
@@ -354,8 +362,9 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     "n", "shaky", "text"}`` or None when fewer than one label has a time. The
     fastest median wins; it is named only when ``margin >= MIN_MARGIN`` and
     the ratio's interval (:func:`ratio`) lies above 1, else ``tie`` is True.
-    A verdict the runner recorded in the cells (``record["verdict"]``) is used
-    as it is.
+    A verdict the runner recorded with the cells (``record["verdict"]``:
+    ``{"fastest", "tie", "speedup": {"over", "ratio", "lo", "hi"}}``, from
+    paired rounds) is used as it is when it speaks of the same backends.
     """
     ok = sorted(((median(r), b) for b, r in by.items() if good(r)), key=lambda t: t[0])
     if not ok:
@@ -366,9 +375,18 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     out: dict[str, Any] = {"winner": win, "runner_up": None, "median_s": ok[0][0],
                            "margin": None, "interval": None, "tie": False, "n": len(ok),
                            "shaky": sorted({b for b, r in by.items() if good(r) and shaky(r)})}
-    if isinstance(recorded, dict) and recorded.get("winner") in by:  # the runner's own
-        out.update({k: recorded[k] for k in ("winner", "runner_up", "margin", "interval",
-                                             "tie") if k in recorded})
+    names = {b for b, r in by.items() if good(r)}
+    sp = recorded.get("speedup") if isinstance(recorded, dict) else None
+    if (isinstance(recorded, dict) and isinstance(sp, dict) and sp.get("over") in names
+            and (recorded.get("fastest") in names or set(recorded.get("tie") or ()) & names)
+            and set(recorded.get("effective_cores") or {b: 0 for b in names}) == names):
+        # the runner's verdict over exactly these backends (side by side, paired rounds)
+        out["winner"] = recorded.get("fastest") or (recorded.get("tie") or [win])[0]
+        out["runner_up"] = sp["over"]
+        out["margin"], out["interval"] = sp.get("ratio"), (sp.get("lo"), sp.get("hi"))
+        out["tie"] = recorded.get("fastest") is None
+        out["note"] = recorded.get("parallelism_note") or ""
+        out["source"] = "recorded"
     elif len(ok) > 1:
         ru = ok[1][1]
         rr = ratio(by[ru], by[win])
@@ -400,10 +418,11 @@ def verdict_text(v: dict[str, Any] | None) -> str:
     iv = v.get("interval")
     ivt = f" [{iv[0]:.2f}-{iv[1]:.2f}]" if iv else ""
     m = v.get("margin")
+    note = f"; {v['note']}" if v.get("note") else ""
     if v.get("tie"):
         return (f"tie within noise ({v['winner']} {fmt_ratio(m)}{ivt} vs {v['runner_up']})"
-                if m else "tie within noise")
-    return f"{v['winner']}, {fmt_ratio(m)}{ivt} over {v['runner_up']}"
+                if m else "tie within noise") + note
+    return f"{v['winner']}, {fmt_ratio(m)}{ivt} over {v['runner_up']}{note}"
 
 
 def winners(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
