@@ -365,7 +365,7 @@ def gpu() -> list[dict[str, Any]]:
     rows = []
     from xlinalg import backends
 
-    for backend in ("torch-cuda", "jax-gpu", "cupy"):
+    for backend in (b for b in backends.BACKEND_NAMES if backends.get_backend(b).gpu):
         reason = backends.get_backend(backend).unavailable_reason()
         if reason is not None:
             print(f"  {backend}: skipped ({reason})")
@@ -425,7 +425,8 @@ def gpu_crossover() -> list[dict[str, Any]]:
     from xlinalg import backends
 
     print("GPU against CPU, n = 5, float64: batched native and unrolled, by batch size")
-    gpus = [b for b in ("torch-cuda", "jax-gpu", "cupy") if backends.get_backend(b).unavailable_reason() is None]
+    gpus = [b for b in backends.BACKEND_NAMES
+            if backends.get_backend(b).gpu and backends.get_backend(b).unavailable_reason() is None]
     cpus = [b for b in ("numpy", "torch-cpu") if backends.get_backend(b).unavailable_reason() is None]
     rows: list[dict[str, Any]] = []
     if not gpus:

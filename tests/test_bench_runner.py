@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from conftest import CPU_BACKENDS, require_backend
 from xlinalg.bench import (
     BenchUsageError,
     Case,
@@ -29,13 +30,11 @@ from xlinalg.bench._env import backend_state, collect_env, configure_backend
 
 FAST = TimerConfig(warmup_time=0.0, min_sample_time=0.001, min_run_time=0.005,
                    min_samples=3, max_samples=5, max_run_time=1.0)
-CPU = ["numpy", "torch-cpu", "jax-cpu", "dask", "array-api-strict"]
-_MODULE = {"numpy": "numpy", "torch-cpu": "torch", "jax-cpu": "jax", "dask": "dask.array",
-           "array-api-strict": "array_api_strict"}
+CPU = list(CPU_BACKENDS)  # the registry's CPU backends
 
 
 def run_cell(case, backend, size, **kw):
-    pytest.importorskip(_MODULE[backend])
+    require_backend(backend)  # skip with the registry's reason (fail, in CI)
     restore = configure_backend(backend)
     try:
         kw.setdefault("timer", FAST)

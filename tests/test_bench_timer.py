@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from conftest import CPU_BACKENDS, require_backend
 from xlinalg.bench import Measurement, Stats, Timer, TimerConfig, fence_selfcheck
 from xlinalg.bench._timer import cuda_event_clock
 
@@ -204,7 +205,7 @@ def test_scale_presets():
 
 
 def test_no_cuda_event_clock_on_cpu_backends():
-    for name in ("numpy", "torch-cpu", "jax-cpu", "dask", "array-api-strict"):
+    for name in CPU_BACKENDS:
         assert cuda_event_clock(name) is None
 
 
@@ -212,12 +213,7 @@ def test_no_cuda_event_clock_on_cpu_backends():
 def test_cuda_event_clock_times_the_device_work(backend):
     """The event clock brackets the work on the stream: 512x the flops reads longer.
     Runs where the backend has a CUDA device; skipped with the registry's reason elsewhere."""
-    from xlinalg.backends import get_backend
-
-    b = get_backend(backend)
-    reason = b.unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"{backend}: {reason}")
+    b = require_backend(backend)
     xp = b.namespace()
     clock = cuda_event_clock(backend)
     assert clock is not None
@@ -236,22 +232,11 @@ def test_cuda_event_clock_times_the_device_work(backend):
 
 
 # ---------------------------------------------------------------------- fences (real time)
-CPU_BACKENDS = [
-    pytest.param("numpy", id="numpy"),
-    pytest.param("torch-cpu", id="torch-cpu"),
-    pytest.param("jax-cpu", id="jax-cpu"),
-    pytest.param("dask", id="dask"),
-    pytest.param("array-api-strict", id="array-api-strict"),
-]
-_MODULE = {"numpy": "numpy", "torch-cpu": "torch", "jax-cpu": "jax", "dask": "dask.array",
-           "array-api-strict": "array_api_strict"}
-
-
 @pytest.mark.parametrize("backend", CPU_BACKENDS)
 def test_fence_selfcheck_time_grows_with_work(backend):
     """Timing a matmul at n=32 and n=1024 (32768x the work) must show the growth:
     a fence that does not wait would time only the dispatch at both sizes."""
-    pytest.importorskip(_MODULE[backend])
+    require_backend(backend)  # skip with the registry's reason (fail, in CI)
     res = fence_selfcheck(backend, sizes=(32, 1024))
     assert res["ok"], res
     assert res["median_s"][1] > 3 * res["median_s"][0]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from xlinalg import __version__
+from xlinalg import BACKEND_NAMES, __version__
 from xlinalg.bench import read_results
 from xlinalg.cli import main
 
@@ -107,7 +107,7 @@ def test_version_and_help():
 def test_info(capsys):
     p = xl("info")
     assert p.returncode == 0, p.stderr
-    for name in ("numpy", "torch-cpu", "jax-cpu", "dask", "array-api-strict", "cupy"):
+    for name in BACKEND_NAMES:
         assert name in p.stdout
     assert "unavailable" in p.stdout  # e.g. cupy here
     assert "pip install" in p.stdout  # and how to install it

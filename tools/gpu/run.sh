@@ -53,7 +53,8 @@ fi
 "$PY" -m xlinalg info 2>&1 | tee -a "$LOG"
 GPUS=$("$PY" - <<'PY'
 from xlinalg import backends
-print(",".join(b for b in ("torch-cuda", "cupy", "jax-gpu") if backends.get_backend(b).unavailable_reason() is None))
+print(",".join(b for b in backends.BACKEND_NAMES
+               if backends.get_backend(b).gpu and backends.get_backend(b).unavailable_reason() is None))
 PY
 )
 CPUS=$("$PY" - <<'PY'

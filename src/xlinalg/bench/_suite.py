@@ -181,8 +181,6 @@ register_case(
 # ======================================================================
 # The CASES.md cases, one name per document operation (q1..q4, a1..a15).
 # ======================================================================
-_ALL_BACKENDS = ("numpy", "torch-cpu", "torch-cuda", "cupy", "jax-cpu", "jax-gpu",
-                 "dask", "array-api-strict")
 _DASK_LOOP = ("a Python loop of tiny lazy solves times Dask's graph building and "
               "scheduler per system, not solving")
 _DASK_BATCHED = "dask.array.linalg.solve is 2-D only (no batched stacks)"
