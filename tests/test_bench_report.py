@@ -301,6 +301,11 @@ def test_report_sets_the_article_beside_this_machine(tmp_path):
     # fair float64 (numpy 3x faster) and fair float32 (numpy 3x faster) both refute it
     assert row.count("refuted: numpy faster, 3.00x") == 2
     assert "no GPU here" in row
+    # the claim in words is judged in both setups, each with its own verdict
+    claim = next(line for line in art.splitlines() if "about 15% faster" in line)
+    assert "article's setup (NumPy float64 vs torch float32): refuted (NumPy is faster)" in claim
+    assert "fair, float64: refuted (NumPy is faster)" in claim
+    assert "fair, float32: refuted (NumPy is faster)" in claim
     big = next(line for line in art.splitlines() if "GEMM 2048x4096x8192" in line)
     assert "out of memory" in big
     one = _cli("report", str(p64), "--out", str(tmp_path / "one"), "--no-plots")

@@ -341,11 +341,14 @@ def build_report(res: Any, outdir: Path, plots: bool = True,
         docs = sorted({str(r.get("case_doc")) for r in rs if r.get("case_doc")})
         if docs:
             blocks.append(("ul", docs))
-        notes = sorted({f"{b}: {t}" for c in {r["case"] for r in rs}
-                        for b, t in F.case_notes(c).items()
-                        if any(r["backend"] == b for r in rs)})
-        if notes:
-            blocks.append(("p", "Notes: " + " / ".join(notes)))
+        by_note: dict[str, set[str]] = {}
+        for c in {r["case"] for r in rs}:
+            for b, t in F.case_notes(c).items():
+                if any(r["backend"] == b for r in rs):
+                    by_note.setdefault(t, set()).add(b)
+        if by_note:
+            blocks.append(("ul", [f"{', '.join(sorted(bs))}: {t}"
+                                  for t, bs in sorted(by_note.items())]))
         blocks += _pivots(rs)
         for p in by_sec_plots.get(sec, []):
             blocks.append(("img", p))
