@@ -135,7 +135,7 @@ def _solve_checked(
     """The general path of :func:`solve`: stacks, promotion, empty shapes, errors.
 
     `sa` and `sb`: the shapes of `a` and `b` where the caller has read them already
-    (each read is ~0.1 us on torch and JAX).
+    (a read costs a Python call on torch and JAX: docs/performance.md).
     """
     if sa is None:
         sa, sb = a.shape, b.shape
@@ -194,8 +194,8 @@ def matmul(a: Any, b: Any, /, *, xp: Any = None) -> Any:
                 except ValueError:
                     pass  # diagnosed by the checked path below
         elif t is type(b) and (k := _FAST_MATMUL.get(t)) is not None and (
-            k[2]  # the kernel refuses mixed dtypes itself (torch): no dtype read, ~90 ns
-            # (else each dtype read once: ~40 ns apiece on torch, a tenth of a 4×4 matmul)
+            k[2]  # the kernel refuses mixed dtypes itself (torch): no dtype read
+            # (else each dtype read once: each shows against a small torch matmul)
             or (((dt := a.dtype) is (db := b.dtype) or dt == db) and dt not in k[1])
         ):
             try:

@@ -71,9 +71,9 @@ __all__ = [
 LAYOUTS = ("batch-first", "batch-last")
 
 #: largest n the unrolled solver accepts. The program grows like n³ (n = 8: 731
-#: statements, n = 16: 4999) and so do compile times (jax-cpu: 1.6 s at n = 8,
-#: 20-45 s at n = 12, 90-215 s at n = 16), while LAPACK already wins at n = 8 on
-#: every CPU backend measured (benchmarks/results/unrolled-cpu.json).
+#: statements, n = 16: 4999) and so do compile times (seconds at n = 8, minutes
+#: at n = 16: docs/unrolled.md), while LAPACK already wins at n = 8 on every CPU
+#: backend measured (benchmarks/results/unrolled-cpu.json).
 MAX_N = 8
 
 
@@ -661,7 +661,7 @@ def _make_jax(n: int, layout: str, compiled: bool, cpu: bool) -> Callable[[Any, 
         return x
 
     def whole(a: Any, bm: Any, vector: bool = False) -> tuple[Any, Any]:
-        if vector:  # inside the program: eager JAX indexing costs ~30 us a call
+        if vector:  # inside the program: eager JAX indexing costs a dispatch a call
             bm = bm[..., None]
         a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
         x = jnp.reshape(solve_flat(a3, b3, nb, k), (*batch, n, k))
@@ -966,7 +966,7 @@ def solve_adapter(
     n = a.shape[-1]
     # What the arguments resolve to (backend, layout, compiler, kernel) is cached
     # per (library, dtype, device, n, layout, compile): resolving it reads dtype
-    # names and devices, ~15 us on JAX, more than the compiled solve of one system.
+    # names and devices, on JAX more than the compiled solve of one system costs.
     rkey = (ad, a.dtype, None if ad.single_device else ad.device(a), n, layout, compile)
     kern = _RESOLVED.get(rkey)
     if kern is None:
@@ -1052,8 +1052,8 @@ def solve_unrolled(
         entry is contiguous. ``None``: the layout measured fastest on the backend.
     compile : bool, optional
         ``None`` (default): compile where the backend has a compiler that works
-        here (torch.compile's first call takes 10-30 s; later processes reuse its
-        on-disk cache). ``True``: require it (error if unavailable). ``False``:
+        here (torch.compile's first call takes seconds: docs/unrolled.md; later
+        processes reuse its on-disk cache). ``True``: require it (error if unavailable). ``False``:
         run the schedule eagerly.
     xp : namespace, optional
         The array namespace; inferred from `a` and `b` by default.
@@ -1210,10 +1210,10 @@ _LIBRARY = {"numpy": "NumPy", "jax": "JAX", "torch": "PyTorch", "cupy": "CuPy"}
 #: adapter ``library`` name -> the smallest batch_min of its rules (a cheap early exit)
 _AUTO_MIN_BATCH: dict[str, int] = {}
 #: adapter ``library`` name -> the largest n any of its rules takes (numpy: 1, so a
-#: batch of 5x5 systems leaves at once instead of reading dtype names, ~20 us)
+#: batch of 5x5 systems leaves at once instead of reading dtype names)
 _AUTO_MAX_N: dict[str, int] = {}
 #: adapter ``library`` names all of whose rules are ``warm_only`` (torch): no compiled
-#: kernel in this process means no rule can say yes (an early exit, ~3 us saved)
+#: kernel in this process means no rule can say yes (an early exit)
 _WARM_ONLY: set[str] = set()
 _NOT_WARM_ONLY: set[str] = set()
 

@@ -671,7 +671,7 @@ def _solve_fast(call: Callable[[Any, Any], Any], ok: frozenset[Any]) -> Callable
     `b` as the standard does ((M,) a vector, (..., M, K) matrices) and check shapes
     and devices themselves. Any refusal, or :data:`MISSING` from `call`, sends the
     operands to xl.solve's checked path, which names the argument (a singular matrix
-    included). Saves the shape reads, ~0.4 us on torch.
+    included). Saves the shape reads (cost: docs/performance.md).
     """
 
     def solve_fast(a: Any, b: Any) -> Any:
@@ -714,7 +714,7 @@ class JaxAdapter(Adapter):
             v: jax.jit(lambda a, b, v=v: _jax_solve_checked(jnp, a, b, v, False)) for v in (False, True)
         }
         # errors="nan" (and traced): the solution alone, so the call returns one
-        # array, as jnp.linalg.solve does (each extra output costs ~1.5 us a call)
+        # array, as jnp.linalg.solve does (each extra output costs time on every call)
         self._solve_nan = {
             v: jax.jit(lambda a, b, v=v: _jax_solve_checked(jnp, a, b, v, True)[0]) for v in (False, True)
         }
@@ -773,8 +773,8 @@ class JaxAdapter(Adapter):
 
     def stack(self, arrays: list[Any]) -> Any:
         # On the CPU, NumPy reads every array in place (zero-copy) and stacks them in
-        # one C loop; jnp.stack dispatches per element. Measured for 1000 arrays of
-        # 5x5: 2.6 ms against 8.6 ms. On an accelerator (or under a trace) the
+        # one C loop; jnp.stack dispatches per element (about 3x slower for many small
+        # arrays: docs/performance.md). On an accelerator (or under a trace) the
         # stacking stays on the device.
         if self._all_cpu and not any(isinstance(x, self._tracer) for x in arrays):
             if self.fast_device_check and len({self.device(x) for x in arrays}) > 1:
@@ -836,13 +836,13 @@ def _host_finite(h: np.ndarray) -> bool:
     """Whether a host array is all finite, as cheaply as the size allows (a quick test).
 
     Small real arrays: the Python sum of their elements (no ufunc machinery,
-    about 0.2 us for 5 elements); larger ones: one BLAS dot product of
+    cheaper than one ufunc call at these sizes); larger ones: one BLAS dot product of
     non-negative terms. Either way inf or NaN anywhere makes the total
     non-finite and no floating-point warning is raised. ``False`` can also mean
     a huge finite result that overflows the total: callers then run their exact
     check, so that only costs time.
     """
-    if h.size <= 64 and h.dtype.kind == "f":  # (a vector needs no ravel: ~0.1 us)
+    if h.size <= 64 and h.dtype.kind == "f":  # (a vector needs no ravel)
         return math.isfinite(sum((h if h.ndim == 1 else h.ravel()).tolist()))
     return math.isfinite(np.vdot(h, h).real)
 

@@ -2,7 +2,7 @@
 
 The lookup is keyed on ``type(x)`` and cached, so the steady-state cost of
 dispatch is one or two dictionary reads (``array_api_compat.array_namespace``
-costs 1-2 µs per call, a third of a 5×5 NumPy solve). Nothing here imports an
+costs a sizeable part of a small solve: docs/performance.md). Nothing here imports an
 array library unless an array of it is passed in.
 """
 
@@ -25,8 +25,8 @@ _TYPE_CACHE: dict[type, _adapters.Adapter | None] = {np.ndarray: _adapters.NUMPY
 #: the kernel itself refuses what the contract does: then no dtype is read)}, for
 #: same-dtype operands; filled as array types are met. The fast paths of add,
 #: subtract, multiply and matmul cost one dict read here, where the adapter and
-#: then its kernel would cost two reads and an attribute (~40 ns of a 1.2 us
-#: torch.add).
+#: then its kernel would cost two reads and an attribute (measurable against a
+#: small torch.add: docs/performance.md).
 FAST_OPS: dict[str, dict[type, tuple[Any, frozenset[Any], bool]]] = {
     op: {} for op in ("add", "subtract", "multiply", "matmul")
 }

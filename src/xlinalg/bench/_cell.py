@@ -321,7 +321,7 @@ def execute_cell(
             if not backend.lazy:
                 backend.synchronize(*inputs)
             # The timed callable adds as few Python frames as possible around the
-            # operation (functools.partial calls in C): a 5x5 solve lasts ~4 µs.
+            # operation (functools.partial calls in C): a 5x5 solve lasts microseconds.
             if case.build is not None:
                 fn: Callable[..., Any] = case.build(ctx)
             else:
