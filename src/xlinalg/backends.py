@@ -22,6 +22,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import _convert
+
 __all__ = [
     "BACKEND_NAMES",
     "Backend",
@@ -246,11 +248,21 @@ class _Torch(Backend):
     def from_numpy(self, arr: np.ndarray) -> Any:
         import torch
 
-        # np.ascontiguousarray turns 0-d into 1-d: restore the shape (a view)
-        return torch.tensor(np.ascontiguousarray(arr).reshape(arr.shape), device=self.device_type)
+        # native byte order, C order, a copy (np.array keeps 0-d arrays 0-d)
+        host = np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C", copy=True)
+        if host.dtype.name == "bfloat16":  # ml_dtypes' bfloat16: torch reads its bits
+            return torch.from_numpy(host.view(np.uint16)).view(torch.bfloat16).to(self.device_type)
+        return torch.from_numpy(host).to(self.device_type)
 
     def to_numpy(self, x: Any) -> np.ndarray:
-        return np.asarray(x.detach().cpu().resolve_conj().numpy())
+        import torch
+
+        x = x.detach().cpu().resolve_conj().resolve_neg()
+        if x.dtype == torch.bfloat16:  # NumPy's bfloat16 is ml_dtypes' (JAX's dependency)
+            import ml_dtypes
+
+            return x.view(torch.uint16).numpy().view(ml_dtypes.bfloat16)
+        return np.asarray(x.numpy())
 
     def owns(self, x: Any) -> bool:
         import torch
@@ -656,35 +668,6 @@ def synchronize(*arrays: Any, backend: str | None = None) -> None:
                 synchronize(a)
 
 
-def _via_dlpack(x: Any, target: Backend) -> Any | None:
-    """Zero-copy conversion through DLPack, or None where it does not apply."""
-    name = target.name
-    try:
-        if name == "numpy":
-            return np.from_dlpack(x)
-        if name.startswith("torch"):
-            import torch
-
-            out = torch.from_dlpack(x)
-            return out if out.device.type == target.device_type else None  # type: ignore[attr-defined]
-        if name == "cupy":
-            import cupy
-
-            return cupy.from_dlpack(x)
-        if name.startswith("jax"):
-            import jax
-
-            out = jax.dlpack.from_dlpack(x)
-            return out if target.owns(out) else None
-        if name == "array-api-strict":
-            import array_api_strict
-
-            return array_api_strict.from_dlpack(x)
-    except (BufferError, TypeError, RuntimeError, ValueError, AttributeError):
-        return None
-    return None
-
-
 def to(x: Any, backend: str, /, *, copy: bool | None = None) -> Any:
     """Convert array `x` to `backend` (e.g. ``"torch-cuda"``), keeping its values and dtype.
 
@@ -704,11 +687,18 @@ def to(x: Any, backend: str, /, *, copy: bool | None = None) -> Any:
     Returns
     -------
     array
-        An array of `backend`. Where zero-copy is possible the result shares
-        memory with `x`: writing to one writes to the other.
+        An array of `backend` with `x`'s values and dtype. Where zero-copy is
+        possible the result shares memory with `x`: writing to one writes to the
+        other. Read-only memory (a read-only NumPy array or ``np.memmap``, a JAX
+        array) is copied, never shared, with a target whose arrays are writable
+        (PyTorch, CuPy); see docs/semantics.md, "Devices and conversion".
 
     Raises
     ------
+    TypeError
+        If `backend` cannot hold `x`'s dtype as it is (JAX in 32-bit mode and
+        int64/float64/complex128, array-api-strict and float16, extended
+        precision outside NumPy and Dask): the message names the dtype and the fix.
     ValueError
         If `backend` is unknown, or ``copy=False`` and a copy is needed.
     BackendUnavailableError
@@ -727,16 +717,17 @@ def to(x: Any, backend: str, /, *, copy: bool | None = None) -> Any:
     source = backend_of(x)
     if source == backend and not copy:
         return x
+    _convert.check_dtype_fits(x, source, backend)
     src = _REGISTRY[source]
-    if not copy and not src.lazy and not target.lazy:
-        out = _via_dlpack(x, target)
-        if out is not None:
-            return out
+    y = _convert.plain(x, source)
+    if not copy and y is x and not src.lazy and not target.lazy:
+        routed = _convert.zero_copy(x, source, target)
+        if routed is not None and (routed[1] or copy is None):
+            return routed[0]
     if copy is False:
         raise ValueError(
-            f"converting a {source} array to {backend} needs a copy (different devices or "
-            "no DLPack route); pass copy=None to allow it"
+            f"converting a {source} array to {backend} needs a copy (different devices, no "
+            "DLPack route, read-only memory, or a torch conj/neg view); pass copy=None to allow it"
         )
-    host = src.to_numpy(x)
-    return target.from_numpy(host)
+    return target.from_numpy(_convert.native_order(src.to_numpy(y), backend))
 
