@@ -64,22 +64,33 @@ def _block(fn: Callable[[], Any], number: int) -> float:
     return (time.perf_counter() - t0) / number
 
 
+def interleaved(fns: dict[str, Callable[[], Any]], repeats: int, min_time: float) -> dict[str, list[float]]:
+    """Per round, seconds per call of each fenced callable (all warm).
+
+    One calibrated block of each per round, the order rotated every round (A B C,
+    B C A, ...), so that a drift or a burst of load on this shared machine hits
+    every callable alike.
+    """
+    numbers = {k: _calibrate(f, min_time) for k, f in fns.items()}
+    keys = list(fns)
+    samples: dict[str, list[float]] = {k: [] for k in keys}
+    for r in range(repeats):
+        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            samples[k].append(_block(fns[k], numbers[k]))
+    return samples
+
+
+def _summary(v: list[float]) -> tuple[float, float]:
+    """Median and IQR relative to it."""
+    q, m = statistics.quantiles(v, n=4), statistics.median(v)
+    return m, (q[2] - q[0]) / m
+
+
 def pair(native: Callable[[], Any], unrolled: Callable[[], Any], *, repeats: int = 7, min_time: float = 0.04) -> dict[str, float]:
     """Interleaved medians of two fenced callables (both already warm)."""
-    nn, nu = _calibrate(native, min_time), _calibrate(unrolled, min_time)
-    tn, tu = [], []
-    for _ in range(repeats):
-        tn.append(_block(native, nn))
-        tu.append(_block(unrolled, nu))
-    mn, mu = statistics.median(tn), statistics.median(tu)
-    qn, qu = statistics.quantiles(tn, n=4), statistics.quantiles(tu, n=4)
-    return {
-        "native_s": mn,
-        "unrolled_s": mu,
-        "ratio": mn / mu,
-        "native_iqr_rel": (qn[2] - qn[0]) / mn,
-        "unrolled_iqr_rel": (qu[2] - qu[0]) / mu,
-    }
+    st = interleaved({"native": native, "unrolled": unrolled}, repeats, min_time)
+    (mn, qn), (mu, qu) = _summary(st["native"]), _summary(st["unrolled"])
+    return {"native_s": mn, "unrolled_s": mu, "ratio": mn / mu, "native_iqr_rel": qn, "unrolled_iqr_rel": qu}
 
 
 def first_call(fn: Callable[[], Any]) -> float:
@@ -277,6 +288,51 @@ def headline() -> list[dict[str, Any]]:
     return rows
 
 
+def errors_cost(backend: str, batch: int, speedup_target: float | None, raise_target: float,
+                repeats: int = 41) -> dict[str, Any]:
+    """What users meet (issue 21): ``xl.solve(a, b)`` with its defaults (errors="raise",
+    method="auto") against the native batched solve and against ``errors="nan"``.
+
+    The ratios are medians of the per-round ratios (the three calls of a round ran
+    back to back, so a burst of load on this shared machine cancels out of them);
+    the medians of each call's own times are recorded too.
+    """
+    import xlinalg as xl
+
+    case = CASES[backend](N_HEADLINE, batch, "float64")
+    fns = {
+        "native": case.native,
+        "default": lambda: case.fence(xl.solve(case.a, case.b)),
+        "nan": lambda: case.fence(xl.solve(case.a, case.b, errors="nan")),
+    }
+    firsts = {k: first_call(f) for k, f in fns.items()}  # compiles, and method="auto" counts calls
+    _check(case.host(fns["default"]()), case.a_np, case.b_np)
+    st = interleaved(fns, repeats, 0.04)
+    row: dict[str, Any] = {"section": "errors", "backend": backend, "n": N_HEADLINE, "batch": batch,
+                           "dtype": "float64", "first_s": firsts}
+    for k, v in st.items():
+        row[f"{k}_s"], row[f"{k}_iqr_rel"] = _summary(v)
+    row["speedup"] = statistics.median(n / d for n, d in zip(st["native"], st["default"]))
+    row["raise_over_nan"] = statistics.median(d / n for d, n in zip(st["default"], st["nan"]))
+    row["speedup_target"], row["raise_target"] = speedup_target, raise_target
+    verdict = []
+    if speedup_target is not None:
+        verdict.append(f"native/default {row['speedup']:.2f}x (target >= {speedup_target:g}x: "
+                       f"{'met' if row['speedup'] >= speedup_target else 'NOT met'})")
+    verdict.append(f"default/nan {row['raise_over_nan']:.3f} (target <= {raise_target:g}: "
+                   f"{'met' if row['raise_over_nan'] <= raise_target else 'NOT met'})")
+    print(f"  {backend:10s} n={N_HEADLINE} {batch:>8d} x float64  native {row['native_s'] * 1e3:9.3f} ms"
+          f"  xl.solve {row['default_s'] * 1e3:9.3f} ms  errors=\"nan\" {row['nan_s'] * 1e3:9.3f} ms"
+          f"  (IQR {row['native_iqr_rel']:.0%}/{row['default_iqr_rel']:.0%}/{row['nan_iqr_rel']:.0%})  "
+          + "; ".join(verdict), flush=True)
+    return row
+
+
+def default_call() -> list[dict[str, Any]]:
+    print("The default call (issue 21): xl.solve(a, b) against the native call and errors=\"nan\"")
+    return [errors_cost("jax-cpu", 100_000, 4.0, 1.15)]
+
+
 def layouts() -> list[dict[str, Any]]:
     print("Layouts (n = 5, 100000 systems, float64)")
     rows = []
@@ -370,6 +426,7 @@ def gpu() -> list[dict[str, Any]]:
         if reason is not None:
             print(f"  {backend}: skipped ({reason})")
             continue
+        rows.append(errors_cost(backend, 1_000_000, None, 1.1))  # issue 21: raise costs what nan costs
         peak = _copy_GBps(backend)
         print(f"  {backend}: measured elementwise bandwidth {peak:.0f} GB/s (read + write)")
         for dtype in ("float64", "float32"):
@@ -585,7 +642,8 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in results["selection"].items():
             print(f"  {k}: {v}")
         return 0
-    results: dict[str, Any] = {"env": _env(), "headline": [], "layout": [], "crossover": [], "compile": [], "gpu": []}
+    results: dict[str, Any] = {"env": _env(), "headline": [], "errors": [], "layout": [], "crossover": [],
+                               "compile": [], "gpu": []}
 
     def save() -> None:  # after each section: an interrupted run keeps what it measured
         if args.out:
@@ -599,6 +657,8 @@ def main(argv: list[str] | None = None) -> int:
         save()
     else:
         results["headline"] = headline()
+        save()
+        results["errors"] = default_call()
         save()
         if args.all:
             for name, fn in (("layout", layouts), ("crossover", crossover), ("compile", compile_costs)):

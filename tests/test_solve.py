@@ -337,3 +337,49 @@ def test_broadcast_shapes_agrees_with_numpy() -> None:
                 broadcast_shapes(s1, s2)
         else:
             assert broadcast_shapes(s1, s2) == want
+
+
+# ---------------------------------------------------------------------- what the check reads
+@pytest.mark.parametrize("vector", [True, False], ids=["vector-b", "matrix-b"])
+def test_jax_large_result_is_checked_by_a_flag_from_the_program(rng, monkeypatch, vector: bool) -> None:
+    """errors="raise" on a large JAX result (issue 21): the compiled call reduces it
+    to one flag; the result itself is never looked at on the host (no host look)."""
+    be = require_backend("jax-cpu")
+    from xlinalg._lib import _adapters, _dispatch
+
+    n = 4
+    batch = _adapters.HOST_LOOK_MAX // (n * n) + 1
+    a = well_conditioned(rng, (batch, n, n))
+    b = random(rng, (n,) if vector else (batch, n, 2))
+    ad = _dispatch.adapter_for((be.from_numpy(a),), ("a",))
+
+    def no_host_look(a, b):
+        raise AssertionError("a large result was read on the host")
+
+    monkeypatch.setattr(ad, "_solve_cpu", no_host_look)
+    x = xl.solve(be.from_numpy(a), be.from_numpy(b), method="native")
+    np.testing.assert_allclose(np.asarray(x), _ref(a, b[:, None])[..., 0] if vector else _ref(a, b),
+                               rtol=1e-9, atol=1e-12)
+    a[7] = 0.0  # singular
+    a[9, 0, 0] = np.nan  # NaN in: NaN out, never reported (the rule)
+    with np.errstate(all="ignore"), pytest.raises(xl.LinAlgError) as info:
+        xl.solve(be.from_numpy(a), be.from_numpy(b), method="native")
+    assert info.value.members == (7,)
+
+
+def test_cupy_raise_reduces_the_result_on_the_device(rng, monkeypatch) -> None:
+    """CuPy returns inf/NaN for singular input: errors="raise" reduces the result on
+    the device to one bool (no per-member mask of finite input unless it is set)."""
+    be = require_backend("cupy")
+    from xlinalg._lib import _dispatch
+
+    a = well_conditioned(rng, (50, 3, 3))
+    b = random(rng, (50, 3, 1))
+    ad = _dispatch.adapter_for((be.from_numpy(a),), ("a",))
+    monkeypatch.setattr(ad, "_bad_members", lambda *args: pytest.fail("per-member masks built"))
+    x = xl.solve(be.from_numpy(a), be.from_numpy(b), method="native")
+    np.testing.assert_allclose(be.to_numpy(x), _ref(a, b), rtol=1e-9)
+    a[3] = 0.0
+    with pytest.raises(xl.LinAlgError) as info:
+        xl.solve(be.from_numpy(a), be.from_numpy(b), method="native")
+    assert info.value.members == (3,)

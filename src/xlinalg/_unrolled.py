@@ -39,14 +39,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._lib import _dispatch, _validate
-from ._lib._adapters import (
-    NUMPY,
-    Adapter,
-    _host_finite,
-    _singular_message,
-    _to_batch,
-    singular_members,
-)
+from ._lib._adapters import NUMPY, Adapter, _singular_message, _to_batch, singular_members
 from ._lib._errors import LinAlgError
 
 __all__ = [
@@ -482,6 +475,9 @@ class _Kernel:
         self.run = run
         #: whether ``run(a, b, vector=True)`` takes a vector `b` itself (JAX: inside the program)
         self.takes_vector = bool(getattr(run, "takes_vector", False))
+        #: whether ``run`` returns, next to `x`, one flag "some member of x is NaN"
+        #: (JAX) rather than the per-member zero-pivot mask
+        self.flag_only = bool(getattr(run, "flag_only", False))
         self.calls = 0
         #: numbers of systems solved (bounded)
         self.batches: set[int] = set()
@@ -624,14 +620,18 @@ def _chunks(nb: int, target: int) -> tuple[int, int]:
 
 
 def _make_jax(n: int, layout: str, compiled: bool, cpu: bool) -> Callable[[Any, Any], tuple[Any, Any]]:
-    """JAX: one jitted program; returns ``(x, None)`` (singular members are NaN in `x`).
+    """JAX: one jitted program; returns ``(x, flag)``: singular members are NaN in `x`,
+    and `flag` (0-d) says whether any entry of `x` is NaN.
 
     On the CPU the batch is cut into chunks of about :data:`_JAX_CPU_CHUNK`
     systems solved by a ``lax.map`` (the intermediates stay in the cache), and
     XLA's classic fusion emitters are asked for (:data:`_JAX_CPU_OPTIONS`).
     The singular mask is not an output: a second output would be a second fusion
     recomputing the program; NaN rows mark the candidates instead, confirmed on
-    the host only when there are any (:func:`_check_singular`).
+    the host only when there are any (:func:`_check_singular`). Whether there are
+    any is the flag, reduced inside the program from the written `x` (an
+    optimization barrier keeps XLA from fusing the solve into the reduction a
+    second time): ``errors="raise"`` reads one bool, not the solution.
     """
     import jax
     import jax.numpy as jnp
@@ -665,9 +665,11 @@ def _make_jax(n: int, layout: str, compiled: bool, cpu: bool) -> Callable[[Any, 
             bm = bm[..., None]
         a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
         x = jnp.reshape(solve_flat(a3, b3, nb, k), (*batch, n, k))
-        return (x[..., 0] if vector else x), None
+        flag = jnp.any(jnp.isnan(jax.lax.optimization_barrier(x)))  # (dropped when unused)
+        return (x[..., 0] if vector else x), flag
 
     whole.takes_vector = True  # type: ignore[attr-defined]
+    whole.flag_only = True  # type: ignore[attr-defined]
     if not compiled:
         return whole
     top = jax.jit(whole, static_argnums=2, compiler_options=dict(_JAX_CPU_OPTIONS) if cpu else None)
@@ -689,6 +691,7 @@ def _make_jax(n: int, layout: str, compiled: bool, cpu: bool) -> Callable[[Any, 
 
     run.jitted = top  # type: ignore[attr-defined]  # (for inspection: .lower(...).compile())
     run.takes_vector = True  # type: ignore[attr-defined]
+    run.flag_only = True  # type: ignore[attr-defined]
     return run
 
 
@@ -853,30 +856,36 @@ def _raise_singular(mask: np.ndarray, batch_shape: tuple[int, ...]) -> None:
     raise LinAlgError(_singular_message(indices, batch_shape), indices=indices, members=members)
 
 
-def _check_singular(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, vector: bool = False) -> None:
-    """errors="raise", eager: read the verdict (a device sync); raise for singular members.
+def _check_singular(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, flag_only: bool, vector: bool = False) -> None:
+    """errors="raise", eager: one bool crosses to the host; raise for singular members.
 
-    `bad` is the solver's zero-pivot mask over the broadcast batch, or None (JAX):
-    then members whose solution is all NaN are candidates, confirmed by the
-    NumPy schedule on the host (only when there are candidates). Which members
-    are reported is xl.solve's rule (:func:`singular_members`: never those with
-    NaN or inf in `a` or `b`).
+    `bad` is the solver's zero-pivot mask over the broadcast batch, where the
+    solver ran (a GPU, say): it is reduced there and one bool is read (a device
+    sync); only when it is set is xl.solve's rule (:func:`singular_members`: never
+    members with NaN or inf in `a` or `b`) applied there too, and only the
+    reported members' mask is copied. With `flag_only` (JAX), `bad` is the
+    program's own flag "some entry of `x` is NaN": only when it is set are the
+    members whose solution is all NaN candidates, confirmed by the NumPy schedule
+    on the host (subnormals kept), then the same rule.
     """
-    if bad is not None:
-        cand = np.asarray(ad.to_host(bad))
-        if not cand.any():
-            return
-    else:
-        h = np.asarray(ad.to_host(x))
-        if _host_finite(h):  # the common case, in one cheap look (no NaN row)
-            return
-        cand = np.asarray(np.isnan(h).all(axis=-1 if vector else (-2, -1)))  # (0-d: an array too)
-        if not cand.any():
-            return
-        n = int(a.shape[-1])
-        cand = _confirm_zero_pivots(cand, np.broadcast_to(np.asarray(ad.to_host(a)), (*cand.shape, n, n)))
     a_batch = tuple(a.shape[:-2])
+    if not flag_only:
+        xp = ad.xp
+        if not bool(xp.any(bad)):  # the common case: no zero pivot
+            return
+        sing = singular_members(xp, bad, a, b[..., None] if vector else b)
+        if bool(xp.any(sing)):
+            _raise_singular(_to_batch(np.asarray(ad.to_host(sing)), a_batch).reshape(a_batch), a_batch)
+        return
+    if not bool(bad):  # the common case: no NaN anywhere in x
+        return
+    h = np.asarray(ad.to_host(x))
+    cand = np.asarray(np.isnan(h).all(axis=-1 if vector else (-2, -1)))  # (0-d: an array too)
+    if not cand.any():
+        return
+    n = int(a.shape[-1])
     a_host = np.asarray(ad.to_host(a))
+    cand = _confirm_zero_pivots(cand, np.broadcast_to(a_host, (*cand.shape, n, n)))
     b_host = np.asarray(ad.to_host(b))
     sing = singular_members(np, cand, a_host, b_host[..., None] if vector else b_host)
     mask = _to_batch(sing, a_batch).reshape(a_batch)
@@ -983,12 +992,12 @@ def solve_adapter(
         # JAX: the vector's expand and squeeze happen inside the compiled program
         x, bad = kern(a, b, (a.shape, (*b.shape, 1)), vector=True)
         if errors == "raise" and not _traced(ad, x):
-            _check_singular(ad, a, b, x, bad, vector=True)
+            _check_singular(ad, a, b, x, bad, kern.flag_only, vector=True)
         return x
     bm = b[..., None] if vector else b
     x, bad = kern(a, bm, (tuple(a.shape), tuple(bm.shape)))
     if errors == "raise" and not _traced(ad, x):
-        _check_singular(ad, a, bm, x, bad)
+        _check_singular(ad, a, bm, x, bad, kern.flag_only)
     return x[..., 0] if vector else x
 
 

@@ -318,19 +318,20 @@ class Adapter:
         `batch_shape` is the batch shape of the caller's `a` (before broadcasting).
         """
         xp = self.xp
-        bad = self._bad_members(a, b, x)
         if batch_shape is None:
             batch_shape = tuple(x.shape[:-2])
         if self.traced(x) or self.lazy:
             errors = "nan"  # no exception possible: documented NaN semantics
         if errors == "raise":
-            # candidates (a non-finite solution of finite input) are singular only with
-            # a zero pivot: an overflowing solution (1e-310 * I) is not an error
-            if bool(xp.any(bad)):
+            # one reduction over the result where it lies, one bool read (a sync);
+            # only when some entry is not finite does the rule run (a zero pivot with
+            # finite input: an overflowing solution, 1e-310 * I, is not an error)
+            if not bool(xp.all(xp.isfinite(x))):
                 sing = self.singular_members(a, b)
                 if bool(xp.any(sing)):
                     self._raise_singular(sing, batch_shape)
             return x
+        bad = self._bad_members(a, b, x)
         nan = xp.asarray(float("nan"), dtype=x.dtype, device=self.device(x))
         return xp.where(bad[..., None, None], nan, x)
 
@@ -708,15 +709,15 @@ class JaxAdapter(Adapter):
         self._solve_cpu = _finite_or_missing(jnp.linalg.solve)
         if self._all_cpu and not self.fast_device_check:
             self.solve_fast = _solve_fast(self._solve_cpu, self.solve_dtypes)
-        # errors="raise" off the fast CPU path: one compiled function per `vector`
-        # computing the solution and the per-member verdict together
-        self._solve_checked = {
-            v: jax.jit(lambda a, b, v=v: _jax_solve_checked(jnp, a, b, v, False)) for v in (False, True)
+        # errors="raise" off the host look: one compiled function per `vector`
+        # returning the solution and one flag, "some entry is not finite"
+        self._solve_flagged = {
+            v: jax.jit(lambda a, b, v=v: _jax_solve_flagged(jax, jnp, a, b, v)) for v in (False, True)
         }
         # errors="nan" (and traced): the solution alone, so the call returns one
         # array, as jnp.linalg.solve does (each extra output costs time on every call)
         self._solve_nan = {
-            v: jax.jit(lambda a, b, v=v: _jax_solve_checked(jnp, a, b, v, True)[0]) for v in (False, True)
+            v: jax.jit(lambda a, b, v=v: _jax_solve_nan(jnp, a, b, v)) for v in (False, True)
         }
 
     def solve_fast_for(self, cls: type) -> Callable[[Any, Any], Any] | None:
@@ -787,18 +788,21 @@ class JaxAdapter(Adapter):
         if traced or errors == "nan":
             # One compiled call: the solution with NaN for singular members. No wait.
             return self._solve_nan[vector](a, b)
-        if self._all_cpu:
-            # errors="raise" on the CPU: the native call, then a host-side look at the
-            # result (zero-copy; waits for it). Only a non-finite result costs more.
+        if self._all_cpu and a.size + b.size <= HOST_LOOK_MAX:
+            # errors="raise" on the CPU, a small result: the native call, then a
+            # host-side look at the result (zero-copy; waits for it), cheaper than a
+            # second output. Only a non-finite result costs more.
             x = self._solve_cpu(a, b)
             if x is not MISSING:
                 return x
-        # On an accelerator (or after a non-finite result): the solution and the
-        # per-member verdict in one compiled call; reading the verdict waits.
-        x, _bad, any_bad = self._solve_checked[vector](a, b)
-        if any_bad.item():
-            # inf/NaN out of finite input: a zero pivot, or a solution that overflows.
-            # LAPACK's criterion (a zero pivot) tells them apart.
+        # A large result, an accelerator (or a non-finite result): the solution and
+        # the flag "some entry is not finite", reduced inside the compiled call
+        # while the result is written; reading the flag waits, and it alone
+        # crosses to the host.
+        x, nonfinite = self._solve_flagged[vector](a, b)
+        if nonfinite.item():
+            # a zero pivot, NaN/inf input or an overflowing solution: the rule
+            # (a zero pivot with finite input) tells them apart
             sing = self.singular_members(a, b[..., None] if vector else b)
             if bool(self.xp.any(sing)):
                 self._raise_singular(sing, tuple(a.shape[:-2]))
@@ -847,16 +851,32 @@ def _host_finite(h: np.ndarray) -> bool:
     return math.isfinite(np.vdot(h, h).real)
 
 
-def _jax_solve_checked(jnp: Any, a: Any, b: Any, vector: bool, nan: bool) -> tuple[Any, Any, Any]:
-    """Traced body: the solution, the singular-member mask and whether any is set."""
+#: JaxAdapter.solve on the CPU, errors="raise": up to this many elements of `a` and
+#: `b` together, the result is checked by a host look, above by a flag computed
+#: inside the compiled call (docs/performance.md: where each is cheaper)
+HOST_LOOK_MAX = 32768
+
+
+def _jax_solve_flagged(jax: Any, jnp: Any, a: Any, b: Any, vector: bool) -> tuple[Any, Any]:
+    """Traced body: the solution and whether any of its entries is not finite.
+
+    The barrier makes XLA reduce the written solution rather than fuse a second
+    copy of the solve into the reduction.
+    """
+    bm = b[..., None] if vector else b
+    x = jnp.linalg.solve(a, bm)
+    nonfinite = ~jnp.all(jnp.isfinite(jax.lax.optimization_barrier(x)))
+    return (x[..., 0] if vector else x), nonfinite
+
+
+def _jax_solve_nan(jnp: Any, a: Any, b: Any, vector: bool) -> Any:
+    """Traced body: the solution, NaN for members whose finite input gives inf/NaN."""
     bm = b[..., None] if vector else b
     x = jnp.linalg.solve(a, bm)
     fin_x = jnp.all(jnp.isfinite(x), axis=(-2, -1))
     fin_in = jnp.all(jnp.isfinite(a), axis=(-2, -1)) & jnp.all(jnp.isfinite(bm), axis=(-2, -1))
-    bad = ~fin_x & fin_in  # inf/NaN out of finite input: a zero pivot
-    if nan:
-        x = jnp.where(bad[..., None, None], jnp.nan, x)
-    return (x[..., 0] if vector else x), bad, jnp.any(bad)
+    x = jnp.where((~fin_x & fin_in)[..., None, None], jnp.nan, x)  # a zero pivot
+    return x[..., 0] if vector else x
 
 
 def _failing_positions(masks: list[tuple[list[int], Any]]) -> list[int]:
