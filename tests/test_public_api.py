@@ -93,12 +93,18 @@ def test_arrays_positional_options_keyword_only() -> None:
                 assert kind is inspect.Parameter.KEYWORD_ONLY, (name, pname)
 
 
+@pytest.mark.parametrize("xp_name", ["numpy", "array-api-strict"])
 @pytest.mark.parametrize("name", FUNCTIONS)
-def test_docstring_examples_run(name: str) -> None:
+def test_docstring_examples_run(name: str, xp_name: str) -> None:
+    # Examples use `xp`, the reader's array namespace: they run on NumPy and on
+    # array-api-strict (the standard and nothing more), as in CI's doctest passes.
+    from conftest import require_backend
+
+    xp = require_backend(xp_name).namespace()
     fn = getattr(xl, name)
     finder = doctest.DocTestFinder(recurse=False)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
-    tests = finder.find(fn, name, globs={})
+    tests = finder.find(fn, name, globs={"xp": xp})
     assert tests, f"{name}: no docstring"
     assert tests[0].examples, f"{name}: no examples"
     for t in tests:

@@ -233,8 +233,8 @@ def add(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
 
     Examples
     --------
-    >>> import numpy as np, xlinalg as xl
-    >>> xl.add(np.ones((2, 1)), np.arange(3.0))
+    >>> import xlinalg as xl
+    >>> xl.to(xl.add(xp.ones((2, 1)), xp.arange(3.0)), "numpy")
     array([[1., 2., 3.],
            [1., 2., 3.]])
     """
@@ -258,8 +258,8 @@ def subtract(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
 
     Examples
     --------
-    >>> import numpy as np, xlinalg as xl
-    >>> xl.subtract(np.array([3.0]), 1.0)
+    >>> import xlinalg as xl
+    >>> xl.to(xl.subtract(xp.asarray([3.0]), 1.0), "numpy")
     array([2.])
     """
 
@@ -282,8 +282,8 @@ def multiply(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
 
     Examples
     --------
-    >>> import numpy as np, xlinalg as xl
-    >>> xl.multiply(np.array([1.0, 2.0]), 3.0)
+    >>> import xlinalg as xl
+    >>> xl.to(xl.multiply(xp.asarray([1.0, 2.0]), 3.0), "numpy")
     array([3., 6.])
     """
 
@@ -309,8 +309,8 @@ def divide(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
 
     Examples
     --------
-    >>> import numpy as np, xlinalg as xl
-    >>> xl.divide(np.array([1, 2]), np.array([2, 2]))
+    >>> import xlinalg as xl
+    >>> xl.to(xl.divide(xp.asarray([1, 2]), xp.asarray([2, 2])), "numpy")
     array([0.5, 1. ])
     """
     if xp is None and type(x1) is _NP and type(x2) is _NP and x1.dtype.kind in "fc" and x2.dtype.kind in "fc":
@@ -340,8 +340,8 @@ def exp(x: Any, /, *, xp: Any = None) -> Any:
 
     Examples
     --------
-    >>> import numpy as np, xlinalg as xl
-    >>> xl.exp(np.array([0.0]))
+    >>> import xlinalg as xl
+    >>> xl.to(xl.exp(xp.asarray([0.0])), "numpy")
     array([1.])
     """
     ad, x = _unary_float("exp", x, xp)
@@ -373,8 +373,8 @@ def sigmoid(x: Any, /, *, xp: Any = None) -> Any:
 
     Examples
     --------
-    >>> import numpy as np, xlinalg as xl
-    >>> xl.sigmoid(np.array([0.0, 1000.0, -1000.0]))
+    >>> import xlinalg as xl
+    >>> xl.to(xl.sigmoid(xp.asarray([0.0, 1000.0, -1000.0])), "numpy")
     array([0.5, 1. , 0. ])
     """
     global _expit

@@ -93,8 +93,9 @@ def solve(a: Any, b: Any, /, *, errors: str = "raise", method: str = "auto", xp:
 
     Examples
     --------
-    >>> import numpy as np, xlinalg as xl
-    >>> xl.solve(np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([2.0, 2.0]))
+    >>> import xlinalg as xl
+    >>> x = xl.solve(xp.asarray([[2.0, 0.0], [0.0, 4.0]]), xp.asarray([2.0, 2.0]))
+    >>> xl.to(x, "numpy")
     array([1. , 0.5])
     """
     if (
@@ -181,8 +182,8 @@ def matmul(a: Any, b: Any, /, *, xp: Any = None) -> Any:
 
     Examples
     --------
-    >>> import numpy as np, xlinalg as xl
-    >>> xl.matmul(np.eye(2), np.array([1.0, 2.0]))
+    >>> import xlinalg as xl
+    >>> xl.to(xl.matmul(xp.eye(2), xp.asarray([1.0, 2.0])), "numpy")
     array([1., 2.])
     """
     if xp is None:
@@ -289,8 +290,8 @@ def svd(x: Any, /, *, full_matrices: bool = True, xp: Any = None) -> SVDResult:
 
     Examples
     --------
-    >>> import numpy as np, xlinalg as xl
-    >>> xl.svd(np.diag([3.0, 1.0])).S
+    >>> import xlinalg as xl
+    >>> xl.to(xl.svd(xp.asarray([[3.0, 0.0], [0.0, 1.0]])).S, "numpy")
     array([3., 1.])
     """
     if full_matrices not in (True, False):
@@ -337,8 +338,8 @@ def svdvals(x: Any, /, *, xp: Any = None) -> Any:
 
     Examples
     --------
-    >>> import numpy as np, xlinalg as xl
-    >>> xl.svdvals(np.diag([1.0, 2.0]))
+    >>> import xlinalg as xl
+    >>> xl.to(xl.svdvals(xp.asarray([[1.0, 0.0], [0.0, 2.0]])), "numpy")
     array([2., 1.])
     """
     ad, x = _decomp_input(x, "svdvals", xp)
@@ -378,8 +379,8 @@ def qr(x: Any, /, *, mode: str = "reduced", xp: Any = None) -> QRResult:
 
     Examples
     --------
-    >>> import numpy as np, xlinalg as xl
-    >>> Q, R = xl.qr(np.eye(2))
+    >>> import xlinalg as xl
+    >>> Q, R = xl.qr(xp.eye(2))
     >>> R.shape
     (2, 2)
     """

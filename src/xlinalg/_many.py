@@ -98,9 +98,9 @@ def solve_many(
 
     Examples
     --------
-    >>> import numpy as np, xlinalg as xl
-    >>> xs = xl.solve_many([np.eye(2), 2 * np.eye(3)], [np.ones(2), np.ones(3)])
-    >>> [x.tolist() for x in xs]
+    >>> import xlinalg as xl
+    >>> xs = xl.solve_many([xp.eye(2), 2 * xp.eye(3)], [xp.ones(2), xp.ones(3)])
+    >>> [xl.to(x, "numpy").tolist() for x in xs]
     [[1.0, 1.0], [0.5, 0.5, 0.5]]
     """
     if isinstance(a, (str, bytes)) or not isinstance(a, Sequence) or not isinstance(b, Sequence):

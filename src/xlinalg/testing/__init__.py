@@ -13,11 +13,15 @@
 * :func:`assert_close`, which checks library, device, dtype, shape and values
   and says which of these differs, and where;
 * :func:`assert_trace_safe` and :func:`assert_lazy_safe`, which prove a
-  function runs under ``jax.jit`` and builds a Dask graph without computing.
+  function runs under ``jax.jit`` and builds a Dask graph without computing;
+* ``--xlinalg-doctest-xp=ID``: doctests see ``xp``, the namespace of backend
+  ``ID``, so that examples written with ``xp`` run on each backend in turn.
 
 Importing this module imports neither pytest nor any array library but NumPy;
 the fixtures live in ``xlinalg.testing._plugin``, registered when pytest
-configures the plugin.
+configures the plugin. Its assertions write their own messages, so pytest is
+told not to rewrite it (``PYTEST_DONT_REWRITE``): a conftest may import it
+before pytest loads it as a plugin.
 """
 
 from __future__ import annotations
@@ -366,6 +370,13 @@ def pytest_addoption(parser: Any) -> None:
         action="store_true",
         default=False,
         help=f"fail, not skip, when a CPU backend cannot run (also ${ENV_REQUIRE_CPU}=1)",
+    )
+    group.addoption(
+        "--xlinalg-doctest-xp",
+        default=None,
+        metavar="ID",
+        help="doctests get xp, the namespace of this backend (run once per backend "
+        "to check examples written with xp on each)",
     )
 
 

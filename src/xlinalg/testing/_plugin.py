@@ -27,6 +27,14 @@ def configure(config: pytest.Config) -> None:
         config.stash[_SELECTED] = selected_backends(opt, source=source)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    doctest_xp = config.getoption("xlinalg_doctest_xp", None)
+    if doctest_xp is not None:
+        if doctest_xp not in _registry.BACKEND_NAMES:
+            raise pytest.UsageError(
+                f"--xlinalg-doctest-xp names unknown backend {doctest_xp!r}; "
+                f"valid: {', '.join(_registry.BACKEND_NAMES)}"
+            )
+        config.pluginmanager.register(DoctestXP(doctest_xp), f"{NAME}.doctest")
 
 
 def chosen(config: pytest.Config) -> tuple[str, ...]:
@@ -85,3 +93,20 @@ def xp(xlinalg_backend: _registry.Backend) -> Iterator[Any]:
 
             stack.enter_context(jax.default_device(jax.devices(name.split("-")[1])[0]))
         yield xlinalg_backend.namespace()
+
+
+class DoctestXP:
+    """With ``--xlinalg-doctest-xp=ID``: every doctest sees ``xp``, ID's namespace.
+
+    The doctest is skipped with the registry's reason when ID cannot run here.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @pytest.fixture(autouse=True)
+    def _xlinalg_doctest_xp(self, request: pytest.FixtureRequest) -> None:
+        if type(request.node).__name__ != "DoctestItem":
+            return
+        be = resolve_backend(self.name, require_cpu=require_cpu(request.config))
+        request.getfixturevalue("doctest_namespace")["xp"] = be.namespace()
