@@ -307,3 +307,17 @@ def test_lazy_safe_accepts_xlinalg_and_refuses_computing() -> None:
         assert_lazy_safe(lambda x: x.persist(), b)
     with pytest.raises(AssertionError, match=r"is not lazy-safe: it returned a numpy.ndarray"):
         assert_lazy_safe(lambda x: np.ones(2), b)
+
+
+# ---------------------------------------------------------------------- the docs page
+def test_the_docs_pages_user_test_file_runs_on_every_installed_backend(pytester: pytest.Pytester, clean_env) -> None:
+    page = (ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
+    block = re.search(r"```\{code-block\} python\n:caption: test_center.py\n\n(.*?)```", page, re.S)
+    assert block is not None, "docs/testing.md lost its test_center.py example"
+    code = block.group(1)
+    assert len(code.strip().splitlines()) <= 13, "the page promises a dozen lines"
+    pytester.makepyfile(test_center=code)
+    res = pytester.runpytest("-p", "xlinalg.testing", "-v")
+    available = [n for n in xl.BACKEND_NAMES if registry.get_backend(n).is_available()]
+    res.assert_outcomes(passed=len(available), skipped=len(xl.BACKEND_NAMES) - len(available))
+    res.stdout.fnmatch_lines([f"*test_center?{n}? PASSED*" for n in available], consecutive=False)
