@@ -83,8 +83,12 @@ def test_singular_raises_one_error_class(backend: BackendCase) -> None:
 def test_singular_member_of_a_batch(backend: BackendCase, vector: bool) -> None:
     a = np.stack([np.eye(2), SINGULAR, 2 * np.eye(2), np.zeros((2, 2))])
     b = np.ones(2) if vector else np.ones((4, 2, 3))
+    if backend.name == "dask":  # each chunk checks its own members: see test_dask_*
+        a_, b_ = backend.arr(a).rechunk(-1), backend.arr(b).rechunk(-1)
+    else:
+        a_, b_ = backend.arr(a), backend.arr(b)
     with pytest.raises(xl.LinAlgError, match=r"2 singular matrices .* batch index 1, 3") as info:
-        backend.np(xl.solve(backend.arr(a), backend.arr(b)))
+        backend.np(xl.solve(a_, b_))
     assert info.value.members == (1, 3)
     assert info.value.indices == ((1,), (3,))
 
@@ -233,15 +237,36 @@ def test_dask_builds_a_graph_and_raises_at_compute() -> None:
     assert np.isfinite(v[[0, 2, 3]]).all()
 
 
-def test_dask_member_in_a_later_block() -> None:
+@pytest.mark.parametrize("method", ["native", "unrolled"])
+def test_dask_member_in_a_later_block(method: str) -> None:
     require_backend("dask")
     import dask.array as da
 
     a = np.stack([np.eye(2)] * 5 + [SINGULAR])
-    with pytest.raises(xl.LinAlgError) as info:
-        xl.solve(da.from_array(a, chunks=(2, 2, 2)), da.ones((2, 1))).compute()
+    x = xl.solve(da.from_array(a, chunks=(2, 2, 2)), da.ones((2, 1)), method=method)
+    with pytest.raises(xl.LinAlgError, match=r"batch index 5 \(in the chunk computed") as info:
+        x.compute()
     assert info.value.indices == ((5,),)
     assert info.value.members == (5,)
+    # the check travels with each block: chunks without the member compute
+    np.testing.assert_allclose(x[:4].compute(), np.ones((4, 2, 1)))
+
+
+def test_dask_singular_index_in_a_broadcast_batch() -> None:
+    # a (2, 3, 2, 2) in chunks of (1, 2) against b (3, 2, 1) in chunks of 1: the
+    # error names a's global index in a chunk away from the origin
+    require_backend("dask")
+    import dask.array as da
+
+    a = np.broadcast_to(np.eye(2), (2, 3, 2, 2)).copy()
+    a[1, 2] = SINGULAR
+    x = xl.solve(da.from_array(a, chunks=(1, 2, 2, 2)), da.ones((3, 2, 1), chunks=(1, 2, 1)))
+    assert x.chunks[:2] == ((1, 1), (1, 1, 1))  # the common refinement, no merge
+    with pytest.raises(xl.LinAlgError) as info:
+        x.compute()
+    assert info.value.indices == ((1, 2),)
+    assert info.value.members == (5,)
+    np.testing.assert_allclose(x[0].compute(), np.ones((3, 2, 1)))
 
 
 # ---------------------------------------------------------------------- dtypes

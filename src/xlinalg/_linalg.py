@@ -131,12 +131,15 @@ def solve(a: Any, b: Any, /, *, errors: str = "raise", method: str = "auto", xp:
 
 
 def _solve_checked(
-    ad: Adapter, a: Any, b: Any, vector: bool, errors: str, method: str = "auto", sa: Any = None, sb: Any = None
+    ad: Adapter, a: Any, b: Any, vector: bool, errors: str, method: str = "auto", sa: Any = None, sb: Any = None,
+    make_error: Any = None,
 ) -> Any:
     """The general path of :func:`solve`: stacks, promotion, empty shapes, errors.
 
     `sa` and `sb`: the shapes of `a` and `b` where the caller has read them already
-    (a read costs a Python call on torch and JAX: docs/performance.md).
+    (a read costs a Python call on torch and JAX: docs/performance.md). `make_error`
+    (lazy libraries only: ``solve_many`` on Dask): the error a computed block
+    raises, from the batch indices of its singular members.
     """
     if sa is None:
         sa, sb = a.shape, b.shape
@@ -152,6 +155,8 @@ def _solve_checked(
         return _validate.empty_solve(ad, a, b, vector)
     if method != "native" and _unrolled.use_unrolled(ad, a, b, vector, method):
         return _unrolled.solve_adapter(ad, a, b, vector, errors)
+    if make_error is not None:
+        return ad.solve(a, b, vector, errors, make_error)  # type: ignore[call-arg]
     return ad.solve(a, b, vector, errors)
 
 

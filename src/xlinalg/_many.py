@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -12,7 +13,7 @@ import numpy as np
 from ._lib import _dispatch
 from ._lib._adapters import NUMPY, Adapter
 from ._lib._errors import LinAlgError
-from ._linalg import solve
+from ._linalg import _solve_checked, solve
 
 __all__ = ["solve_many"]
 
@@ -90,8 +91,8 @@ def solve_many(
         If `a` and `b` differ in length, or a system's shapes do not match.
     LinAlgError
         If a system is singular and ``errors="raise"``, naming the list positions
-        of every singular system (``exc.members``). On Dask it is raised when any
-        result is computed, with the same positions.
+        of every singular system (``exc.members``). On Dask it is raised when a
+        chunk holding a singular system is computed, naming the positions in that chunk.
     TypeError
         If the lists hold arrays of more than one library (naming the first
         element that differs from ``a[0]``).
@@ -131,10 +132,7 @@ def solve_many(
         except (ValueError, RuntimeError, TypeError):
             pass  # shapes differ (or devices): group below
         else:
-            x, bad = _solve_group(ad, A, B, list(range(n)), errors, xp)
-            if bad is not None:
-                [x] = ad.raise_at_compute([x], [(list(range(n)), bad)], _singular)
-            return _unstack(ad, x)
+            return _unstack(ad, _solve_group(ad, A, B, range(n), errors, xp))
     return _solve_grouped(ad, a, b, errors, xp)
 
 
@@ -180,33 +178,28 @@ def _pad_after_first(ad: Adapter, x: Any, ndim: int) -> Any:
     return ad.xp.reshape(x, (shape[0], *(1,) * (ndim - x.ndim), *shape[1:]))
 
 
-def _solve_group(ad: Adapter, A: Any, B: Any, positions: list[int], errors: str, xp: Any) -> tuple[Any, Any]:
-    """One batched solve; the batch index i of a failure is list position positions[i].
-
-    Returns the solution and, on a lazy library with ``errors="raise"``, the mask
-    of its singular members (else None).
-    """
+def _solve_group(ad: Adapter, A: Any, B: Any, positions: Sequence[int], errors: str, xp: Any) -> Any:
+    """One batched solve; the batch index i of a failure is list position positions[i]."""
     vector = B.ndim == 2  # each b[i] was a vector (M,)
     Bm = B[..., None] if vector else B
     # a[i] or b[i] may be stacks: their batch axes broadcast *within* system i,
     # so the one with fewer gets unit axes after the list axis (not before it).
     A, Bm = _pad_after_first(ad, A, Bm.ndim), _pad_after_first(ad, Bm, A.ndim)
     if ad.lazy and errors == "raise":
-        # Dask: the error can only come at compute, and must still name list
-        # positions (of every group): NaN the singular members and return their
-        # mask; the caller makes every result raise from all the masks.
-        x = solve(A, Bm, errors="nan", xp=xp)
-        xpn = ad.xp
-        bad = xpn.all(xpn.isnan(x), axis=(-2, -1))
-        bad = xpn.logical_and(bad, xpn.all(xpn.isfinite(A), axis=(-2, -1)))
-        bad = xpn.logical_and(bad, xpn.all(xpn.isfinite(Bm), axis=(-2, -1)))
+        # Dask: each block raises when computed, naming the list positions it holds
+        x = _solve_checked(ad, A, Bm, False, errors,
+                           make_error=functools.partial(_singular_at, positions))
     else:
-        bad = None
         try:
             x = solve(A, Bm, errors=errors, xp=xp)
         except LinAlgError as exc:
-            raise _singular(sorted({positions[ix[0]] for ix in exc.indices if ix})) from None
-    return (x[..., 0] if vector else x), bad
+            raise _singular_at(positions, exc.indices) from None
+    return x[..., 0] if vector else x
+
+
+def _singular_at(positions: Sequence[int], indices: Sequence[tuple[int, ...]]) -> LinAlgError:
+    """The error naming the list positions of a group's singular batch `indices`."""
+    return _singular(sorted({positions[ix[0]] for ix in indices if ix}))
 
 
 def _solve_grouped(ad: Adapter, a: Sequence[Any], b: Sequence[Any], errors: str, xp: Any) -> list[Any]:
@@ -223,7 +216,6 @@ def _solve_grouped(ad: Adapter, a: Sequence[Any], b: Sequence[Any], errors: str,
     out: list[Any] = [None] * len(a)
     failed: list[int] = []
     solved: list[tuple[list[int], Any]] = []
-    masks: list[tuple[list[int], Any]] = []
     for positions in groups.values():
         if not ad.lazy and _large(a[positions[0]]):  # one by one: no copy into a stack
             for i in positions:
@@ -235,18 +227,13 @@ def _solve_grouped(ad: Adapter, a: Sequence[Any], b: Sequence[Any], errors: str,
         A = _stack(ad, [a[i] for i in positions])
         B = _stack(ad, [b[i] for i in positions])
         try:
-            x, bad = _solve_group(ad, A, B, positions, errors, xp)
+            x = _solve_group(ad, A, B, positions, errors, xp)
         except LinAlgError as exc:
             failed.extend(exc.members)  # report every group's singular systems at once
             continue
         solved.append((positions, x))
-        if bad is not None:
-            masks.append((positions, bad))
     if failed:
         raise _singular(failed)
-    if masks:  # lazy: each result raises, when computed, naming every group's failures
-        xs = ad.raise_at_compute([x for _, x in solved], masks, _singular)
-        solved = [(p, x) for (p, _), x in zip(solved, xs)]
     for positions, x in solved:
         for i, xi in zip(positions, _unstack(ad, x)):
             out[i] = xi

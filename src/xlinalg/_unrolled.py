@@ -26,6 +26,7 @@ the measurements and the selection rule (:func:`prefer_unrolled`).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -903,22 +904,6 @@ def _traced(ad: Adapter, x: Any) -> bool:
     return False
 
 
-def _dask_block(ab: np.ndarray, bb: np.ndarray, n: int, layout: str) -> np.ndarray:
-    kern = _kernel(NUMPY, "numpy", n, ab, layout, False)
-    x, _ = kern(ab, bb, ((), ()))
-    return np.asarray(x)
-
-
-def _dask_verdict(ab: np.ndarray, bb: np.ndarray, x: np.ndarray, n: int) -> np.ndarray:
-    """The members of one block reported singular (:func:`singular_members`).
-
-    Candidates are the all-NaN solutions; the kernel's zero-pivot mask confirms
-    them (an overflowing solution, e.g. of ``1e-310 * I``, can be all NaN too).
-    """
-    cand = _confirm_zero_pivots(np.asarray(np.isnan(x).all(axis=(-2, -1))), ab)
-    return np.asarray(singular_members(np, cand, ab, bb))
-
-
 def _confirm_zero_pivots(cand: np.ndarray, a: np.ndarray) -> np.ndarray:
     """`cand` (a mask over `a`'s batch) kept where the NumPy schedule meets a zero pivot."""
     cand = cand.copy()
@@ -932,27 +917,9 @@ def _confirm_zero_pivots(cand: np.ndarray, a: np.ndarray) -> np.ndarray:
     return cand
 
 
-def _dask_solve(ad: Any, a: Any, bm: Any, n: int, layout: str, errors: str) -> Any:
-    """Dask: the NumPy schedule per block (lazy); errors="raise" raises at compute()."""
-    da = ad.da
-    a_batch = tuple(a.shape[:-2])
-    batch = _validate.broadcast_shapes(a_batch, tuple(bm.shape[:-2]))
-    a_b = ad._core_whole(da.broadcast_to(a, (*batch, n, n)))
-    k = bm.shape[-1]
-    b_b = da.broadcast_to(bm, (*batch, n, k)).rechunk(a_b.chunks[:-2] + ((n,), (k,)))
-    meta = np.empty((0,) * b_b.ndim, a.dtype)
-    x = da.map_blocks(_dask_block, a_b, b_b, n, layout, dtype=a.dtype, chunks=b_b.chunks, meta=meta)
-    if errors == "raise":
-        # per block, xl.solve's rule on the members whose solution is all NaN (the
-        # verdict needs every block: the result waits for all of them, as xl.solve on Dask)
-        nb = b_b.ndim
-        bad = da.map_blocks(_dask_verdict, a_b, b_b, x, n, dtype=bool, drop_axis=[nb - 2, nb - 1],
-                            meta=np.empty((0,) * (nb - 2), bool))
-        import dask
-
-        verdict = dask.delayed(np.asarray)(bad)
-        x = x.map_blocks(ad._raise_if_singular, verdict, a_batch, dtype=a.dtype, meta=meta)
-    return x
+def _dask_block(ab: np.ndarray, bb: np.ndarray, vector: bool, errors: str, layout: str) -> np.ndarray:
+    """One Dask block: the NumPy schedule, checked as on NumPy (see DaskAdapter.map_solve)."""
+    return solve_adapter(NUMPY, ab, bb, vector, errors, layout=layout, compile=False)
 
 
 def solve_adapter(
@@ -980,10 +947,9 @@ def solve_adapter(
     kern = _RESOLVED.get(rkey)
     if kern is None:
         layout, kern = _resolve(ad, a, int(n), layout, compile)
-        if kern is None:  # Dask: lazy blocks of the NumPy schedule, nothing to cache
-            bm = b[..., None] if vector else b
-            x = _dask_solve(ad, a, bm, int(n), layout, errors)
-            return x[..., 0] if vector else x
+        if kern is None:  # Dask (a DaskAdapter): lazy blocks of the NumPy schedule, nothing to cache
+            kernel = functools.partial(_dask_block, layout=layout)
+            return ad.map_solve(a, b, vector, errors, kernel)  # type: ignore[attr-defined]
         with _LOCK:
             if len(_RESOLVED) > 256:  # bounded (dtype x device x n x options)
                 _RESOLVED.clear()

@@ -44,14 +44,15 @@ def _to_batch(mask: np.ndarray, batch_shape: tuple[int, ...]) -> np.ndarray:
     return np.asarray(mask.any(axis=axes, keepdims=True)) if axes else mask
 
 
-def _singular_message(indices: list[tuple[int, ...]], batch_shape: tuple[int, ...]) -> str:
+def _singular_message(indices: list[tuple[int, ...]], batch_shape: tuple[int, ...],
+                      note: str = "") -> str:
     if not batch_shape:
         return "`a` is singular: solve needs an invertible matrix"
     shown = ", ".join(str(ix if len(ix) > 1 else ix[0]) for ix in indices[:10])
     more = f" and {len(indices) - 10} more" if len(indices) > 10 else ""
     return (
         f"`a` has {len(indices)} singular matri{'x' if len(indices) == 1 else 'ces'} "
-        f"in its batch of shape {batch_shape}, at batch index {shown}{more}; "
+        f"in its batch of shape {batch_shape}, at batch index {shown}{more}{note}; "
         'pass errors="nan" to get NaN for those members and solutions for the rest'
     )
 
@@ -262,17 +263,6 @@ class Adapter:
         if unstack is not None:
             return list(unstack(x, axis=0))
         return [x[i, ...] for i in range(x.shape[0])]
-
-    def raise_at_compute(self, xs: list[Any], masks: list[tuple[list[int], Any]],
-                         make_error: Callable[[list[int]], Exception]) -> list[Any]:
-        """Lazy libraries: the arrays `xs`, each raising ``make_error(positions)`` when
-        computed if any mask is set.
-
-        `masks` pairs the list positions of a group with the group's boolean mask
-        over them; `positions` are those whose mask is set, over all groups. Eager
-        libraries never get here.
-        """
-        raise NotImplementedError(f"{self.library} arrays are not lazy")
 
     def _solve_after_failure(self, a: Any, b: Any, errors: str, exc: BaseException) -> Any:
         """The native solve raised for singular members: name them, or NaN them."""
@@ -879,17 +869,6 @@ def _jax_solve_nan(jnp: Any, a: Any, b: Any, vector: bool) -> Any:
     return x[..., 0] if vector else x
 
 
-def _failing_positions(masks: list[tuple[list[int], Any]]) -> list[int]:
-    return sorted(pos[i] for pos, bad in masks for i in np.flatnonzero(np.asarray(bad)))
-
-
-def _raise_members(block: np.ndarray, failing: list[int],
-                   make_error: Callable[[list[int]], Exception]) -> np.ndarray:
-    if failing:
-        raise make_error(failing)
-    return block
-
-
 # ====================================================================== CuPy
 class CuPyAdapter(Adapter):
     library = "CuPy"
@@ -974,50 +953,78 @@ class DaskAdapter(Adapter):
     def to_host(self, x: Any) -> np.ndarray:
         return np.asarray(x.compute() if hasattr(x, "compute") else x)
 
+    def stack(self, arrays: list[Any]) -> Any:
+        # da.stack makes one chunk per array (per system of solve_many): a task per
+        # system at every later step. Dask's automatic chunk size groups them.
+        return self.da.stack(arrays, axis=0).rechunk({0: "auto"})
+
     def _core_whole(self, x: Any, ncore: int = 2) -> Any:
         chunks = {i: -1 for i in range(x.ndim - ncore, x.ndim)}
         return x.rechunk(chunks) if any(len(c) > 1 for c in x.chunks[-ncore:]) else x
 
-    def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+    def solve(self, a: Any, b: Any, vector: bool, errors: str,
+              make_error: Callable[[list[tuple[int, ...]]], Exception] | None = None) -> Any:
+        return self.map_solve(a, b, vector, errors, _numpy_solve, make_error)
+
+    def map_solve(self, a: Any, b: Any, vector: bool, errors: str, kernel: Callable[..., Any],
+                  make_error: Callable[[list[tuple[int, ...]]], Exception] | None = None) -> Any:
+        """``kernel(ab, bb, vector, errors)`` (an eager NumPy solve) on each block: one task
+        a chunk, as ``da.map_blocks`` of the native call.
+
+        The batch axes keep their chunks (a shared `a` keeps `b`'s, and the other
+        way round; where both are chunked, Dask's common refinement); the matrix
+        axes are made one chunk each. With ``errors="raise"`` each block checks
+        its own members: computing a chunk that holds a singular member raises
+        :class:`LinAlgError` naming its global batch index (or what
+        ``make_error(global batch indices)`` returns), and computing a slice pays
+        only for its chunks.
+        """
         da = self.da
-        bm = b[..., None] if vector else b
+        a = self._core_whole(a)
+        n = a.shape[-1]
         a_batch = tuple(a.shape[:-2])
-        batch = np.broadcast_shapes(a_batch, tuple(bm.shape[:-2]))
-        a_b = self._core_whole(da.broadcast_to(a, (*batch, *a.shape[-2:])))
-        b_b = da.broadcast_to(bm, (*batch, *bm.shape[-2:])).rechunk(a_b.chunks[:-2] + ((bm.shape[-2],), (bm.shape[-1],)))
-        dtype = np.result_type(a.dtype, b.dtype)
+        paired: tuple[tuple[int, int], ...] = ()
+        if vector:
+            b = b.rechunk(-1) if b.numblocks[0] > 1 else b
+            chunks = (*a.chunks[:-2], (n,))
+        else:
+            b = self._core_whole(b)
+            nb = max(a.ndim, b.ndim) - 2
+            letters = "abcdefghijklmnopqrstuvw"[:nb]
+            ia, ib = letters[nb - (a.ndim - 2):] + "yx", letters[nb - (b.ndim - 2):] + "xz"
+            if _unknown(a.chunks[:-2]) or _unknown(b.chunks[:-2]):
+                out, paired = self._unknown_batch_chunks(a, b, ia, ib, letters)
+            else:
+                cks, (a, b) = da.core.unify_chunks(a, ia, b, ib)
+                out = tuple(cks[c] for c in letters)
+            chunks = (*out, (n,), b.chunks[-1])
+        meta = np.empty((0,) * len(chunks), a.dtype)
+        return da.map_blocks(
+            _dask_solve_block, a, b, kernel, vector, errors, a_batch, make_error, paired,
+            dtype=a.dtype, chunks=chunks, meta=meta, drop_axis=[a.ndim - 1] if vector else None,
+        )
 
-        meta = np.empty((0,) * b_b.ndim, dtype)
-        # Each block solves with NaN for its singular members (never raising), so
-        # that errors="raise" can name *every* singular member, not only those of
-        # the first block to fail.
-        x = da.map_blocks(_dask_solve_block, a_b, b_b, dtype=dtype, chunks=b_b.chunks, meta=meta)
-        if errors == "raise":
-            # all-NaN solution from finite input: a singular member (as on JAX). The
-            # verdict needs every block: the result's blocks wait for all solves.
-            fin = da.logical_and(
-                da.all(da.isfinite(a_b), axis=(-2, -1)), da.all(da.isfinite(b_b), axis=(-2, -1))
-            )
-            bad = da.logical_and(da.all(da.isnan(x), axis=(-2, -1)), fin)
-            import dask
-
-            verdict = dask.delayed(np.asarray)(bad)
-            x = x.map_blocks(self._raise_if_singular, verdict, a_batch, dtype=dtype, meta=meta)
-        return x[..., 0] if vector else x
-
-    def raise_at_compute(self, xs: list[Any], masks: list[tuple[list[int], Any]],
-                         make_error: Callable[[list[int]], Exception]) -> list[Any]:
-        import dask
-
-        # one task reads every mask (dask.delayed computes the arrays in its arguments)
-        failing = dask.delayed(_failing_positions)(masks)
-        return [x.map_blocks(_raise_members, failing, make_error, dtype=x.dtype,
-                             meta=np.empty((0,) * x.ndim, x.dtype)) for x in xs]
-
-    def _raise_if_singular(self, x: np.ndarray, bad: np.ndarray, a_batch: tuple[int, ...]) -> np.ndarray:
-        if bad.any():
-            self._raise_singular(bad, a_batch)
-        return x
+    def _unknown_batch_chunks(self, a: Any, b: Any, ia: str, ib: str,
+                              letters: str) -> tuple[tuple[Any, ...], tuple[tuple[int, int], ...]]:
+        """Output batch chunks where some are unknown (``A[mask]``): blocks pair up one
+        to one (each block then checks that its `a` and `b` agree: the pairs of
+        axes returned), or broadcast from a single block of size 1."""
+        out, paired = [], []
+        for c in letters:
+            ca = a.chunks[ia.index(c)] if c in ia else (1,)
+            cb = b.chunks[ib.index(c)] if c in ib else (1,)
+            if cb == (1,) or ca == (1,):
+                out.append(ca if cb == (1,) else cb)
+            elif len(ca) == len(cb):
+                out.append(ca if _unknown((cb,)) else cb)
+                paired.append((ia.index(c), ib.index(c)))
+            else:
+                raise ValueError(
+                    f"solve: `a` {self.describe(a)} and `b` {self.describe(b)} have unknown "
+                    f"chunk sizes (NaN in .shape) and {len(ca)} against {len(cb)} chunks along "
+                    "a batch axis: call .compute_chunk_sizes() on both first"
+                )
+        return tuple(out), tuple(paired)
 
     def _gufunc(self, fn: Any, sig: str, a: Any, nout: int, sizes: dict[str, int], dtypes: Any) -> Any:
         # meta given explicitly: dask would derive it by casting a sample of `a`
@@ -1056,8 +1063,52 @@ class DaskAdapter(Adapter):
         return x.map_blocks(NUMPY.sigmoid, dtype=x.dtype)
 
 
-def _dask_solve_block(ab: np.ndarray, bb: np.ndarray) -> np.ndarray:
-    return NUMPY.solve(ab, bb, False, "nan")
+def _unknown(chunks: Any) -> bool:
+    return any(math.isnan(c) for cs in chunks for c in cs)
+
+
+def _numpy_solve(ab: np.ndarray, bb: np.ndarray, vector: bool, errors: str) -> np.ndarray:
+    return NUMPY.solve(ab, bb, vector, errors)
+
+
+def _dask_solve_block(ab: np.ndarray, bb: np.ndarray, kernel: Callable[..., Any], vector: bool,
+                      errors: str, a_batch: tuple[int, ...],
+                      make_error: Callable[[list[tuple[int, ...]]], Exception] | None,
+                      paired: tuple[tuple[int, int], ...], block_info: Any = None) -> np.ndarray:
+    """One block of :meth:`DaskAdapter.map_solve` (a task on a worker)."""
+    if any(ab.shape[i] != bb.shape[j] for i, j in paired):
+        raise ValueError(
+            f"solve: a block of `a` of shape {ab.shape} meets a block of `b` of shape "
+            f"{bb.shape} (unknown chunk sizes that differ): call .compute_chunk_sizes() on "
+            "both first"
+        )
+    try:
+        return kernel(ab, bb, vector, errors)
+    except LinAlgError as exc:
+        raise _global_singular(exc, block_info, a_batch, make_error) from None
+
+
+def _global_singular(exc: LinAlgError, block_info: Any, a_batch: tuple[int, ...],
+                     make_error: Callable[[list[tuple[int, ...]]], Exception] | None) -> Exception:
+    """A block's LinAlgError (indices into the block of `a`) with global batch indices."""
+    loc = block_info[0]["array-location"][: len(a_batch)] if block_info else [(0, 0)] * len(a_batch)
+    offsets = [s for s, _ in loc]
+    if any(math.isnan(o) for o in offsets):  # unknown chunk sizes: no global index exists
+        chunk = tuple(block_info[0]["chunk-location"][: len(a_batch)])
+        shown = ", ".join(str(ix if len(ix) > 1 else ix[0]) for ix in exc.indices[:10])
+        return LinAlgError(
+            f"`a` has a singular matrix at index {shown} of its batch chunk {chunk} (unknown "
+            "chunk sizes: call .compute_chunk_sizes() for global indices); "
+            'pass errors="nan" to get NaN for those members and solutions for the rest',
+            indices=exc.indices, members=exc.members,
+        )
+    indices = [tuple(int(i + o) for i, o in zip(ix, offsets)) for ix in exc.indices]
+    members = ([int(np.ravel_multi_index(ix, a_batch)) for ix in indices] if a_batch
+               else [0] * len(indices))
+    if make_error is not None:
+        return make_error(indices)
+    note = " (in the chunk computed: Dask checks each chunk as it computes it)"
+    return LinAlgError(_singular_message(indices, a_batch, note), indices=indices, members=members)
 
 
 # ====================================================================== strict

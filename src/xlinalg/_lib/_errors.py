@@ -37,6 +37,15 @@ class LinAlgError(np.linalg.LinAlgError, RuntimeError):
         self.indices = tuple(tuple(int(i) for i in ix) for ix in indices)
         self.members = tuple(int(m) for m in members)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # pickled with its attributes (a Dask worker raises it, the client re-raises it)
+        return (_rebuild, (type(self), str(self), self.indices, self.members))
+
+
+def _rebuild(cls: type[LinAlgError], message: str, indices: Sequence[tuple[int, ...]],
+             members: Sequence[int]) -> LinAlgError:
+    return cls(message, indices=indices, members=members)
+
 
 class XlinalgWarning(UserWarning):
     """Base class of the warnings xlinalg emits."""

@@ -70,8 +70,10 @@ def broadcast_shapes(s1: Any, s2: Any) -> tuple[int, ...]:
     for x, y in zip(s1, s2):
         if x == y or y == 1:
             out.append(x)
-        elif x == 1:
+        elif x == 1 or x != x:  # (NaN: an unknown size, Dask's A[mask]; checked at compute)
             out.append(y)
+        elif y != y:
+            out.append(x)
         else:
             raise ValueError(f"shapes {s1} and {s2} do not broadcast")
     return tuple(out)
