@@ -107,8 +107,8 @@ def section_of(r: dict[str, Any]) -> str:
 
 
 def _section_order(s: str) -> tuple[int, int]:
-    if s == "Calibration":
-        return (-1, 0)
+    if s == "Calibration":  # not a document section: after them
+        return (4, 0)
     if s == "Extra":
         return (2, 0)
     if s == "Other":
@@ -841,13 +841,33 @@ def _small_solves_line(records: list[dict[str, Any]]) -> str:
 
 
 def _crossover_line(records: list[dict[str, Any]]) -> str:
-    co = crossovers(records)
-    if not co:
-        return "not measured"
-    c = co[0]
-    ranges = ", ".join(f"{r['winner']} n = {r['from']:g}-{r['to']:g}" if r["from"] != r["to"]
-                       else f"{r['winner']} n = {r['from']:g}" for r in c["ranges"])
-    return f"fastest by n ({c['dtype']}, ties within noise included): {ranges}"
+    """Per dtype of the sweep: where each backend wins beyond the noise, and the ties."""
+    sw = [r for r in sweep_records(records) if side(r) is not None]
+    parts = []
+    for dtype in sorted({str(r["dtype"]) for r in sw}):
+        by_n: dict[float, dict[str, dict[str, Any]]] = defaultdict(dict)
+        for r in sw:
+            if str(r["dtype"]) == dtype:
+                by_n[side(r)][r["backend"]] = r  # type: ignore[index]
+        wins: dict[str, list[float]] = defaultdict(list)
+        ties = total = 0
+        for n, by in sorted(by_n.items()):
+            v = verdict(by)
+            if v is None or v["n"] < 2:
+                continue
+            total += 1
+            if v["tie"]:
+                ties += 1
+            else:
+                wins[v["winner"]].append(n)
+        if not total:
+            continue
+        order = sorted(wins.items(), key=lambda kv: min(kv[1]))
+        txt = ", ".join(f"{b} at {len(ns)} size(s) (n = {min(ns):g}-{max(ns):g})"
+                        if len(ns) > 1 else f"{b} at n = {ns[0]:g}" for b, ns in order)
+        parts.append(f"{dtype}: fastest beyond the noise: {txt or 'none'}; "
+                     f"tie within noise at {ties} of {total} sizes")
+    return "; ".join(parts) or "not measured"
 
 
 def summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -959,7 +979,11 @@ def _cell(records: list[dict[str, Any]], case: str, backend: str, dtype: str,
 
 
 def _fmt_ms(s: float | None) -> str:
-    return "-" if s is None else f"{s * 1e3:.3g} ms"
+    """Seconds as the article writes them (ms), without e-notation."""
+    if s is None:
+        return "-"
+    ms = s * 1e3
+    return f"{ms:.3g} ms" if ms < 1000 else f"{ms:,.0f} ms"
 
 
 def compare_text(numpy_cell: dict[str, Any] | None, torch_cell: dict[str, Any] | None,
@@ -985,7 +1009,8 @@ def compare_text(numpy_cell: dict[str, Any] | None, torch_cell: dict[str, Any] |
     if lo <= 1.0 <= hi or abs(x - 1) < MIN_MARGIN - 1:
         v = "tie within noise" + claim
     elif article is None:
-        v = f"{'torch-cpu' if x > 1 else 'numpy'} faster"
+        v = (f"both ran (article: out of memory); {'torch-cpu' if x > 1 else 'numpy'} "
+             f"faster, {fmt_ratio(max(x, 1 / x))}")
     elif (x > 1) == (article > 1):
         v = f"agrees: {'torch-cpu' if x > 1 else 'numpy'} faster, {fmt_ratio(max(x, 1 / x))}" + claim
     else:

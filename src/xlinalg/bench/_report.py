@@ -204,6 +204,9 @@ def _pivot_cell(r: dict[str, Any] | None) -> str:
             + (f"\nfirst call {_fmt_time(first)}" if first is not None else ""))
 
 
+_FOLD_ROWS = 25
+
+
 def _pivots(rs: list[dict[str, Any]]) -> list[Block]:
     """Per case and dtype: size x backend (median ±half IQR, first call) and the verdict."""
     out: list[Block] = []
@@ -222,9 +225,13 @@ def _pivots(rs: list[dict[str, Any]]) -> list[Block]:
             v = F.verdict(by)
             rows.append([lab] + [_pivot_cell(by.get(b)) for b in backends]
                         + [F.verdict_text(v) if v and v["n"] > 1 else "-"])
-        out.append(("p", f"{case}, {dt_txt}: median time per call, ± half the IQR, "
-                         "first call below; last column: the verdict."))
-        out.append(("table", ["size"] + backends + ["verdict"], rows))
+        table = ("table", ["size"] + backends + ["verdict"], rows)
+        what = (f"{case}, {dt_txt}: median time per call, ± half the IQR, first call below; "
+                "last column: the verdict")
+        if len(rows) > _FOLD_ROWS:  # a sweep: the plot shows it, the table unfolds
+            out.append(("details", f"{what} ({len(rows)} sizes)", [table]))
+        else:
+            out += [("p", what + "."), table]
         skips = sorted({f"{r['backend']}: {r.get('skip_reason')}" for r in g
                         if r.get("status") == "skipped"})
         if skips:
