@@ -135,3 +135,61 @@ def test_solve_many_groups_into_chunks() -> None:
     plain = len(HighLevelGraph.merge(*[x[i].__dask_graph__() for i in range(40)]))
     assert tasks <= plain + 4
     np.testing.assert_allclose(np.array(dask.compute(*xs)), np.linalg.solve(A, B[..., None])[..., 0])
+
+
+# ---------------------------------------------------------------------- decompositions
+TALL = np.random.default_rng(1).standard_normal((600, 6))
+
+
+@pytest.mark.parametrize("chunks", [(100, 6), (100, 3), (4, 6)], ids=["rows", "rows-cols", "short-blocks"])
+def test_tall_skinny_runs_dasks_tsqr_chunked_as_x(chunks) -> None:
+    x = da.from_array(TALL, chunks=chunks)
+    with dask.config.set(scheduler=_refuse):
+        Q, R = xl.qr(x)
+        U, S, Vh = xl.svd(x, full_matrices=False)
+        s = xl.svdvals(x)
+    # never merged into one chunk: the factors keep x's row chunks
+    assert Q.chunks[0] == U.chunks[0] == x.chunks[0]
+    assert (Q.shape, R.shape, U.shape, S.shape, Vh.shape) == ((600, 6), (6, 6), (600, 6), (6,), (6, 6))
+    np.testing.assert_allclose((Q @ R).compute(), TALL, atol=1e-10)
+    np.testing.assert_allclose(((U * S) @ Vh).compute(), TALL, atol=1e-10)
+    want = np.linalg.svd(TALL, compute_uv=False)
+    np.testing.assert_allclose(s.compute(), want)
+    np.testing.assert_allclose(S.compute(), want)
+
+
+def test_short_and_fat_and_square() -> None:
+    x = da.from_array(TALL.T, chunks=(6, 100))
+    Q, R = xl.qr(x, mode="complete")  # (complete is reduced when M <= N)
+    U, S, Vh = xl.svd(x, full_matrices=False)
+    assert Vh.chunks[1] == x.chunks[1]
+    np.testing.assert_allclose((Q @ R).compute(), TALL.T, atol=1e-10)
+    np.testing.assert_allclose(((U * S) @ Vh).compute(), TALL.T, atol=1e-10)
+    sq = TALL[:60, :6] @ TALL[:6, :6].T @ np.ones((6, 60)) + np.eye(60)
+    y = da.from_array(sq, chunks=(20, 20))
+    U, S, Vh = xl.svd(y)  # square: full_matrices=True is the reduced SVD
+    np.testing.assert_allclose(((U * S) @ Vh).compute(), sq, atol=1e-9)
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda x: xl.svd(x), "full_matrices=False"),
+    (lambda x: xl.svd(x, full_matrices=True), "full_matrices=False"),
+    (lambda x: xl.qr(x, mode="complete"), 'mode="reduced"'),
+])
+def test_full_factors_of_a_tall_array_are_refused_up_front(call, name) -> None:
+    x = da.zeros((2_000_000, 20), chunks=(250_000, 20))  # U would be 29 TiB
+    with dask.config.set(scheduler=_refuse), pytest.raises(ValueError, match=name) as info:
+        call(x)
+    assert "(2000000, 2000000)" in str(info.value)
+
+
+def test_tall_skinny_with_unknown_rows_and_nan() -> None:
+    keep = np.arange(600) % 3 != 0
+    x = da.from_array(TALL, chunks=(100, 6))[da.from_array(keep, chunks=100)]
+    Q, R = xl.qr(x)
+    np.testing.assert_allclose((Q @ R).compute(), TALL[keep], atol=1e-10)
+    np.testing.assert_allclose(xl.svdvals(x).compute(), np.linalg.svd(TALL[keep], compute_uv=False))
+    bad = TALL.copy()
+    bad[350, 2] = np.nan
+    with pytest.raises(xl.LinAlgError, match=r"svdvals: the SVD of `x` did not converge: `x` contains NaN"):
+        xl.svdvals(da.from_array(bad, chunks=(100, 6))).compute()

@@ -272,7 +272,10 @@ def svd(x: Any, /, *, full_matrices: bool = True, xp: Any = None) -> SVDResult:
     full_matrices : bool, optional
         ``True`` (the standard's default): `U` is ``(..., M, M)`` and `Vh`
         ``(..., N, N)``. ``False``: ``(..., M, K)`` and ``(..., K, N)`` with
-        ``K = min(M, N)``. On Dask, both work on stacks whose matrices fit a chunk.
+        ``K = min(M, N)``. On Dask, a matrix in several chunks runs Dask's
+        tall-and-skinny (or short-and-fat) SVD, which gives the reduced factors
+        only: pass ``False`` there (``True`` raises ValueError unless M == N);
+        stacks run NumPy's SVD per matrix (docs/dask.md).
     xp : namespace, optional
         The array namespace; inferred by default.
 
@@ -367,6 +370,8 @@ def qr(x: Any, /, *, mode: str = "reduced", xp: Any = None) -> QRResult:
     mode : {"reduced", "complete"}, optional
         ``"reduced"``: `Q` is ``(..., M, K)``, `R` ``(..., K, N)`` with
         ``K = min(M, N)``; ``"complete"``: `Q` is ``(..., M, M)``, `R` ``(..., M, N)``.
+        On Dask, a tall matrix in several chunks runs Dask's TSQR (``"reduced"``
+        only: ``"complete"`` raises ValueError there; docs/dask.md).
     xp : namespace, optional
         The array namespace; inferred by default.
 

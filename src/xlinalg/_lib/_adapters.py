@@ -1037,8 +1037,32 @@ class DaskAdapter(Adapter):
             output_sizes=sizes, allow_rechunk=False,
         )
 
+    def _blocked(self, a: Any) -> Any:
+        """A matrix in more than one chunk, its short axis made one chunk, for Dask's
+        tall-and-skinny (TSQR) or short-and-fat algorithms; None for stacks and
+        single chunks (those run NumPy's call per matrix). Unknown row counts
+        (``A[mask]``) count as tall."""
+        if a.ndim != 2 or a.numblocks == (1, 1):
+            return None
+        m, n = a.shape
+        return a.rechunk({0: -1}) if m < n else a.rechunk({1: -1})
+
+    def _too_large(self, a: Any, fn: str, what: str, instead: str) -> ValueError:
+        m = a.shape[0]
+        size = "" if math.isnan(m) else f" ({m * m * a.dtype.itemsize / 2**30:.3g} GiB)"
+        return ValueError(
+            f"{fn}: `x` is {self.describe(a)} in chunks of {a.chunksize}: {what} would be a "
+            f"({m}, {m}) array{size} in one piece; pass {instead} (Dask's tall-and-skinny "
+            "algorithm, the factors chunked as `x`)"
+        )
+
     def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
         m, n = a.shape[-2:]
+        blocked = self._blocked(a)
+        if blocked is not None:
+            if full_matrices and m != n:
+                raise self._too_large(a, "svd", "U with full_matrices=True", "full_matrices=False")
+            return tuple(self.da.linalg.svd(self._finite(blocked, "svd")))
         k = min(m, n)
         real = np.empty(0, a.dtype).real.dtype
         um, vn = (m, n) if full_matrices else (k, k)
@@ -1048,12 +1072,25 @@ class DaskAdapter(Adapter):
         ))
 
     def svdvals(self, a: Any) -> Any:
+        blocked = self._blocked(a)
+        if blocked is not None:  # (a compute of S alone culls the tasks of U)
+            return self.da.linalg.svd(self._finite(blocked, "svdvals"))[1]
         real = np.empty(0, a.dtype).real.dtype
         k = min(a.shape[-2:])
         return self._gufunc(NUMPY.svdvals, "(m,n)->(k)", a, 1, {"k": k}, real)
 
+    def _finite(self, a: Any, fn: str) -> Any:
+        # each block raises xlinalg's error for NaN/inf (LAPACK's SVD of the
+        # combined R factor would raise its own, or return NaN)
+        return a.map_blocks(_finite_block, fn, dtype=a.dtype)
+
     def qr(self, a: Any, mode: str) -> tuple[Any, Any]:
         m, n = a.shape[-2:]
+        blocked = self._blocked(a)
+        if blocked is not None:
+            if mode == "complete" and not m <= n:
+                raise self._too_large(a, "qr", 'Q with mode="complete"', 'mode="reduced"')
+            return tuple(self.da.linalg.qr(blocked))
         k = m if mode == "complete" else min(m, n)
         return tuple(self._gufunc(  # type: ignore[return-value]
             lambda x: NUMPY.qr(x, mode), "(m,n)->(m,p),(p,n)", a, 2, {"p": k}, [a.dtype, a.dtype],
@@ -1061,6 +1098,12 @@ class DaskAdapter(Adapter):
 
     def sigmoid(self, x: Any) -> Any:
         return x.map_blocks(NUMPY.sigmoid, dtype=x.dtype)
+
+
+def _finite_block(x: np.ndarray, fn: str) -> np.ndarray:
+    if not np.isfinite(x).all():
+        raise LinAlgError(f"{fn}: the SVD of `x` did not converge: `x` contains NaN or inf")
+    return x
 
 
 def _unknown(chunks: Any) -> bool:
