@@ -98,8 +98,10 @@ def test_nonfinite_propagates(backend: BackendCase) -> None:
 
 @pytest.mark.parametrize(
     ("sa", "sb"),
-    [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)), ((4, 2, 3), (3, 2)), ((2, 3), (4, 3, 2))],
-    ids=["vec-vec", "mat-vec", "vec-mat", "batch-mat", "mat-batch"],
+    [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)), ((4, 2, 3), (3, 2)), ((2, 3), (4, 3, 2)),
+     ((2, 2), (0, 2, 2)), ((0, 2, 2), (2, 2)), ((1, 2, 2), (0, 2, 2)), ((2,), (0, 2, 3))],
+    ids=["vec-vec", "mat-vec", "vec-mat", "batch-mat", "mat-batch",
+         "mat-emptybatch", "emptybatch-mat", "batch-emptybatch", "vec-emptybatch"],
 )
 @pytest.mark.parametrize(
     ("da_", "db", "expected"),
@@ -111,6 +113,7 @@ def test_mixed_dtypes_promote_for_every_operand_rank(backend: BackendCase, rng, 
     The fast path of a library whose kernel is trusted to refuse mixed dtypes
     (torch.matmul) reads no dtype: were the kernel to accept a pair in any of
     its rank-specific paths (dot, mv, mm, bmm), the result dtype would be its own.
+    torch does accept any pair when a broadcast batch is empty.
     """
     if not (backend.has_dtype(da_) and backend.has_dtype(db)):
         pytest.skip(f"{backend.name} has no {np.dtype(da_).name} or {np.dtype(db).name}")

@@ -205,9 +205,15 @@ def matmul(a: Any, b: Any, /, *, xp: Any = None) -> Any:
             or (((dt := a.dtype) is (db := b.dtype) or dt == db) and dt not in k[1])
         ):
             try:
-                return k[0](a, b)
+                r = k[0](a, b)
             except Exception:  # any refusal is diagnosed by the checked path below
                 pass
+            else:
+                # torch skips its dtype check when a broadcast batch is empty (the
+                # result then takes one operand's dtype): empty results take the
+                # checked path, which promotes by the contract
+                if not k[2] or r.numel():
+                    return r
     return _matmul_checked(a, b, xp)
 
 
