@@ -514,6 +514,8 @@ class _Kind(NamedTuple):
 #: backend_of, synchronize and to cost one dict read to find what to do (keyed
 #: like the operations' own lookup, ``_lib/_dispatch.py``)
 _KINDS: dict[type, _Kind] = {}
+#: array type -> its fence alone (what synchronize reads: one subscript, no attribute)
+_FENCES: dict[type, Callable[[Any], Any] | None] = {}
 _KINDS_LOCK = threading.Lock()
 
 
@@ -525,6 +527,7 @@ def _kind(cls: type) -> _Kind:
             kind = _KINDS.get(cls)
             if kind is None:
                 kind = _KINDS[cls] = _make_kind(cls)
+                _FENCES[cls] = kind.fence
     return kind
 
 
@@ -650,7 +653,10 @@ def synchronize(*arrays: Any, backend: str | None = None) -> None:
     """
     if len(arrays) == 1:  # the fence inside timed loops: one dict read, one call
         x = arrays[0]
-        fence = (_KINDS.get(type(x)) or _kind(type(x))).fence
+        try:
+            fence = _FENCES[type(x)]
+        except KeyError:
+            fence = _kind(type(x)).fence
         if fence is not None:
             fence(x)
         return
