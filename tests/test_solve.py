@@ -408,3 +408,18 @@ def test_cupy_raise_reduces_the_result_on_the_device(rng, monkeypatch) -> None:
     with pytest.raises(xl.LinAlgError) as info:
         xl.solve(be.from_numpy(a), be.from_numpy(b), method="native")
     assert info.value.members == (3,)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize("shape", [(), (5,), (2, 3), (100,)])
+def test_host_finite_check_of_a_result(dtype, shape) -> None:
+    """The host look behind JAX's one-system check: any inf or NaN, anywhere, in
+    any dtype and shape, makes it say False (and only that, for ordinary values)."""
+    from xlinalg._lib._adapters import _host_finite
+
+    h = np.ones(shape, dtype)
+    assert _host_finite(h)
+    for bad in (np.nan, np.inf, -np.inf) + ((complex(0, np.inf),) if h.dtype.kind == "c" else ()):
+        g = h.copy()
+        g[(-1,) * g.ndim] = bad
+        assert not _host_finite(g), (bad, shape)

@@ -17,6 +17,7 @@ override only what their library does differently or faster.
 
 from __future__ import annotations
 
+import cmath
 import math
 from collections.abc import Callable
 from typing import Any
@@ -829,15 +830,18 @@ def _finite_or_missing(solve: Callable[[Any, Any], Any]) -> Callable[[Any, Any],
 def _host_finite(h: np.ndarray) -> bool:
     """Whether a host array is all finite, as cheaply as the size allows (a quick test).
 
-    Small real arrays: the Python sum of their elements (no ufunc machinery,
-    cheaper than one ufunc call at these sizes); larger ones: one BLAS dot product of
-    non-negative terms. Either way inf or NaN anywhere makes the total
-    non-finite and no floating-point warning is raised. ``False`` can also mean
-    a huge finite result that overflows the total: callers then run their exact
-    check, so that only costs time.
+    Small arrays: the Python sum of their elements (no ufunc machinery, cheaper
+    than one ufunc call at these sizes; ``cmath`` takes real and complex totals);
+    larger ones: one BLAS dot product of non-negative terms. Either way inf or
+    NaN anywhere makes the total non-finite and no floating-point warning is
+    raised. ``False`` can also mean a huge finite result that overflows the
+    total: callers then run their exact check, so that only costs time.
     """
-    if h.size <= 64 and h.dtype.kind == "f":  # (a vector needs no ravel)
-        return math.isfinite(sum((h if h.ndim == 1 else h.ravel()).tolist()))
+    if h.size <= 64:
+        try:  # a vector: no ravel, no dtype or ndim read (the one-system fast path)
+            return cmath.isfinite(sum(h.tolist()))
+        except TypeError:  # nested lists (a matrix), or a 0-d array's scalar
+            return cmath.isfinite(sum(h.ravel().tolist()))
     return math.isfinite(np.vdot(h, h).real)
 
 
