@@ -45,7 +45,7 @@ def dtype_name(x: Any) -> str:
 def _jax_x64() -> bool:
     import jax
 
-    return bool(jax.config.jax_enable_x64)
+    return bool(jax.config.read("jax_enable_x64"))
 
 
 def _has_ml_dtypes() -> bool:
@@ -101,7 +101,7 @@ def plain(x: Any, source: str) -> Any:
 def _host_view(x: Any, source: str) -> np.ndarray | None:
     """The NumPy view of a host array (NumPy, array-api-strict), else None."""
     if source == "numpy":
-        return x  # type: ignore[no-any-return]
+        return x
     if source == "array-api-strict":
         try:
             return np.from_dlpack(x)

@@ -31,6 +31,7 @@ import numpy as np
 
 from ._lib import _dispatch, _validate
 from ._lib._adapters import NUMPY, Adapter
+from ._lib._typing import Array, Namespace
 
 __all__ = ["add", "divide", "exp", "multiply", "sigmoid", "subtract"]
 
@@ -209,7 +210,7 @@ def _binary_op(name: str) -> Callable[[_F], _F]:
 
 
 @_binary_op("add")
-def add(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
+def add(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     """Elementwise ``x1 + x2`` with broadcasting.
 
     Parameters
@@ -241,7 +242,7 @@ def add(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
 
 
 @_binary_op("subtract")
-def subtract(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
+def subtract(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     """Elementwise ``x1 - x2`` with broadcasting (see :func:`add`).
 
     Parameters
@@ -265,7 +266,7 @@ def subtract(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
 
 
 @_binary_op("multiply")
-def multiply(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
+def multiply(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     """Elementwise ``x1 * x2`` with broadcasting (see :func:`add`).
 
     Parameters
@@ -288,7 +289,7 @@ def multiply(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
     """
 
 
-def divide(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
+def divide(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     """Elementwise true division ``x1 / x2`` with broadcasting.
 
     Integer and bool operands are divided in float64 (float32 where the device
@@ -323,7 +324,7 @@ def divide(x1: Any, x2: Any, /, *, xp: Any = None) -> Any:
         return _binary("divide", x1, x2, xp, to_float=True)
 
 
-def exp(x: Any, /, *, xp: Any = None) -> Any:
+def exp(x: Array, /, *, xp: Namespace | None = None) -> Array:
     """Elementwise exponential; integer and bool input computes in float64.
 
     Parameters
@@ -351,7 +352,7 @@ def exp(x: Any, /, *, xp: Any = None) -> Any:
         return ad.xp.exp(x)
 
 
-def sigmoid(x: Any, /, *, xp: Any = None) -> Any:
+def sigmoid(x: Array, /, *, xp: Namespace | None = None) -> Array:
     """The logistic function ``1 / (1 + exp(-x))``, numerically stable.
 
     Uses the library's native kernel where one exists (``torch.sigmoid``,

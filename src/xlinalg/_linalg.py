@@ -18,6 +18,7 @@ from ._lib._adapters import MISSING as _MISSING
 from ._lib._adapters import Adapter
 from ._lib._dispatch import adapter1 as _adapter1
 from ._lib._dispatch import adapter2 as _adapter2
+from ._lib._typing import Array, Namespace
 
 __all__ = ["QRResult", "SVDResult", "matmul", "qr", "solve", "svd", "svdvals"]
 
@@ -31,19 +32,19 @@ _FAST_SOLVE = _dispatch.FAST_SOLVE
 class SVDResult(NamedTuple):
     """Result of :func:`svd`: ``U @ diag(S) @ Vh == x``."""
 
-    U: Any
-    S: Any
-    Vh: Any
+    U: Array
+    S: Array
+    Vh: Array
 
 
 class QRResult(NamedTuple):
     """Result of :func:`qr`: ``Q @ R == x``."""
 
-    Q: Any
-    R: Any
+    Q: Array
+    R: Array
 
 
-def solve(a: Any, b: Any, /, *, errors: str = "raise", method: str = "auto", xp: Any = None) -> Any:
+def solve(a: Array, b: Array, /, *, errors: str = "raise", method: str = "auto", xp: Namespace | None = None) -> Array:
     """Solve ``a @ x = b`` for `x`, on whichever library owns `a` and `b`.
 
     Parameters
@@ -160,7 +161,7 @@ def _solve_checked(
     return ad.solve(a, b, vector, errors)
 
 
-def matmul(a: Any, b: Any, /, *, xp: Any = None) -> Any:
+def matmul(a: Array, b: Array, /, *, xp: Namespace | None = None) -> Array:
     """Matrix product with the standard's broadcasting rules.
 
     Parameters
@@ -268,7 +269,7 @@ def _eye_stack(ad: Adapter, batch: tuple[int, ...], n: int, x: Any) -> Any:
     return xp.broadcast_to(eye, (*batch, n, n)) if batch else eye
 
 
-def svd(x: Any, /, *, full_matrices: bool = True, xp: Any = None) -> SVDResult:
+def svd(x: Array, /, *, full_matrices: bool = True, xp: Namespace | None = None) -> SVDResult:
     """Singular value decomposition ``x = U @ diag(S) @ Vh``.
 
     Parameters
@@ -325,7 +326,7 @@ def svd(x: Any, /, *, full_matrices: bool = True, xp: Any = None) -> SVDResult:
     return SVDResult(*ad.svd(x, bool(full_matrices)))
 
 
-def svdvals(x: Any, /, *, xp: Any = None) -> Any:
+def svdvals(x: Array, /, *, xp: Namespace | None = None) -> Array:
     """Singular values of `x` (without computing singular vectors).
 
     Parameters
@@ -366,7 +367,7 @@ def svdvals(x: Any, /, *, xp: Any = None) -> Any:
 _QR_MODES = ("reduced", "complete")
 
 
-def qr(x: Any, /, *, mode: str = "reduced", xp: Any = None) -> QRResult:
+def qr(x: Array, /, *, mode: str = "reduced", xp: Namespace | None = None) -> QRResult:
     """QR decomposition ``x = Q @ R``.
 
     Parameters
@@ -410,4 +411,4 @@ def qr(x: Any, /, *, mode: str = "reduced", xp: Any = None) -> QRResult:
         Q = _eye_stack(ad, batch, m, x)[..., :k]
         R = ad.xp.zeros((*batch, k, n), dtype=x.dtype, device=ad.device(x))
         return QRResult(Q, R)
-    return QRResult(*ad.qr(x, mode))
+    return QRResult(*ad.qr(x, "complete" if mode == "complete" else "reduced"))  # validated above

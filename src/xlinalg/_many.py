@@ -13,6 +13,7 @@ import numpy as np
 from ._lib import _dispatch
 from ._lib._adapters import NUMPY, Adapter
 from ._lib._errors import LinAlgError
+from ._lib._typing import Array, Namespace
 from ._linalg import _solve_checked, solve
 
 __all__ = ["solve_many"]
@@ -55,8 +56,8 @@ def _key(ad: Adapter, x: Any) -> tuple[Any, ...]:
 
 
 def solve_many(
-    a: Sequence[Any], b: Sequence[Any], /, *, errors: str = "raise", xp: Any = None
-) -> list[Any]:
+    a: Sequence[Array], b: Sequence[Array], /, *, errors: str = "raise", xp: Namespace | None = None
+) -> list[Array]:
     """Solve a list of independent systems ``a[i] @ x[i] = b[i]`` as a few batched calls.
 
     The systems may differ in size and dtype. They are grouped by the shapes and

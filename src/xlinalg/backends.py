@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _convert
+from ._lib._typing import Array
 
 __all__ = [
     "BACKEND_NAMES",
@@ -365,7 +366,7 @@ class _Jax(Backend):
     def from_numpy(self, arr: np.ndarray) -> Any:
         import jax
 
-        if arr.dtype in (np.float64, np.complex128, np.int64) and not jax.config.jax_enable_x64:
+        if arr.dtype in (np.float64, np.complex128, np.int64) and not jax.config.read("jax_enable_x64"):
             raise BackendUnavailableError(
                 f"{self.name}: {arr.dtype} arrays need 64-bit mode, which is off; "
                 'call jax.config.update("jax_enable_x64", True) before creating arrays '
@@ -595,7 +596,7 @@ def _make_kind(cls: type) -> _Kind:
     return _Kind(_unknown, None)
 
 
-def backend_of(x: Any) -> str:
+def backend_of(x: Array) -> str:
     """The backend id of array `x`, e.g. ``"torch-cpu"`` or ``"jax-gpu"``.
 
     Parameters
@@ -625,7 +626,7 @@ def backend_of(x: Any) -> str:
     return (_KINDS.get(type(x)) or _kind(type(x))).name(x)
 
 
-def synchronize(*arrays: Any, backend: str | None = None) -> None:
+def synchronize(*arrays: Array, backend: str | None = None) -> None:
     """Wait until the work that produces `arrays` has finished on its device.
 
     A no-op on NumPy and array-api-strict (they compute eagerly). On CUDA
@@ -676,7 +677,7 @@ def synchronize(*arrays: Any, backend: str | None = None) -> None:
                 synchronize(a)
 
 
-def to(x: Any, backend: str, /, *, copy: bool | None = None) -> Any:
+def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
     """Convert array `x` to `backend` (e.g. ``"torch-cuda"``), keeping its values and dtype.
 
     DLPack is tried first (zero-copy where source and target share the memory);

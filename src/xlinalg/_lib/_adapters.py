@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import LinAlgError
+from ._typing import QRMode
 
 __all__ = [
     "NUMPY",
@@ -366,8 +367,9 @@ class Adapter:
         why = "" if finite else ": `x` contains NaN or inf"
         return LinAlgError(f"{fn}: the SVD of `x` did not converge{why}")
 
-    def qr(self, a: Any, mode: str) -> tuple[Any, Any]:
-        return tuple(self.xp.linalg.qr(a, mode=mode))  # type: ignore[return-value]
+    def qr(self, a: Any, mode: QRMode) -> tuple[Any, Any]:
+        q, r = self.xp.linalg.qr(a, mode=mode)
+        return q, r
 
     # ------------------------------------------------------------ elementwise
     def sigmoid(self, x: Any) -> Any:
@@ -405,13 +407,17 @@ class NumPyAdapter(Adapter):
         self.sigmoid_dtypes = frozenset(np.dtype(c) for c in "fd")
         self.fast = {n: getattr(np, n) for n in ("add", "subtract", "multiply", "matmul")}
         self.fast_excluded = _NP_NON_NUMERIC
-        try:  # the gufuncs behind numpy.linalg.solve (compat does the same for NumPy 1.x)
+        # the gufuncs behind numpy.linalg.solve (compat does the same for NumPy 1.x);
+        # None: a NumPy without them
+        self._solve_gufunc: Callable[..., Any] | None = None
+        self._solve1_gufunc: Callable[..., Any] | None = None
+        try:
             from numpy.linalg import _umath_linalg
 
             self._solve_gufunc = _umath_linalg.solve
             self._solve1_gufunc = _umath_linalg.solve1
         except Exception:  # pragma: no cover - a NumPy without them
-            self._solve_gufunc = self._solve1_gufunc = None
+            pass
         self._expit: Any = None
 
     def device(self, x: Any) -> Any:
@@ -503,8 +509,9 @@ class NumPyAdapter(Adapter):
             raise self._svd_error(a, "svdvals")
         return s
 
-    def qr(self, a: Any, mode: str) -> tuple[Any, Any]:
-        return tuple(np.linalg.qr(a, mode=mode))  # type: ignore[return-value]
+    def qr(self, a: Any, mode: QRMode) -> tuple[Any, Any]:
+        q, r = np.linalg.qr(a, mode=mode)
+        return q, r
 
     def matmul(self, a: Any, b: Any) -> Any:
         return np.matmul(a, b)
@@ -750,7 +757,7 @@ class JaxAdapter(Adapter):
 
     def float_dtypes(self, x: Any) -> tuple[Any, Any]:
         jnp = self.xp
-        return jnp.float32, (jnp.float64 if self.jax.config.jax_enable_x64 else jnp.float32)
+        return jnp.float32, (jnp.float64 if self.jax.config.read("jax_enable_x64") else jnp.float32)
 
     def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
         try:
@@ -1070,10 +1077,11 @@ class DaskAdapter(Adapter):
         k = min(m, n)
         real = np.empty(0, a.dtype).real.dtype
         um, vn = (m, n) if full_matrices else (k, k)
-        return tuple(self._gufunc(  # type: ignore[return-value]
+        u, s, vh = self._gufunc(
             lambda x: NUMPY.svd(x, full_matrices), "(m,n)->(m,p),(k),(q,n)", a, 3,
             {"p": um, "k": k, "q": vn}, [a.dtype, real, a.dtype],
-        ))
+        )
+        return u, s, vh
 
     def svdvals(self, a: Any) -> Any:
         blocked = self._blocked(a)
@@ -1088,7 +1096,7 @@ class DaskAdapter(Adapter):
         # combined R factor would raise its own, or return NaN)
         return a.map_blocks(_finite_block, fn, dtype=a.dtype)
 
-    def qr(self, a: Any, mode: str) -> tuple[Any, Any]:
+    def qr(self, a: Any, mode: QRMode) -> tuple[Any, Any]:
         m, n = a.shape[-2:]
         blocked = self._blocked(a)
         if blocked is not None:
@@ -1096,9 +1104,10 @@ class DaskAdapter(Adapter):
                 raise self._too_large(a, "qr", 'Q with mode="complete"', 'mode="reduced"')
             return tuple(self.da.linalg.qr(blocked))
         k = m if mode == "complete" else min(m, n)
-        return tuple(self._gufunc(  # type: ignore[return-value]
+        q, r = self._gufunc(
             lambda x: NUMPY.qr(x, mode), "(m,n)->(m,p),(p,n)", a, 2, {"p": k}, [a.dtype, a.dtype],
-        ))
+        )
+        return q, r
 
     def sigmoid(self, x: Any) -> Any:
         return x.map_blocks(NUMPY.sigmoid, dtype=x.dtype)

@@ -8,7 +8,8 @@ array library unless an array of it is passed in.
 
 from __future__ import annotations
 
-from typing import Any
+import enum
+from typing import Any, Final
 
 import numpy as np
 
@@ -17,6 +18,13 @@ from . import _adapters, _validate
 __all__ = ["adapter1", "adapter2", "adapter_for", "adapter_for_namespace", "describe"]
 
 _SCALARS = (bool, int, float, complex)
+
+class _Unseen(enum.Enum):
+    UNSEEN = 0
+
+
+#: the cache's answer for a type not met yet (an enum member: typed apart from None)
+_UNSEEN: Final = _Unseen.UNSEEN
 
 # type -> adapter (None: not an array type we know)
 _TYPE_CACHE: dict[type, _adapters.Adapter | None] = {np.ndarray: _adapters.NUMPY}
@@ -106,8 +114,8 @@ def adapter_for(
     host = -1
     for i, x in enumerate(args):
         cls = type(x)
-        ad = _TYPE_CACHE.get(cls, False)
-        if ad is False:
+        ad = _TYPE_CACHE.get(cls, _UNSEEN)
+        if ad is _UNSEEN:
             if isinstance(x, (*_SCALARS, np.generic, list, tuple)) or x is None:
                 host = i if host < 0 else host
                 continue

@@ -201,7 +201,7 @@ def configure_backend(
     if backend.startswith("jax"):
         import jax
 
-        old_x64 = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
+        old_x64 = bool(jax.config.read("jax_enable_x64"))
         old_prec = jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
         jax.config.update("jax_enable_x64", True)
         jax.config.update(
@@ -279,7 +279,7 @@ def backend_state(backend: str, *, threads_requested: int | None = None) -> dict
         import jax
 
         state["jaxlib"] = _dist_version("jaxlib")
-        state["x64"] = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
+        state["x64"] = bool(jax.config.read("jax_enable_x64"))
         state["matmul_precision"] = {
             "default": str(jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
                            or "default")

@@ -6,6 +6,7 @@ minutes on a 2-core machine with every CPU backend; ``quick`` is for CI.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -841,6 +842,25 @@ _transfer_case("a11_transfer_pipeline", "A11: hybrid pipeline: NumPy -> backend 
 
 
 # ---------------------------------------------------------------------- precision (A12)
+def _precision_bytes(target: str) -> Callable[[Any, int], float]:
+    """A12's bytes: the operands in `target`, whatever the run's itemsize."""
+    width = 4 if target == "float32" else 2
+
+    def count(s: Any, itemsize: int) -> float:
+        return width * (s[0] * s[1] + s[1] * s[2] + s[0] * s[2])
+
+    return count
+
+
+def _precision_rtol(target: str) -> Callable[[str, Any], float]:
+    """A12's tolerance: the looser of the target's and the run dtype's GEMM bound."""
+
+    def rtol(dtype: str, s: Any) -> float:
+        return max(_gemm_rtol(target, s), _gemm_rtol(dtype, s))
+
+    return rtol
+
+
 def _precision_skip(target: str) -> Any:
     def rule(backend: str, dtype: str, size: Any) -> str | None:
         if backend == "array-api-strict" and target != "float32":
@@ -881,11 +901,10 @@ for _target in ("float32", "float16", "bfloat16"):
             sizes=_A1_SIZES, size_names=("m", "k", "n"), normalize_size=_mkn,
             setup=_gemm_setup, build=_build_precision(_target), reference=np.matmul,
             flops=_gemm_flops,
-            bytes=(lambda s, itemsize, _t=_target:
-                   (4 if _t == "float32" else 2) * (s[0] * s[1] + s[1] * s[2] + s[0] * s[2])),
+            bytes=_precision_bytes(_target),
             dtypes=_F16_DTYPES,
             skip_if=_precision_skip(_target),
-            rtol=lambda dtype, s, _t=_target: max(_gemm_rtol(_t, s), _gemm_rtol(dtype, s)),
+            rtol=_precision_rtol(_target),
         )
     )
 

@@ -24,9 +24,10 @@ def format_time(s: Any, missing: str = "-") -> str:
     """
     if not isinstance(s, numbers.Real) or isinstance(s, bool):
         return missing
+    t = float(s)
     for unit, f in _TIME_UNITS:
-        if s >= f or unit == "ns":
-            v = s / f
+        if t >= f or unit == "ns":
+            v = t / f
             return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -40,8 +41,9 @@ def format_bytes(n: Any, missing: str = "-") -> str:
     """
     if not isinstance(n, numbers.Real) or isinstance(n, bool):
         return missing
+    v = float(n)
     for unit in _BYTE_UNITS:
-        if abs(n) < 1024 or unit == _BYTE_UNITS[-1]:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
+        if abs(v) < 1024 or unit == _BYTE_UNITS[-1]:
+            return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
+        v /= 1024
     raise AssertionError("unreachable")  # pragma: no cover
