@@ -193,3 +193,117 @@ def test_tall_skinny_with_unknown_rows_and_nan() -> None:
     bad[350, 2] = np.nan
     with pytest.raises(xl.LinAlgError, match=r"svdvals: the SVD of `x` did not converge: `x` contains NaN"):
         xl.svdvals(da.from_array(bad, chunks=(100, 6))).compute()
+
+
+# ---------------------------------------------------------------------- a real cluster
+WORKER_MEMORY = 256 * 2**20
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A LocalCluster on loopback: 2 worker processes of 1 thread and 256 MiB each."""
+    distributed = pytest.importorskip(
+        "distributed", reason="dask.distributed is not installed (pip install 'xlinalg[dask]')"
+    )
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address=None, memory_limit=WORKER_MEMORY, timeout=60,
+    )
+    c = distributed.Client(cluster, timeout=60)
+    try:
+        yield c
+    finally:
+        c.close(timeout=30)
+        cluster.close(timeout=30)
+
+
+def _on(client, *xs):
+    """Compute on the cluster (bounded wait)."""
+    futures = client.compute(list(xs))
+    return [f.result(timeout=120) for f in futures]
+
+
+def test_every_function_on_the_cluster(client) -> None:
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((40, 4, 4)) + 4 * np.eye(4)
+    B = rng.standard_normal((40, 4, 2))
+    a, b = da.from_array(A, chunks=(10, 4, 4)), da.from_array(B, chunks=(10, 4, 2))
+    tall = rng.standard_normal((400, 5))
+    t = da.from_array(tall, chunks=(100, 5))
+    with dask.config.set(scheduler=_refuse):  # nothing runs while the graphs are built
+        lazy = [
+            xl.solve(a, b), xl.solve(a, b, errors="nan"), xl.solve(a, b[:, :, 0][0]),
+            xl.solve(a, b, method="unrolled"), xl.matmul(a, b), xl.sigmoid(b),
+            xl.add(b, b), xl.qr(a).R, xl.svd(a).S, xl.svdvals(a), xl.qr(t).R,
+            xl.svd(t, full_matrices=False).S, xl.svdvals(t),
+            *xl.solve_many(list(a[:3]), list(b[:3])),
+        ]
+    got = _on(client, *lazy)
+    want = [
+        np.linalg.solve(A, B), np.linalg.solve(A, B), np.linalg.solve(A, B[0, :, 0]),
+        np.linalg.solve(A, B), A @ B, 1 / (1 + np.exp(-B)), 2 * B,
+        np.abs(np.linalg.qr(A).R), np.linalg.svd(A).S, np.linalg.svd(A).S,
+        np.abs(np.linalg.qr(tall).R), np.linalg.svd(tall).S, np.linalg.svd(tall).S,
+        *np.linalg.solve(A[:3], B[:3]),
+    ]
+    for i, (g, w) in enumerate(zip(got, want)):
+        g = np.abs(g) if i in (7, 10) else g  # R up to signs
+        np.testing.assert_allclose(g, w, rtol=1e-8, atol=1e-10, err_msg=f"result {i}")
+    assert xl.backend_of(lazy[0]) == "dask"
+
+
+def test_singular_error_comes_from_a_worker_with_global_indices(client) -> None:
+    A = np.broadcast_to(np.eye(2), (12, 2, 2)).copy()
+    A[9] = SINGULAR
+    x = xl.solve(da.from_array(A, chunks=(4, 2, 2)), da.ones((12, 2, 1), chunks=(4, 2, 1)))
+    with pytest.raises(xl.LinAlgError, match=r"batch index 9 ") as info:
+        _on(client, x)
+    assert (info.value.indices, info.value.members) == (((9,),), (9,))
+    [head] = _on(client, x[:8])  # the chunks without it compute
+    np.testing.assert_allclose(head, np.ones((8, 2, 1)))
+    xs = xl.solve_many([da.from_array(m) for m in A], [da.ones(2) for _ in A])
+    with pytest.raises(xl.LinAlgError, match=r"list position 9;") as info:
+        _on(client, *xs)
+    assert info.value.members == (9,)
+
+
+def _well_posed(n: int, chunk: int, seed: int):
+    """A batch with solution all ones: a random, b = a @ 1 (generated on the workers)."""
+    rs = da.random.RandomState(seed)
+    a = rs.random_sample((n, 5, 5), chunks=(chunk, 5, 5)) + 5 * da.eye(5)
+    return a, a.sum(axis=-1, keepdims=True)
+
+
+def test_streams_a_batch_larger_than_a_worker(client) -> None:
+    n = 1_600_000  # a alone: 305 MiB, more than one worker's 256 MiB
+    a, b = _well_posed(n, 50_000, 4)
+    assert a.nbytes > WORKER_MEMORY
+    [total] = _on(client, xl.solve(a, b).sum())
+    assert abs(total - 5 * n) < 1e-6 * n
+
+
+def test_survives_a_worker_killed_mid_run(client) -> None:
+    import os
+    import signal
+    import time
+
+    a, b = _well_posed(16 * 4_000, 4_000, 5)
+    x = xl.solve(a, b).map_blocks(_slowly, dtype=a.dtype)
+    future = client.compute(x.sum())
+    deadline = time.monotonic() + 60
+    while not client.processing() or not any(client.processing().values()):
+        assert time.monotonic() < deadline, "the cluster never started the tasks"
+        time.sleep(0.05)
+    victim = next(iter(client.scheduler_info()["workers"]))
+    pid = client.run(os.getpid, workers=[victim])[victim]
+    os.kill(pid, signal.SIGKILL)  # (a worker of this module's cluster: its nanny starts a new one)
+    assert abs(future.result(timeout=180) - 5 * 16 * 4_000) < 1e-6
+    client.wait_for_workers(2, timeout=60)
+    assert victim not in client.scheduler_info()["workers"]  # it did die (a new one took its place)
+
+
+def _slowly(x):
+    import time
+
+    time.sleep(0.2)  # (long enough to be killed during)
+    return x
