@@ -15,6 +15,7 @@ import pytest
 import xlinalg as xl
 from conftest import SELECTED, BackendCase, random, require_backend, well_conditioned
 from xlinalg import backends as registry
+from xlinalg._capabilities import ELEMENTWISE, LINALG
 
 LIBRARY_WORDS = {
     "numpy": "NumPy",
@@ -27,7 +28,8 @@ LIBRARY_WORDS = {
     "array-api-strict": "array-api-strict",
 }
 
-# one call per public function, on arrays made by `mk` (a backend's from_numpy)
+# one call per array function (xlinalg._capabilities: a test checks every one has
+# a call), on arrays made by `mk` (a backend's from_numpy)
 CALLS = {
     "solve": lambda mk: (xl.solve, (mk(np.eye(3) * 2), mk(np.ones(3)))),
     "matmul": lambda mk: (xl.matmul, (mk(np.eye(3)), mk(np.ones((3, 2))))),
@@ -41,6 +43,10 @@ CALLS = {
     "exp": lambda mk: (xl.exp, (mk(np.ones(3)),)),
     "sigmoid": lambda mk: (xl.sigmoid, (mk(np.ones(3)),)),
 }
+
+
+def test_every_array_function_has_a_call() -> None:
+    assert list(CALLS) == [*LINALG, *ELEMENTWISE]
 
 
 @pytest.mark.parametrize("fn", list(CALLS))
