@@ -407,6 +407,13 @@ def _torch_compile_reason(device_type: str = "cpu") -> str | None:
     """
     if device_type in _TORCH_COMPILE_OK:
         return _TORCH_COMPILE_OK[device_type]
+    with _LOCK:  # the self-test runs once, whichever threads ask first
+        if device_type not in _TORCH_COMPILE_OK:
+            _TORCH_COMPILE_OK[device_type] = _torch_compile_self_test(device_type)
+    return _TORCH_COMPILE_OK[device_type]
+
+
+def _torch_compile_self_test(device_type: str) -> str | None:
     reason: str | None = None
     if os.environ.get("XLINALG_TORCH_COMPILE", "1").strip() in ("0", "false", "no"):
         reason = "disabled by XLINALG_TORCH_COMPILE=0"
@@ -420,7 +427,6 @@ def _torch_compile_reason(device_type: str = "cpu") -> str | None:
                 reason = "torch.compile gave a wrong result in a self-test"
         except Exception as exc:  # no compiler, no Triton, an old torch...
             reason = f"torch.compile does not work here: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-    _TORCH_COMPILE_OK[device_type] = reason
     return reason
 
 

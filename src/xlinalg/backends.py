@@ -49,6 +49,9 @@ def _module_available(name: str) -> bool:
         return False
 
 
+_PROBE_LOCK = threading.RLock()
+
+
 class Backend:
     """One array library on one kind of device.
 
@@ -78,8 +81,10 @@ class Backend:
     def unavailable_reason(self) -> str | None:
         """``None`` if the backend is usable here, else a one-line reason."""
         if not self._checked:
-            self._cached_reason = self._probe()
-            self._checked = True
+            with _PROBE_LOCK:  # probed once, whichever threads ask first
+                if not self._checked:
+                    self._cached_reason = self._probe()
+                    self._checked = True
         return self._cached_reason
 
     def is_available(self) -> bool:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import cmath
 import math
+import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -1188,51 +1190,90 @@ _BY_LIBRARY: dict[str, Any] = {
     "dask": DaskAdapter,
 }
 _INSTANCES: dict[str, Adapter] = {"numpy": NUMPY}
+#: taken only to create an adapter (the miss path): one adapter per library even
+#: when two threads meet it first at once (two would make every later call with
+#: arrays of both "mix array libraries"). Re-entrant: an adapter's constructor may
+#: look up another.
+_INSTANCES_LOCK = threading.RLock()
 
 
-def _instance(lib: str) -> Adapter:
+def _instance(lib: str, make: Callable[[], Adapter] | None = None) -> Adapter:
+    """The one adapter of library `lib`, created on first use (double-checked lock)."""
     key = "jax" if lib == "jaxlib" else lib
     ad = _INSTANCES.get(key)
     if ad is None:
-        ad = _INSTANCES[key] = _BY_LIBRARY[key]()
+        with _INSTANCES_LOCK:
+            ad = _INSTANCES.get(key)
+            if ad is None:
+                ad = _INSTANCES[key] = (make or _BY_LIBRARY[key])()
     return ad
 
 
 def adapter_for_type(cls: type) -> Adapter | None:
-    """The adapter for arrays of type `cls`, or None if `cls` is not an array type."""
-    if issubclass(cls, np.ndarray):
-        return NUMPY if cls is np.ndarray or not issubclass(cls, np.matrix) else None
-    lib = cls.__module__.split(".")[0]
-    if lib in _BY_LIBRARY:
-        if lib == "torch" and cls.__name__ not in ("Tensor", "Parameter") and not _is_tensor(cls):
-            return None
-        if lib == "dask" and cls.__name__ != "Array":
-            return None
-        if lib in ("jax", "jaxlib") and not _is_jax_array(cls):
-            return None
-        return _instance(lib)
-    if hasattr(cls, "__array_namespace__"):
-        if lib == "array_api_strict":
-            key = "array_api_strict"
-            if key not in _INSTANCES:
-                import array_api_strict
+    """The adapter for arrays of type `cls`, or None if `cls` is not an array type.
 
-                _INSTANCES[key] = StrictAdapter(array_api_strict)
-            return _INSTANCES[key]
-        return None  # resolved per-object by adapter_for_object
+    Decided by the library's array base classes, so that subclasses map to the
+    one adapter of their library (``torch.nn.Parameter`` and a user's Tensor
+    subclass, JAX tracers, NumPy subclasses). Only libraries already imported are
+    asked: an array of a library cannot exist before it is imported.
+    """
+    if issubclass(cls, np.ndarray):
+        return NUMPY if not issubclass(cls, np.matrix) else None
+    for lib, bases in _ARRAY_BASES.items():
+        if lib in sys.modules:
+            try:
+                types = bases()
+            except Exception:  # a broken install: not this library's array
+                continue
+            if issubclass(cls, types):
+                return _instance(lib, _strict_adapter if lib == "array_api_strict" else None)
     return None
 
 
-def _is_tensor(cls: type) -> bool:
+def _torch_bases() -> tuple[type, ...]:
     import torch
 
-    return issubclass(cls, torch.Tensor)
+    return (torch.Tensor,)
 
 
-def _is_jax_array(cls: type) -> bool:
+def _jax_bases() -> tuple[type, ...]:
     import jax
 
-    return issubclass(cls, (jax.Array, jax.core.Tracer))
+    return (jax.Array, jax.core.Tracer)
+
+
+def _cupy_bases() -> tuple[type, ...]:
+    import cupy
+
+    return (cupy.ndarray,)
+
+
+def _dask_bases() -> tuple[type, ...]:
+    import dask.array as da
+
+    return (da.Array,)
+
+
+def _strict_bases() -> tuple[type, ...]:
+    import array_api_strict
+
+    return (type(array_api_strict.asarray(0)),)
+
+
+#: library -> its array base classes (asked only once the library is imported)
+_ARRAY_BASES: dict[str, Callable[[], tuple[type, ...]]] = {
+    "torch": _torch_bases,
+    "jax": _jax_bases,
+    "cupy": _cupy_bases,
+    "dask": _dask_bases,
+    "array_api_strict": _strict_bases,
+}
+
+
+def _strict_adapter() -> Adapter:
+    import array_api_strict
+
+    return StrictAdapter(array_api_strict)
 
 
 def adapter_for_namespace(xp: Any) -> Adapter:

@@ -9,6 +9,7 @@ array library unless an array of it is passed in.
 from __future__ import annotations
 
 import enum
+import threading
 from typing import Any, Final
 
 import numpy as np
@@ -45,13 +46,30 @@ FAST_SIGMOID: dict[type, tuple[Any, frozenset[Any]]] = {}
 FAST_SOLVE: dict[type, Any] = {}
 
 
+#: taken only on a miss of _TYPE_CACHE: the first sight of a type is resolved once,
+#: and its fast-path entries are in place before the type is published, whichever
+#: threads meet it first (the hit path takes no lock: one dict read)
+_LOOKUP_LOCK = threading.RLock()
+
+
 def _lookup(cls: type) -> _adapters.Adapter | None:
     try:
         return _TYPE_CACHE[cls]
     except KeyError:
         pass
-    ad = _adapters.adapter_for_type(cls)
-    _TYPE_CACHE[cls] = ad
+    with _LOOKUP_LOCK:
+        try:
+            return _TYPE_CACHE[cls]
+        except KeyError:
+            pass
+        ad = _adapters.adapter_for_type(cls)
+        _fill_fast_tables(cls, ad)
+        _TYPE_CACHE[cls] = ad
+    return ad
+
+
+def _fill_fast_tables(cls: type, ad: _adapters.Adapter | None) -> None:
+    """The fast-path entries of array type `cls` (under the lookup lock)."""
     # ndarray has its own fast paths; its subclasses (masked arrays, np.matrix) take
     # the checked ones
     if ad is not None and ad is not _adapters.NUMPY:
@@ -66,7 +84,6 @@ def _lookup(cls: type) -> _adapters.Adapter | None:
         fn = ad.solve_fast_for(cls)
         if fn is not None:
             FAST_SOLVE[cls] = fn
-    return ad
 
 
 def describe(x: Any) -> str:
