@@ -168,6 +168,12 @@ def median(r: dict[str, Any]) -> float | None:
     return float(v) if isinstance(v, (int, float)) and v > 0 else None
 
 
+def _median_or_inf(r: dict[str, Any]) -> float:
+    """The median, or inf for a cell without one: sorts cells with no time last."""
+    m = median(r)
+    return math.inf if m is None else m
+
+
 def is_gpu(backend: str) -> bool:
     b = backend.lower()
     return any(h in b for h in _GPU_HINTS)
@@ -366,7 +372,7 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     ``{"fastest", "tie", "speedup": {"over", "ratio", "lo", "hi"}}``, from
     paired rounds) is used as it is when it speaks of the same backends.
     """
-    ok = sorted(((median(r), b) for b, r in by.items() if good(r)), key=lambda t: t[0])
+    ok = sorted(((_median_or_inf(r), b) for b, r in by.items() if good(r)), key=lambda t: t[0])
     if not ok:
         return None
     recorded = next((r.get("verdict") for r in by.values()
@@ -417,7 +423,7 @@ def verdict_text(v: dict[str, Any] | None) -> str:
         return f"{v['winner']} (only backend with a time)"
     iv = v.get("interval")
     ivt = f" [{iv[0]:.2f}-{iv[1]:.2f}]" if iv else ""
-    m = v.get("margin")
+    m = float(v.get("margin") or 0.0)
     note = f"; {v['note']}" if v.get("note") else ""
     if v.get("tie"):
         return (f"tie within noise ({v['winner']} {fmt_ratio(m)}{ivt} vs {v['runner_up']})"
@@ -522,7 +528,9 @@ def crossovers(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for (case, dtype), rs in groups.items():
         by_n: dict[float, dict[str, float]] = defaultdict(dict)
         for r in rs:
-            by_n[side(r)][r["backend"]] = median(r)  # type: ignore[index]
+            n, tm = side(r), median(r)
+            if n is not None and tm is not None:  # always: `sw` holds good cells with a side
+                by_n[n][r["backend"]] = tm
         backends = sorted({r["backend"] for r in rs})
         if len(backends) < 2:
             continue
@@ -531,17 +539,17 @@ def crossovers(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             t = by_n[n]
             if len(t) < 2:
                 continue
-            w = min(t, key=t.get)  # type: ignore[arg-type]
+            w = min(t, key=t.__getitem__)
             seq.append((n, w))
         if not seq:
             continue
-        ranges = []
+        ranges: list[dict[str, Any]] = []
         for n, w in seq:
             if ranges and ranges[-1]["winner"] == w:
                 ranges[-1]["to"] = n
             else:
                 ranges.append({"winner": w, "from": n, "to": n})
-        first_win = {}
+        first_win: dict[str, float] = {}
         for n, w in seq:
             first_win.setdefault(w, n)
         out.append({"case": case, "dtype": dtype, "ranges": ranges,
@@ -695,9 +703,9 @@ def claims(records: list[dict[str, Any]], env: dict[str, Any] | None,
 
     grp: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for r in lay:
-        v = variant(r)
-        if v is not None:
-            grp[(r["backend"], str(r["dtype"]))][v] = median(r)  # type: ignore[assignment]
+        kind, t = variant(r), median(r)
+        if kind is not None and t is not None:  # (`lay` holds good cells: t always)
+            grp[(r["backend"], str(r["dtype"]))][kind] = t
     rat = [(b, d, t["strided"] / t["contiguous"]) for (b, d), t in grp.items()
            if "strided" in t and "contiguous" in t]
     if not rat:
@@ -720,23 +728,23 @@ def claims(records: list[dict[str, Any]], env: dict[str, Any] | None,
 
     # 5. GPU utilisation and memory bandwidth
     c5: dict[str, Any] = {"claim": "reported GPU utilisation and memory bandwidth"}
-    best: dict[str, dict[str, float]] = defaultdict(dict)
+    rates: dict[str, dict[str, float]] = defaultdict(dict)  # backend -> unit -> best
     for r in records:
         if not good(r):
             continue
         tp = r.get("throughput") or {}
         for unit in ("gflops", "gbs"):
             x = tp.get(unit)
-            if isinstance(x, (int, float)) and x > best[r["backend"]].get(unit, 0.0):
-                best[r["backend"]][unit] = float(x)
-    ev = "; ".join(f"{b}: best {d.get('gflops', 0):.1f} GFLOP/s, {d.get('gbs', 0):.1f} GB/s"
-                   for b, d in sorted(best.items()))
-    if any(is_gpu(b) for b in best):
+            if isinstance(x, (int, float)) and x > rates[r["backend"]].get(unit, 0.0):
+                rates[r["backend"]][unit] = float(x)
+    rates_text = "; ".join(f"{b}: best {d.get('gflops', 0):.1f} GFLOP/s, "
+                           f"{d.get('gbs', 0):.1f} GB/s" for b, d in sorted(rates.items()))
+    if any(is_gpu(b) for b in rates):
         c5.update(verdict="measured: achieved rates below (compare with the device's spec sheet)",
-                  evidence=ev)
+                  evidence=rates_text)
     else:
         c5.update(verdict="not measurable on this machine (no GPU); CPU rates below",
-                  evidence=ev or "no cell with a throughput")
+                  evidence=rates_text or "no cell with a throughput")
     out.append(c5)
     return out
 
@@ -832,7 +840,7 @@ def _small_solves_line(records: list[dict[str, Any]]) -> str:
     key = min(by_size, key=rank)
     v = verdict(by_size[key])
     loops = {lbl: r for lbl, r in by_size[key].items() if "loop" in str(r.get("case"))}
-    fastest_loop = min(loops.items(), key=lambda kv: median(kv[1]))[0] if loops else None
+    fastest_loop = min(loops.items(), key=lambda kv: _median_or_inf(kv[1]))[0] if loops else None
     txt = f"at count x n = {key}: " + verdict_text(v)
     if v and fastest_loop:
         txt += (f"; {fmt_ratio(median(loops[fastest_loop]) / v['median_s'])} faster than the "
@@ -1028,7 +1036,7 @@ def article_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         art = (f"NumPy {a_np} / torch-cpu {a_tc} / GPU {a_gpu} ms" if a_np is not None
                else f"NumPy and torch-cpu 'out of memory' / GPU {a_gpu} ms")
         a_ratio = a_np / a_tc if a_np and a_tc else None
-        row = {"section": sec, "item": item, "article": art}
+        row: dict[str, Any] = {"section": sec, "item": item, "article": art}
         row["own"] = compare_text(_cell(records, case, "numpy", "float64", label),
                                   _cell(records, case, "torch-cpu", "float32", label), a_ratio)
         for dt in ("float64", "float32"):
@@ -1037,8 +1045,8 @@ def article_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if gpu_b:
             g = [_cell(records, case, b, dt, label) for b in gpu_b for dt in ("float32",
                                                                                  "float64")]
-            g = [x for x in g if x is not None and good(x)]
-            row["gpu"] = ("; ".join(f"{x['backend']} {x['dtype']} {_fmt_ms(median(x))}" for x in g)
+            ran = [x for x in g if x is not None and good(x)]
+            row["gpu"] = ("; ".join(f"{x['backend']} {x['dtype']} {_fmt_ms(median(x))}" for x in ran)
                           or "not run")
         else:
             row["gpu"] = "no GPU here"

@@ -107,13 +107,15 @@ def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, st
         shaky_any = False
         for b, pts in sorted(lines.items()):
             pts.sort(key=lambda r: F.side(r) or 0.0)
-            xs = [F.side(r) for r in pts]
-            qs = [F.quartiles(r) for r in pts]
+            # (good cells: each has its quartiles)
+            rows = [(F.side(r), q, r) for r in pts if (q := F.quartiles(r)) is not None]
+            xs = [x for x, _, _ in rows]
+            qs = [q for _, q, _ in rows]
             (line,) = ax.plot(xs, [q[1] for q in qs], marker="o", ms=3, label=_text(b),
                               color=_color(b))
             ax.fill_between(xs, [q[0] for q in qs], [q[2] for q in qs],
                             color=line.get_color(), alpha=0.2, lw=0)
-            bad = [(x, q[1]) for x, q, r in zip(xs, qs, pts) if F.shaky(r)]
+            bad = [(x, q[1]) for x, q, r in rows if F.shaky(r)]
             if bad:
                 shaky_any = True
                 ax.plot([p[0] for p in bad], [p[1] for p in bad], ls="none", marker="o",
@@ -294,7 +296,7 @@ def plot_precision(records: list[dict[str, Any]], outdir: Path) -> list[dict[str
                           key=lambda lab: F.size_key(next(r for r in cells
                                                           if str(r["size_label"]) == lab)))
             backends = sorted({r["backend"] for r in cells})
-            series = {}
+            series: dict[str, list[Any]] = {}
             for b in backends:
                 series[b] = []
                 for k in keys:

@@ -46,8 +46,8 @@ def _peak_mem(r: dict[str, Any]) -> str:
     m = r.get("memory") or {}
     vals = [m.get(k) for k in ("device_peak_bytes", "tracemalloc_peak_bytes",
                                "rss_peak_delta_bytes")]
-    vals = [v for v in vals if isinstance(v, (int, float))]
-    return _fmt_bytes(max(vals)) if vals else "-"
+    nums = [v for v in vals if isinstance(v, (int, float))]
+    return _fmt_bytes(max(nums)) if nums else "-"
 
 
 def _note(r: dict[str, Any]) -> str:
@@ -149,7 +149,7 @@ def _loop_blocks(records: list[dict[str, Any]]) -> list[Block]:
         out.append(("p", "Q2 (numba): " + "; ".join(sorted({_note(r) or str(r.get("status"))
                                                            for r in q2}))))
     gpu_here = any(F.is_gpu(r["backend"]) for r in records)
-    firsts = [(r, _first(r)) for r in records if F.section_of(r) in ("Q1", "Q4") and _first(r)]
+    firsts = [(r, f) for r in records if F.section_of(r) in ("Q1", "Q4") and (f := _first(r))]
     slow = max(firsts, key=lambda t: t[1]) if firsts else None
     out.append(("p", "Measured here: the per-call cost of a loop (Q1 against Q4) and each "
                      "cell's first call (library start-up, compilation, and for GPU cells "
