@@ -173,6 +173,19 @@ def backend(xlinalg_backend: _registry.Backend) -> BackendCase:
     return BackendCase(xlinalg_backend.name, xlinalg_backend)
 
 
+@pytest.fixture(autouse=True)
+def _bench_case_registry() -> Iterator[None]:
+    """Cases a test registers (directly or through a case file loaded in-process)
+    leave the benchmark's registry with the test: tests that read every built-in
+    case must not see them, whatever order the tests ran in."""
+    from xlinalg.bench import _cases
+
+    saved = dict(_cases._CASES)
+    yield
+    _cases._CASES.clear()
+    _cases._CASES.update(saved)
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(20260303)
