@@ -755,3 +755,68 @@ def test_differential_elementwise(backend: BackendCase, inp, name) -> None:
         np.testing.assert_array_equal(got, ref.astype(dt))
     else:
         np.testing.assert_allclose(got, ref.astype(np.complex128 if dt.kind == "c" else np.float64), rtol=_rtol(dt), atol=_rtol(dt), equal_nan=True)
+
+
+# ---------------------------------------------------------------------- explicit xp=
+def _xp_functions() -> list[tuple[str, Callable[..., Any], Callable[[Any], tuple[Any, ...]]]]:
+    """Every public function taking ``xp=``, with arguments built from one matrix."""
+    import inspect
+
+    two = lambda m: (m, m)  # noqa: E731
+    one = lambda m: (m,)  # noqa: E731
+    args = {"solve": two, "matmul": two, "add": two, "subtract": two, "multiply": two, "divide": two,
+            "solve_many": lambda m: ([m], [m])}
+    out = []
+    for name in xl.__all__:
+        f = getattr(xl, name)
+        try:
+            params = inspect.signature(f).parameters
+        except (TypeError, ValueError):
+            continue
+        if "xp" in params:
+            out.append((name, f, args.get(name, one)))
+    assert len(out) >= 11, [n for n, _, _ in out]
+    return out
+
+
+@pytest.mark.parametrize("xp", ["numpy", 42, np.linalg], ids=["str", "int", "not-a-namespace"])
+def test_xp_that_is_not_a_namespace(xp: Any) -> None:
+    for name, f, make in _xp_functions():
+        with pytest.raises(TypeError, match=r"`xp` must be an array namespace module, e.g. numpy, .* got ") as info:
+            f(*make(np.eye(2)), xp=xp)
+        if isinstance(xp, str):
+            assert "the str 'numpy'" in str(info.value), name
+
+
+def test_xp_of_another_library_than_the_arrays(backend: BackendCase) -> None:
+    if backend.name == "numpy":
+        import array_api_strict as other  # any namespace that is not the arrays'
+    else:
+        other = np
+    m = backend.arr(np.eye(2))
+    for name, f, make in _xp_functions():
+        with pytest.raises(TypeError, match=rf"`xp` is {other.__name__} but `(a|x|x1|a\[0\])` is .*: pass xp=") as info:
+            f(*make(m), xp=other)
+        assert "leave `xp` out" in str(info.value), name
+        f(*make(m), xp=backend.namespace())  # the arguments' own namespace fits
+
+
+# ---------------------------------------------------------------------- extended precision
+@pytest.mark.skipif(np.dtype(np.longdouble).itemsize <= 8, reason="long double is float64 on this platform")
+@pytest.mark.parametrize("dtype", [np.longdouble, np.clongdouble], ids=["float128", "complex256"])
+@pytest.mark.parametrize("library", ["numpy", "dask"])
+def test_extended_precision(dtype: Any, library: str) -> None:
+    be = require_backend(library)
+    name = np.dtype(dtype).name
+    a = np.eye(3, dtype=dtype) * 2
+    arr = be.from_numpy
+    for fn, args in ((xl.solve, (a, a)), (xl.svd, (a,)), (xl.svdvals, (a,)), (xl.qr, (a,))):
+        with pytest.raises(TypeError, match=rf"has extended precision \({name}\), which is not supported on this path"):
+            fn(*[arr(x) for x in args])
+    # NumPy computes these in extended precision: so does xlinalg
+    for fn, args in ((xl.matmul, (a, a)), (xl.add, (a, a)), (xl.exp, (a,)), (xl.sigmoid, (a,)), (xl.divide, (a, a))):
+        got = be.to_numpy(fn(*[arr(x) for x in args]))
+        assert got.dtype == np.dtype(dtype), fn.__name__
+    # a batch mismatch is a ValueError, as for every dtype
+    with pytest.raises(ValueError, match="batch shapes"):
+        be.to_numpy(xl.matmul(arr(np.ones((2, 3, 3), dtype)), arr(np.ones((4, 3, 3), dtype))))

@@ -61,6 +61,13 @@ def _singular_message(indices: list[tuple[int, ...]], batch_shape: tuple[int, ..
     )
 
 
+def _extended(dtype: Any) -> bool:
+    """Whether `dtype` is NumPy's extended precision (long double: float96/128, complex192/256)."""
+    return isinstance(dtype, np.dtype) and (
+        (dtype.kind == "f" and dtype.itemsize > 8) or (dtype.kind == "c" and dtype.itemsize > 16)
+    )
+
+
 def singular_members(xp: Any, zero: Any, a: Any, b: Any) -> Any:
     """xlinalg's rule for what ``solve`` reports as singular, per batch member.
 
@@ -191,7 +198,10 @@ class Adapter:
         return xp.float32, f64
 
     def kind(self, dtype: Any) -> str:
-        """'f' real float, 'c' complex, 'i' integer, 'b' bool, 'h' half/bfloat16, '?' other."""
+        """'f' real float, 'c' complex, 'i' integer, 'b' bool, 'h' half/bfloat16,
+        'x' extended precision (NumPy's float128/complex256), '?' other."""
+        if _extended(dtype):
+            return "x"
         xp = self.xp
         name = self.dtype_name(dtype)
         if name in ("float16", "bfloat16", "half"):
@@ -437,9 +447,9 @@ class NumPyAdapter(Adapter):
     def kind(self, dtype: Any) -> str:
         k = dtype.kind
         if k == "f":
-            return "h" if dtype.itemsize == 2 else ("f" if dtype.itemsize in (4, 8) else "?")
+            return "h" if dtype.itemsize == 2 else ("f" if dtype.itemsize in (4, 8) else "x")
         if k == "c":
-            return "c" if dtype.itemsize in (8, 16) else "?"
+            return "c" if dtype.itemsize in (8, 16) else "x"
         if k in "iu":
             return "i"
         return "b" if k == "b" else "?"

@@ -106,6 +106,37 @@ def adapter_for_namespace(xp: Any) -> _adapters.Adapter:
     return _adapters.adapter_for_namespace(xp)
 
 
+_XP_EXAMPLES = "numpy, array_api_compat.torch, jax.numpy, array_api_compat.cupy, array_api_compat.dask.array, array_api_strict"
+
+
+def _explicit(xp: Any, args: tuple[Any, ...], names: tuple[str, ...]) -> _adapters.Adapter:
+    """The adapter of an explicit ``xp=``, checked against the array arguments.
+
+    A wrong `xp` (a string, a module that is no array namespace, or another library
+    than the arrays') raises a TypeError naming `xp`, what it got and what fits,
+    instead of an AttributeError from deep inside.
+    """
+    if isinstance(xp, str) or not callable(getattr(xp, "asarray", None)):
+        got = f"the str {xp!r}" if isinstance(xp, str) else describe(xp)
+        hint = f" (import it and pass the module: `import {xp}`, then xp={xp})" if isinstance(xp, str) else ""
+        raise TypeError(
+            f"`xp` must be an array namespace module, e.g. {_XP_EXAMPLES}, got {got}{hint}; "
+            "or leave `xp` out: xlinalg infers it from the arguments"
+        )
+    ad = adapter_for_namespace(xp)
+    for x, name in zip(args, names):
+        if x is None or isinstance(x, (*_SCALARS, np.generic, list, tuple)):
+            continue  # host data: converted by `xp`
+        owner = _lookup(type(x))
+        if owner is not None and owner is not ad:
+            raise TypeError(
+                f"`xp` is {getattr(xp, '__name__', repr(xp))} but `{name}` is {describe(x)}: pass "
+                f"xp={owner.xp.__name__} (the arguments' namespace), convert `{name}` to the "
+                "library of `xp` first (xlinalg.to), or leave `xp` out"
+            )
+    return ad
+
+
 def _mixing_error(names: tuple[str, ...], args: tuple[Any, ...], i: int, j: int) -> TypeError:
     first, second = args[i], args[j]
     return TypeError(
@@ -125,7 +156,7 @@ def adapter_for(
     both and how to convert.
     """
     if xp is not None:
-        return adapter_for_namespace(xp)
+        return _explicit(xp, args, names)
     found: _adapters.Adapter | None = None
     where = -1
     host = -1

@@ -126,7 +126,8 @@ def linalg_dtype(ad: Adapter, x: Any, name: str, fn: str) -> Any:
     """The floating dtype `x` is computed in, per xlinalg's dtype rule.
 
     float32/float64/complex64/complex128 are kept; integers and bool become
-    float64 (float32 where the device has no float64); float16/bfloat16 raise.
+    float64 (float32 where the device has no float64); float16/bfloat16 and extended
+    precision (float128/complex256: no LAPACK routine) raise.
     """
     k = ad.kind(x.dtype)
     if k in "fc":
@@ -138,6 +139,13 @@ def linalg_dtype(ad: Adapter, x: Any, name: str, fn: str) -> Any:
             f"{fn}: `{name}` has dtype {ad.dtype_name(x.dtype)}, which no backend's linear "
             "algebra supports uniformly; cast it first, e.g. "
             f"`xp.astype({name}, xp.float32)`, and cast the result back if needed"
+        )
+    if k == "x":
+        raise TypeError(
+            f"{fn}: `{name}` has extended precision ({ad.dtype_name(x.dtype)}), which is not "
+            f"supported on this path: LAPACK (and so every backend's {fn}) has no long-double "
+            f"routines. Cast it first, e.g. `{name}.astype(numpy.float64)` (complex256: "
+            "complex128), losing the extra precision"
         )
     raise TypeError(
         f"{fn}: `{name}` must have a real or complex floating dtype (or an integer or "
