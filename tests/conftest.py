@@ -35,6 +35,7 @@ from hypothesis import HealthCheck, settings
 
 import xlinalg as xl
 from xlinalg import backends as _registry
+from xlinalg._lib._env import FALSE, env_flag
 from xlinalg.testing import (
     ENV_REQUIRE_CPU,
     compare_values,
@@ -68,7 +69,9 @@ SELECTED = selected_backends()
 
 
 def _require_cpu() -> bool:
-    return bool(os.environ.get(ENV_REQUIRE_CPU) or os.environ.get("CI"))
+    # CI systems set CI to "true" (or their own name): set and not a false spelling
+    ci = os.environ.get("CI", "").strip().lower() not in ("", *FALSE)
+    return env_flag(ENV_REQUIRE_CPU) or ci
 
 
 def pytest_configure(config: pytest.Config) -> None:

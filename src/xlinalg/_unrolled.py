@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._lib import _dispatch, _validate
+from ._lib import _dispatch, _env, _validate
 from ._lib._adapters import NUMPY, Adapter, _singular_message, _to_batch, singular_members
 from ._lib._errors import LinAlgError
 
@@ -415,8 +415,8 @@ def _torch_compile_reason(device_type: str = "cpu") -> str | None:
 
 def _torch_compile_self_test(device_type: str) -> str | None:
     reason: str | None = None
-    if os.environ.get("XLINALG_TORCH_COMPILE", "1").strip() in ("0", "false", "no"):
-        reason = "disabled by XLINALG_TORCH_COMPILE=0"
+    if not _env.env_flag("XLINALG_TORCH_COMPILE", True):
+        reason = "disabled by XLINALG_TORCH_COMPILE"
     else:
         try:
             import torch

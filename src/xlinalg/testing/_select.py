@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 
 from .. import backends as _registry
+from .._lib._env import env_flag
 
 #: The environment variable that chooses backends (the option wins over it).
 ENV_BACKENDS = "XLINALG_TEST_BACKENDS"
-#: With this environment variable set (to anything but ``""`` or ``"0"``), a CPU
+#: With this boolean environment variable true (1/true/yes/on, any case), a CPU
 #: backend that cannot run fails instead of skipping.
 ENV_REQUIRE_CPU = "XLINALG_REQUIRE_CPU_BACKENDS"
 
@@ -74,7 +75,7 @@ def selected_backends(spec: str | None = None, *, source: str = ENV_BACKENDS) ->
 
 
 def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip() not in ("", "0")
+    return env_flag(name)
 
 
 def _setup(name: str) -> None:
