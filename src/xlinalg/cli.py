@@ -134,6 +134,16 @@ def _build_parser() -> _Parser:
     p.add_argument("--no-calibrate", action="store_true",
                    help="skip the calibration cells (a square GEMM and a streaming add) that "
                         "start each backend and give the report its peak")
+    p.add_argument("--margin", type=_positive_float, default=1.05, metavar="F",
+                   help="name a backend fastest only when its ratio to every other backend "
+                        "clears F over the whole interval (default: 1.05); else 'tie within "
+                        "noise'")
+    p.add_argument("--no-recheck", action="store_true",
+                   help="skip the end-of-run recheck that measures again the cells far off "
+                        "their recheck (stalls)")
+    p.add_argument("--stall-factor", type=_positive_float, default=2.0, metavar="F",
+                   help="a cell whose median is more than F times off its recheck is measured "
+                        "again (default: 2)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-report", action="store_true",
                    help="do not write the report (report.md, report.html and plots in "
@@ -357,6 +367,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         isolate=not args.no_isolate,
         calibrate=not args.no_calibrate,
+        margin=args.margin,
+        recheck=not args.no_recheck,
+        stall_factor=args.stall_factor,
         seed=args.seed,
         case_files=args.case_file,
         memory_limit=args.memory_limit,
@@ -386,9 +399,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     # the table shows every planned cell, including those done before a resume
     try:
-        latest = read_results(summary.path, warn=False).latest()
+        written = read_results(summary.path, warn=False)
+        latest = written.latest()
+        fence = (written.headers[-1].get("run") or {}).get("fence_selfcheck") or {}
     except ResultsFileError:  # pragma: no cover - we just wrote it
         latest = {r["key"]: r for r in summary.records}
+        fence = {}
     from .bench import plan_cells
 
     keys = [c["key"] for c in plan_cells(config)]
@@ -401,6 +417,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     line = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     extra = f" ({summary.already_done} from before)" if summary.already_done else ""
     print(f"{len(records)} cells{extra}: {line}. Results: {summary.path}")
+    if isinstance(fence, dict) and fence:
+        bad_fence = [b for b, v in fence.items() if not (isinstance(v, dict) and v.get("ok"))]
+        print("fence self-check: " + ("passed on " + ", ".join(fence) if not bad_fence else
+              "FAILED on " + ", ".join(bad_fence) + " (their times may not wait for the work; "
+              "see the header's run.fence_selfcheck)"))
     if not args.no_report and records:
         _write_report(summary.path)
     return EXIT_FAILED if bad else EXIT_OK
@@ -500,6 +521,21 @@ def _cell_text(r: dict[str, Any], rich_markup: bool = False) -> str:
     return txt
 
 
+def _verdict_text(by: dict[str, dict[str, Any]]) -> str:
+    """The short verdict of a (case, size) row: "numpy 1.4x [1.3, 1.5]", "tie" or ""."""
+    v = next((r.get("verdict") for r in by.values() if isinstance(r.get("verdict"), dict)), None)
+    if not v:
+        return ""
+    star = "*" if v.get("parallelism_note") else ""
+    sp = v.get("speedup")
+    if v.get("fastest") and isinstance(sp, dict):
+        return (f"{v['fastest']} {sp.get('ratio', 0):.2f}x "
+                f"[{sp.get('lo', 0):.2f}, {sp.get('hi', 0):.2f}]{star}")
+    if v.get("tie"):
+        return f"tie: {', '.join(map(str, v['tie']))}{star}"
+    return ""
+
+
 def _print_table(records: list[dict[str, Any]], config: Any) -> None:
     if not records:
         print("no cells ran")
@@ -517,7 +553,9 @@ def _print_table(records: list[dict[str, Any]], config: Any) -> None:
         if v is not None and v["runner_up"] is not None and not v["tie"]:
             fastest[key] = v["winner"]
     title = (f"median time per call ({config.dtype}; ±: half the IQR; !: noisy; "
-             "second line: GFLOP/s; bold *: fastest beyond the noise, unmarked: tie)")
+             "second line: GFLOP/s; bold *: fastest beyond the noise, unmarked: tie; "
+             "verdict: the speed-up over the second with its interval; a * after it: the "
+             "backends kept different numbers of cores busy)")
     if console is not None:
         from rich.table import Table
 
@@ -526,6 +564,7 @@ def _print_table(records: list[dict[str, Any]], config: Any) -> None:
         t.add_column("size")
         for b in backends:
             t.add_column(b, justify="right")
+        t.add_column("verdict")
         for (case, size), by in rows.items():
             cells = []
             for b in backends:
@@ -540,17 +579,24 @@ def _print_table(records: list[dict[str, Any]], config: Any) -> None:
                 if gf is not None and rb.get("status") in ("ok", "wrong", "unchecked"):
                     txt += f"\n[dim]{gf:.3g} GF/s[/]"
                 cells.append(txt)
-            t.add_row(case, size, *cells)
+            t.add_row(case, size, *cells, _verdict_text(by))
         console.print(t)
     else:
         print(title)
-        print("  ".join(["case".ljust(10), "size".ljust(14)] + [b.rjust(18) for b in backends]))
+        print("  ".join(["case".ljust(10), "size".ljust(14)] + [b.rjust(18) for b in backends]
+                        + ["verdict"]))
         for (case, size), by in rows.items():
             print("  ".join([case.ljust(10), size.ljust(14)]
                             + [(("*" if fastest.get((case, size)) == b else "")
                                 + (_cell_text(by[b]) if b in by else "")).rjust(18)
-                               for b in backends]))
+                               for b in backends]
+                            + [_verdict_text(by)]))
     for r in records:
+        st = r.get("stall")
+        if isinstance(st, dict) and st.get("stalled"):
+            print(f"  {r['key']}: STALLED: median {_fmt_time(st.get('remeasured_median_s'))}, "
+                  f"first {_fmt_time(st.get('first_median_s'))}, recheck "
+                  f"{_fmt_time(st.get('recheck_median_s'))}")
         if r.get("status") == "failed":
             e = r.get("error", {})
             print(f"  {r['key']}: {e.get('kind')}: {e.get('message')}")

@@ -35,7 +35,7 @@ import numpy as np
 from ._cases import Case, Ctx, format_size, get_case, native_dtype, native_namespace
 from ._memory import measure_memory, release_memory
 from ._store import cell_key
-from ._timer import Timer, TimerConfig, cuda_event_clock
+from ._timer import Measurement, Timer, TimerConfig, cuda_event_clock
 
 __all__ = ["CellTimeout", "check_result", "classify_error", "execute_cell", "make_cell"]
 
@@ -254,6 +254,7 @@ def execute_cell(
     *,
     backend_state: dict[str, Any] | None = None,
     time_limit: float | None = None,
+    sampler: Callable[[Timer], Measurement] | None = None,
 ) -> dict[str, Any]:
     """Run one cell in this process and return its result record (never raises
     for a failure of the cell; KeyboardInterrupt and SystemExit propagate).
@@ -267,6 +268,10 @@ def execute_cell(
         merged into the record.
     time_limit : float, optional
         In-process best-effort limit (see :func:`alarm`).
+    sampler : callable, optional
+        ``sampler(timer) -> Measurement`` replaces ``timer.run()`` in step 5: the
+        worker's side-by-side protocol, where the runner decides when each
+        sample is taken (:mod:`._worker`).
     """
     from .. import backends as _backends
 
@@ -347,7 +352,7 @@ def execute_cell(
                 config=cfg,
                 device_clock=cuda_event_clock(backend_name),
             )
-            m = timer.run()
+            m = sampler(timer) if sampler is not None else timer.run()
             rec["time"] = m.to_dict()
             med = m.median
             thr: dict[str, Any] = {}

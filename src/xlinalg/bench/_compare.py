@@ -1,35 +1,61 @@
-"""``xlinalg compare old.jsonl new.jsonl``: per-cell ratio of medians, with a test.
+"""``xlinalg compare old.jsonl new.jsonl``: per-cell ratio of medians with an interval.
 
-For each cell (same key: case, backend, dtype, size) in both files the ratio
-new/old of the median times, and a two-sided test on the raw samples
-(``time.raw_s``): Mann-Whitney U from :mod:`scipy.stats` where SciPy is
-importable, else a permutation test on the difference of medians in NumPy.
-A cell is flagged a regression (slower) or improvement (faster) when the test
-is significant at ``--alpha`` and the ratio moves by more than
-``--threshold``. The exit status is 0 whatever the result; a file that cannot
-be read gives its one-line error and exit status 2.
+For each cell (same key: case, backend, dtype, size) in both files, the ratio
+new/old of the median times and an interval around it, built from two parts:
+
+- *within the runs*: the bootstrap standard error of ``log(median(new) /
+  median(old))`` from the cells' raw samples (``time.raw_s``; seeded);
+- *between the runs*: how much the cells of these two files move as a whole
+  when nothing changed — the robust spread (1.4826 x the median absolute
+  deviation) of all comparable cells' log ratios around their median. Two runs
+  of the same code on a loaded machine differ by far more than one run's
+  samples say; this term is that difference, measured on the files themselves.
+
+The interval is ``log ratio ± z * sqrt(se_within² + spread²)`` with ``z`` for a
+family-wise level ``1 - alpha`` over all compared cells (Bonferroni). A cell is a
+REGRESSION only when the whole interval lies above ``1 + threshold`` (default
+5 %), an improvement when it lies below ``1 / (1 + threshold)``, and only when
+both sides have at least ``min_samples`` samples. A change shared by every cell
+(a slower machine, or a change that slows everything) is reported on its own
+line, with its interval and the load averages of both runs.
+
+Before the table, ``compare`` warns when the files come from different
+machines, scales, dtypes, thread settings or library versions. The exit status
+is 0 whatever the result; a file that cannot be read gives its one-line error
+and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import statistics
 import sys
 from typing import Any
 
+from ._escape import terminal
 from ._units import format_time
 
-__all__ = ["add_arguments", "compare_records", "p_value", "run"]
+__all__ = ["add_arguments", "compare_records", "header_differences", "p_value", "run"]
 
 EXIT_OK, EXIT_USAGE = 0, 2
+
+#: Fewest comparable cells from which the between-run spread is estimated.
+MIN_CELLS_FOR_SPREAD = 6
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("old", metavar="OLD", help="the baseline results file")
     parser.add_argument("new", metavar="NEW", help="the results file to compare with it")
     parser.add_argument("--alpha", type=float, default=0.05,
-                        help="significance level of the test (default: 0.05)")
+                        help="family-wise error level of the intervals over all cells "
+                             "(default: 0.05)")
     parser.add_argument("--threshold", type=float, default=0.05,
-                        help="smallest relative change flagged (default: 0.05, i.e. 5%%)")
+                        help="smallest relative change flagged: the whole interval must "
+                             "clear it (default: 0.05, i.e. 5%%)")
+    parser.add_argument("--min-samples", type=int, default=5,
+                        help="samples each side needs before a cell can be flagged "
+                             "(default: 5)")
     parser.add_argument("--only-flagged", action="store_true",
                         help="list only flagged cells (regressions, improvements, missing)")
 
@@ -50,7 +76,9 @@ def _permutation_p(a: list[float], b: list[float], n_perm: int = 4000, seed: int
 
 
 def p_value(a: list[float], b: list[float]) -> tuple[float | None, str]:
-    """Two-sided p-value that samples a and b come from the same distribution."""
+    """Two-sided p-value that samples a and b come from the same distribution
+    (Mann-Whitney U, or a permutation test without SciPy). Shown for information:
+    the flag comes from the interval."""
     if len(a) < 2 or len(b) < 2:
         return None, "too few samples"
     try:
@@ -64,50 +92,118 @@ def p_value(a: list[float], b: list[float]) -> tuple[float | None, str]:
 
 def _samples(r: dict[str, Any]) -> list[float]:
     raw = (r.get("time") or {}).get("raw_s") or []
-    return [float(x) for x in raw if isinstance(x, (int, float))]
+    return [float(x) for x in raw
+            if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
+            and math.isfinite(x)]
 
 
 def _median(r: dict[str, Any]) -> float | None:
     v = (r.get("time") or {}).get("median_s")
-    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if v > 0 and math.isfinite(v) else None
+
+
+def _spread(logs: list[float]) -> tuple[float, float]:
+    """(median, 1.4826 * MAD) of log ratios; (0, 0) for too few cells."""
+    if len(logs) < MIN_CELLS_FOR_SPREAD:
+        return (statistics.median(logs) if logs else 0.0), 0.0
+    med = statistics.median(logs)
+    return med, 1.4826 * statistics.median(abs(x - med) for x in logs)
 
 
 def compare_records(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]], *,
-                    alpha: float = 0.05, threshold: float = 0.05) -> list[dict[str, Any]]:
-    """One row per cell key in either file."""
+                    alpha: float = 0.05, threshold: float = 0.05,
+                    min_samples: int = 5) -> list[dict[str, Any]]:
+    """One row per cell key in either file (see the module docstring).
+
+    Each compared row has ``ratio``, ``lo``, ``hi`` (the interval), ``se_within``
+    (log scale), ``n_old``/``n_new`` and ``flag``; the shared figures of the
+    comparison (``shift``, ``spread``, ``z``) are in every compared row too.
+    """
+    from statistics import NormalDist
+
+    from ._stats import ratio_interval
+
     rows = []
     for key in list(old) + [k for k in new if k not in old]:
         o, n = old.get(key), new.get(key)
         row: dict[str, Any] = {"key": key, "old_s": None, "new_s": None, "ratio": None,
-                               "p": None, "test": "", "flag": ""}
+                               "lo": None, "hi": None, "p": None, "test": "", "flag": ""}
+        rows.append(row)
         if o is None or n is None:
             row["flag"] = "only in old" if n is None else "only in new"
-            rows.append(row)
             continue
         mo, mn = _median(o), _median(n)
         row.update(old_s=mo, new_s=mn)
         if o.get("status") == n.get("status") == "skipped":
             row["flag"] = "~ (skipped in both)"
-            rows.append(row)
             continue
         if mo is None or mn is None or o.get("status") in ("failed", "skipped") \
                 or n.get("status") in ("failed", "skipped"):
             row["flag"] = f"not comparable ({o.get('status')} -> {n.get('status')})"
-            rows.append(row)
             continue
-        row["ratio"] = mn / mo
-        p, test = p_value(_samples(o), _samples(n))
-        row.update(p=p, test=test)
-        if p is not None and p < alpha and row["ratio"] > 1 + threshold:
-            row["flag"] = "REGRESSION"
-        elif p is not None and p < alpha and row["ratio"] < 1 - threshold:
-            row["flag"] = "improvement"
+        so, sn = _samples(o), _samples(n)
+        row.update(ratio=mn / mo, n_old=len(so), n_new=len(sn))
+        ri = ratio_interval(so, sn)
+        row["se_within"] = ri["se_log"] if ri else None
+    compared = [r for r in rows if r["ratio"] is not None]
+    shift, spread = _spread([math.log(r["ratio"]) for r in compared])
+    m = max(1, len(compared))
+    z = NormalDist().inv_cdf(1.0 - alpha / (2.0 * m))
+    for r in compared:
+        se = math.hypot(r["se_within"] or 0.0, spread)
+        half = z * se
+        r.update(lo=r["ratio"] * math.exp(-half), hi=r["ratio"] * math.exp(half),
+                 shift=math.exp(shift), spread=spread, z=z)
+        enough = min(r["n_old"], r["n_new"]) >= min_samples and r["se_within"] is not None
+        if not enough:
+            r["flag"] = f"~ (too few samples: {r['n_old']} and {r['n_new']})"
+        elif r["lo"] > 1 + threshold:
+            r["flag"] = "REGRESSION"
+        elif r["hi"] < 1 / (1 + threshold):
+            r["flag"] = "improvement"
         else:
-            row["flag"] = "~" if p is not None else "~ (no test: too few samples)"
+            r["flag"] = "~"
+        o, n = old[r["key"]], new[r["key"]]
         if n.get("status") == "wrong" and o.get("status") != "wrong":
-            row["flag"] += " (now WRONG)"
-        rows.append(row)
+            r["flag"] += " (now WRONG)"
     return rows
+
+
+def _get(d: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(p)
+    return d
+
+
+def header_differences(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+    """What differs between the two runs' headers that makes times incomparable."""
+    old, new = old or {}, new or {}
+    out = []
+    for label, path in (("machine", ("env", "host")), ("CPU", ("env", "cpu", "model")),
+                        ("usable cores", ("env", "cpu", "usable_cores")),
+                        ("scale", ("run", "scale")), ("dtype", ("run", "dtype")),
+                        ("threads", ("run", "threads")), ("TF32", ("run", "allow_tf32")),
+                        ("execution", ("run", "execution")), ("xlinalg", ("env", "xlinalg")),
+                        ("NumPy", ("env", "numpy"))):
+        a, b = _get(old, *path), _get(new, *path)
+        if a != b:
+            out.append(f"{label}: {a!r} -> {b!r}")
+    po, pn = _get(old, "env", "packages") or {}, _get(new, "env", "packages") or {}
+    if isinstance(po, dict) and isinstance(pn, dict):
+        for k in sorted(set(po) | set(pn)):
+            if po.get(k) != pn.get(k):
+                out.append(f"{k} version: {po.get(k)!r} -> {pn.get(k)!r}")
+    return out
+
+
+def _load(records: dict[str, dict[str, Any]]) -> float | None:
+    vals = [v for r in records.values()
+            if isinstance(v := _get(r, "side_by_side", "load_avg_1min", "mean"), (int, float))]
+    return statistics.median(vals) if vals else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -123,21 +219,34 @@ def run(args: argparse.Namespace) -> int:
         for w in res.warnings:
             print(f"xlinalg compare: warning: {w}", file=sys.stderr)
         files.append(res)
-    rows = compare_records(files[0].latest(), files[1].latest(), alpha=args.alpha,
-                           threshold=args.threshold)
-    test = next((r["test"] for r in rows if r["test"] and r["test"] != "too few samples"),
-                "Mann-Whitney U")
-    print(f"compare {args.old} -> {args.new}: ratio = new/old median; p: two-sided {test} "
-          f"on the raw samples; flagged at p < {args.alpha} and a change > "
-          f"{100 * args.threshold:g}%")
+    for d in header_differences(files[0].headers[-1] if files[0].headers else None,
+                                files[1].headers[-1] if files[1].headers else None):
+        print(f"xlinalg compare: warning: the runs differ: {terminal(d, 300)}; times may not "
+              "be comparable", file=sys.stderr)
+    old, new = files[0].latest(), files[1].latest()
+    rows = compare_records(old, new, alpha=args.alpha, threshold=args.threshold,
+                           min_samples=getattr(args, "min_samples", 5))
+    compared = [r for r in rows if r["lo"] is not None]
+    print(f"compare {args.old} -> {args.new}: ratio = new/old median; interval: "
+          f"{100 * (1 - args.alpha):g}% over all {len(compared)} cells together (Bonferroni), "
+          "from the samples and the spread between the runs; flagged when the whole interval "
+          f"is beyond {100 * args.threshold:g}%")
+    if compared:
+        r0 = compared[0]
+        lo, hi = _load(old), _load(new)
+        load = (f"; load average old {lo:.1f}, new {hi:.1f}"
+                if lo is not None and hi is not None else "")
+        print(f"all cells moved by x{r0['shift']:.3f} (median); spread between the runs: "
+              f"±{100 * (math.exp(r0['spread']) - 1):.1f}% (1 sigma){load}")
     shown = [r for r in rows if not args.only_flagged or not r["flag"].startswith("~")]
-    width = max([len("cell")] + [len(r["key"]) for r in shown])
-    print(f"{'cell':<{width}}  {'old':>10}  {'new':>10}  {'ratio':>7}  {'p':>8}  flag")
+    keys = {r["key"]: terminal(r["key"], 120) for r in shown}  # from the files: untrusted
+    width = max([len("cell")] + [len(k) for k in keys.values()])
+    print(f"{'cell':<{width}}  {'old':>10}  {'new':>10}  {'ratio':>7}  {'interval':>15}  flag")
     for r in shown:
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
-        p = f"{r['p']:.3g}" if r["p"] is not None else "-"
-        print(f"{r['key']:<{width}}  {format_time(r['old_s']):>10}  {format_time(r['new_s']):>10}  "
-              f"{ratio:>7}  {p:>8}  {r['flag']}")
+        iv = f"[{r['lo']:.3f}, {r['hi']:.3f}]" if r["lo"] is not None else "-"
+        print(f"{keys[r['key']]:<{width}}  {format_time(r['old_s']):>10}  "
+              f"{format_time(r['new_s']):>10}  {ratio:>7}  {iv:>15}  {r['flag']}")
     counts: dict[str, int] = {}
     for r in rows:
         k = r["flag"].split(" (")[0] or "?"

@@ -4,9 +4,15 @@
 >>> summary = run_benchmark(RunConfig(backends=["numpy"], cases=["solve"], scale="quick",
 ...                                   out="results.jsonl"))            # doctest: +SKIP
 
-Cells run backend by backend (one backend's worker alive at a time, so each
-library has the machine, its memory and its GPU to itself), then case by case,
-size by size. Each finished cell is appended to the results file at once.
+Cells run side by side (:mod:`xlinalg.bench._sidebyside`): each (case, size,
+dtype) is measured on every selected backend in rotated rounds (A B C, B C A,
+C A B, ...), each backend in its own worker process, all kept alive through the
+run; drift and neighbouring jobs then hit every backend alike, and each ratio
+between two backends comes with an interval from the paired rounds. The fence
+self-check runs in every worker before the first cell (its result is in the
+header); at the end of the run every cell is rechecked briefly and a cell far
+off its recheck is measured again (``stall`` in its record). Each finished
+cell is appended to the results file at once.
 
 Isolation (default): one worker process per backend
 (:mod:`xlinalg.bench._worker`). A cell that passes ``time_limit`` has its
@@ -16,29 +22,23 @@ segfault) is recorded as ``crash``; a new worker serves the next cell. The
 cost is one interpreter start and the backend's import per backend (and per
 killed worker): about a second for torch or JAX.
 
-Without isolation (``isolate=False``) cells run in the calling process: the
-fairness settings are applied and restored around each backend, and the time
-limit is a best-effort ``SIGALRM`` that cannot interrupt a C call.
+Without isolation (``isolate=False``) cells run in the calling process one
+backend after the other (no rounds, no verdicts): the fairness settings are
+applied and restored around each backend, and the time limit is a best-effort
+``SIGALRM`` that cannot interrupt a C call.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import select
-import signal
-import subprocess
 import sys
-import tempfile
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._cases import DTYPES, SCALES, case_names, format_size, get_case, load_case_file
+from ._cases import DTYPES, SCALES, case_names, get_case, load_case_file
 from ._store import ResultStore
 from ._timer import TimerConfig
 
@@ -77,7 +77,10 @@ class RunConfig:
     sizes : list of str, optional
         Sizes in command-line form ("64", "128x256x512"), replacing the scale's.
     threads : int, optional
-        Set BLAS, OpenMP, torch and Dask threads (JAX: CPU affinity and XLA_FLAGS).
+        Give every library N threads: BLAS/OpenMP pools, torch and Dask threads,
+        and, for every backend alike (JAX has no thread setting), a CPU affinity
+        of N cores in the worker; JAX with N = 1 also gets XLA's single-threaded
+        Eigen flag.
     allow_tf32 : bool
         Let float32 matmuls use TF32 / "high" precision (off: full float32).
     out : path
@@ -105,6 +108,15 @@ class RunConfig:
         Default: ``TimerConfig.for_scale(scale)``.
     check, memory : bool
         Check results against the reference; measure peak memory.
+    margin : float
+        A backend is named fastest only when the interval of its ratio to every
+        other backend clears this factor (1.05: 5 %); else "tie within noise".
+    recheck : bool
+        At the end of the run, measure every cell again briefly; a cell whose
+        median is more than `stall_factor` off its recheck is measured again
+        in full, and flagged ``stall.stalled`` if it still disagrees.
+    stall_factor : float
+        How far off (either way) a cell's median may be from its recheck.
     calibrate : bool
         Start each backend with the calibration cells (``calib_gemm``,
         ``calib_stream`` at the scale's sizes): the peak GFLOP/s and GB/s that
@@ -133,6 +145,9 @@ class RunConfig:
     check: bool = True
     memory: bool = True
     calibrate: bool = True
+    margin: float = 1.05
+    recheck: bool = True
+    stall_factor: float = 2.0
 
     def timer_config(self) -> TimerConfig:
         return self.timer or TimerConfig.for_scale(self.scale)
@@ -155,6 +170,9 @@ class RunConfig:
             "check": self.check,
             "memory": self.memory,
             "calibrate": self.calibrate,
+            "margin": self.margin,
+            "recheck": self.recheck,
+            "stall_factor": self.stall_factor,
         }
 
 
@@ -195,6 +213,10 @@ def validate_config(config: RunConfig) -> RunConfig:
         raise BenchUsageError(f"unknown dtype {config.dtype!r}; valid dtypes: {', '.join(DTYPES)}")
     if config.threads is not None and config.threads < 1:
         raise BenchUsageError(f"--threads must be a positive integer, got {config.threads}")
+    if not (config.margin >= 1.0):
+        raise BenchUsageError(f"--margin must be at least 1 (a factor), got {config.margin:g}")
+    if not (config.stall_factor > 1.0):
+        raise BenchUsageError(f"stall_factor must be above 1, got {config.stall_factor:g}")
     if config.time_limit is not None and config.time_limit <= 0:
         raise BenchUsageError(f"--time-limit must be positive, got {config.time_limit:g}")
 
@@ -245,7 +267,8 @@ def validate_config(config: RunConfig) -> RunConfig:
 
 
 def plan_cells(config: RunConfig) -> list[dict[str, Any]]:
-    """Every cell of the run, in execution order (backend, case, size)."""
+    """Every cell of the run, in execution order: case, size, then backend (the
+    backends of one (case, size) are measured side by side)."""
     from ._cell import make_cell
 
     validate_config(config)
@@ -258,15 +281,15 @@ def plan_cells(config: RunConfig) -> list[dict[str, Any]]:
     names = [c for c in CALIBRATION_CASES if c in cases or c in added]
     names += [c for c in cases if c not in CALIBRATION_CASES]
     cells = []
-    for backend in config.backends or ():
-        for name in names:
-            case = get_case(name)
-            sizes = (
-                [case.parse(str(s)) for s in config.sizes]
-                if config.sizes and name not in added
-                else case.sizes_for(config.scale)
-            )
-            for size in dict.fromkeys(sizes):
+    for name in names:
+        case = get_case(name)
+        sizes = (
+            [case.parse(str(s)) for s in config.sizes]
+            if config.sizes and name not in added
+            else case.sizes_for(config.scale)
+        )
+        for size in dict.fromkeys(sizes):
+            for backend in config.backends or ():
                 cells.append(
                     make_cell(
                         case, backend, size, dtype=config.dtype, seed=config.seed, timer=timer,
@@ -277,204 +300,8 @@ def plan_cells(config: RunConfig) -> list[dict[str, Any]]:
     return cells
 
 
-# ---------------------------------------------------------------------- workers
-class WorkerError(RuntimeError):
-    """A worker could not start, or died."""
-
-
-class _CellTimeout(Exception):
-    pass
-
-
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(-code).name
-    except (ValueError, AttributeError):
-        return f"signal {-code}"
-
-
-class Worker:
-    """A worker process timing cells of one backend (see :mod:`._worker`)."""
-
-    def __init__(self, backend: str, config: RunConfig, log_dir: Path) -> None:
-        self.backend = backend
-        self.config = config
-        self.log_dir = log_dir
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.rfd: int | None = None
-        self.buf = b""
-        self.state: dict[str, Any] = {}
-        self.log_path = log_dir / f"worker-{backend}-{time.monotonic_ns()}.log"
-
-    def _env(self) -> dict[str, str]:
-        env = os.environ.copy()
-        src = str(Path(__file__).resolve().parents[2])  # the directory holding `xlinalg`
-        env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        n = self.config.threads
-        if n is not None:
-            for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-                env[var] = str(n)
-        if self.backend == "jax-cpu":
-            env.setdefault("JAX_PLATFORMS", "cpu")
-            if n is not None:
-                flags = env.get("XLA_FLAGS", "")
-                if n == 1:
-                    flags += " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-                env["XLA_FLAGS"] = flags.strip()
-        if self.backend == "cupy":
-            env["CUPY_TF32"] = "1" if self.config.allow_tf32 else "0"
-        return env
-
-    def start(self, timeout: float) -> None:
-        r, w = os.pipe()
-        cmd = [sys.executable, "-m", "xlinalg.bench._worker", "--backend", self.backend,
-               "--fd", str(w), "--parent", str(os.getpid())]
-        if self.config.threads is not None:
-            cmd += ["--threads", str(self.config.threads)]
-        if self.config.allow_tf32:
-            cmd.append("--allow-tf32")
-        for f in self.config.case_files:
-            cmd += ["--case-file", str(Path(f).resolve())]
-        if self.config.memory_limit:
-            cmd += ["--memory-limit", str(int(self.config.memory_limit))]
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in kill()/close()
-        if self.backend.startswith("jax") and self.config.threads is not None:
-            # JAX's thread pool follows the CPU affinity (set in the worker before import)
-            cmd += ["--affinity", str(self.config.threads)]
-        try:
-            self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=self._log, stderr=self._log,
-                pass_fds=(w,), env=self._env(),
-            )
-        finally:
-            os.close(w)
-        self.rfd = r
-        msg = self._recv(timeout, starting=True)
-        if msg.get("event") == "fatal":
-            self.kill()
-            raise WorkerError(f"the {self.backend} worker could not start: {msg.get('error')}")
-        self.state = msg.get("state", {})
-
-    def _death_message(self) -> str:
-        assert self.proc is not None
-        try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
-        tail = ""
-        try:
-            lines = self.log_path.read_text(errors="replace").strip().splitlines()
-            if lines:
-                tail = f"; last output: {lines[-1][:200]}"
-        except OSError:
-            pass
-        if code is not None and code < 0:
-            how = f"was killed by {_signal_name(code)}"
-            if code == -signal.SIGKILL:
-                how += " (the kernel's out-of-memory killer, if nothing else sent it)"
-        else:
-            how = f"exited with status {code}"
-        return f"the {self.backend} worker process {how}{tail}"
-
-    def _recv(self, timeout: float | None, *, starting: bool = False) -> dict[str, Any]:
-        assert self.rfd is not None
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while b"\n" not in self.buf:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                if starting:
-                    self.kill()
-                    raise WorkerError(
-                        f"the {self.backend} worker did not start within {timeout:g} s"
-                    )
-                raise _CellTimeout
-            ready, _, _ = select.select([self.rfd], [], [], remaining)
-            if not ready:
-                continue
-            chunk = os.read(self.rfd, 1 << 16)
-            if not chunk:
-                msg = self._death_message()
-                self.kill()
-                raise WorkerError(msg)
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        try:
-            msg = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            self.kill()
-            raise WorkerError(f"the {self.backend} worker sent a garbled reply") from None
-        if not isinstance(msg, dict):
-            self.kill()
-            raise WorkerError(f"the {self.backend} worker sent an unexpected reply")
-        return msg
-
-    def run(self, cell: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-        assert self.proc is not None
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write((json.dumps({"op": "run", "cell": cell}) + "\n").encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            why = self._death_message()
-            self.kill()
-            raise WorkerError(why) from None
-        reply = self._recv(timeout)
-        return reply["record"]
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=10)
-            if self.proc.stdin is not None:
-                with contextlib.suppress(OSError):
-                    self.proc.stdin.close()
-        if self.rfd is not None:
-            os.close(self.rfd)
-            self.rfd = None
-        log = getattr(self, "_log", None)
-        if log is not None:
-            log.close()
-        self.proc = None
-
-    def close(self) -> None:
-        if self.alive:
-            assert self.proc is not None
-            assert self.proc.stdin is not None
-            try:
-                self.proc.stdin.write(b'{"op": "exit"}\n')
-                self.proc.stdin.flush()
-                self.proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-        self.kill()
-
-
 # ---------------------------------------------------------------------- the run
 Progress = Callable[[str, dict[str, Any], int, int], None]
-
-
-def _failed_record(cell: dict[str, Any], kind: str, message: str, wall: float) -> dict[str, Any]:
-    case = get_case(cell["case"])
-    size = case.normalize(cell["size"])
-    return {
-        "key": cell["key"],
-        "case": cell["case"],
-        "backend": cell["backend"],
-        "dtype": cell["dtype"],
-        "size": cell["size"],
-        "size_label": format_size(size),
-        "params": case.params(size),
-        "case_doc": case.doc,
-        "status": "failed",
-        "error": {"kind": kind, "type": kind, "message": message[:500]},
-        "cell_wall_s": wall,
-    }
 
 
 def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> RunSummary:
@@ -520,12 +347,28 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
         run_info = config.to_dict()
         run_info["argv"] = sys.argv[:]
         run_info["isolation"] = "a worker process per backend" if config.isolate else "in-process"
-        store.write_header(collect_env(), run_info)
+        run_info["execution"] = (
+            "side by side: each (case, size, dtype) on every backend in rotated rounds"
+            if config.isolate else "sequential: one backend after the other (no verdicts)"
+        )
+        env = collect_env()
         total = len(todo)
-        if progress:
-            progress("plan", {"cells": total, "already_done": summary.already_done}, 0, total)
-        runner = _run_isolated if config.isolate else _run_inprocess
-        runner(config, todo, store, summary, progress)
+        run_info["load_at_start"] = _load_at_start(env)
+
+        def write_header(selfcheck: dict[str, Any]) -> None:
+            store.write_header(env, {**run_info, "fence_selfcheck": selfcheck})
+            if progress:
+                progress("plan", {"cells": total, "already_done": summary.already_done}, 0,
+                         total)
+
+        if config.isolate:
+            from ._sidebyside import run_side_by_side
+
+            run_side_by_side(config, todo, store, progress, write_header,
+                             emit=lambda rec, i, n: _emit(store, summary, rec, progress, i, n))
+        else:
+            write_header(_inprocess_selfcheck(config) if todo else {})
+            _run_inprocess(config, todo, store, summary, progress)
     finally:
         store.close()
     return summary
@@ -539,57 +382,35 @@ def _emit(store: ResultStore, summary: RunSummary, rec: dict[str, Any],
         progress("result", full, i, total)
 
 
-def _run_isolated(config: RunConfig, todo: list[dict[str, Any]], store: ResultStore,
-                  summary: RunSummary, progress: Progress | None) -> None:
-    limit = config.time_limit
-    startup = max(120.0, 2 * limit) if limit else None
-    with tempfile.TemporaryDirectory(prefix="xlinalg-bench-") as tmp:
-        worker: Worker | None = None
-        broken: dict[str, str] = {}  # backends whose worker cannot start, and why
+def _load_at_start(env: dict[str, Any]) -> dict[str, Any] | None:
+    """The 1-minute load average at the start, and whether it exceeds the usable cores
+    (then multi-threaded libraries wait for the scheduler: a warning on stderr)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - not POSIX
+        return None
+    cores = (env.get("cpu") or {}).get("usable_cores") or os.cpu_count() or 1
+    over = load > cores
+    if over:
+        print(f"xlinalg bench: warning: load average {load:.1f} on {cores} usable core(s): "
+              "the machine is oversubscribed; timings of libraries using several threads "
+              "depend on the scheduler (see effective_cores in the records); --threads 1 "
+              "puts every library on one core", file=sys.stderr)
+    return {"load_avg_1min": load, "usable_cores": cores, "oversubscribed": over}
+
+
+def _inprocess_selfcheck(config: RunConfig) -> dict[str, Any]:
+    """The fence self-check of every backend, in this process."""
+    from ._selfcheck import fence_selfcheck
+
+    out: dict[str, Any] = {}
+    for b in config.backends or ():
         try:
-            for i, cell in enumerate(todo):
-                if progress:
-                    progress("start", cell, i, len(todo))
-                t0 = time.perf_counter()
-                if cell["backend"] in broken:
-                    rec = _failed_record(cell, "crash", broken[cell["backend"]], 0.0)
-                    _emit(store, summary, rec, progress, i, len(todo))
-                    continue
-                if worker is not None and (worker.backend != cell["backend"] or not worker.alive):
-                    worker.close()
-                    worker = None
-                try:
-                    if worker is None:
-                        worker = Worker(cell["backend"], config, Path(tmp))
-                        try:
-                            worker.start(startup or 600.0)
-                        except WorkerError as exc:
-                            broken[cell["backend"]] = str(exc)
-                            raise
-                    rec = worker.run(cell, limit)
-                except _CellTimeout:
-                    assert worker is not None
-                    worker.kill()
-                    worker = None
-                    rec = _failed_record(
-                        cell, "timeout",
-                        f"cell ran past the time limit of {limit:g} s; its worker process was "
-                        "killed",
-                        time.perf_counter() - t0,
-                    )
-                except WorkerError as exc:
-                    if worker is not None:
-                        worker.kill()
-                    worker = None
-                    rec = _failed_record(cell, "crash", str(exc), time.perf_counter() - t0)
-                _emit(store, summary, rec, progress, i, len(todo))
-        except BaseException:  # Ctrl-C, SIGTERM: do not wait for the cell in flight
-            if worker is not None:
-                worker.kill()
-            raise
-        else:
-            if worker is not None:
-                worker.close()
+            out[b] = fence_selfcheck(b)
+        except Exception as exc:
+            out[b] = {"backend": b, "ok": False,
+                      "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
+    return out
 
 
 def _run_inprocess(config: RunConfig, todo: list[dict[str, Any]], store: ResultStore,
@@ -600,6 +421,9 @@ def _run_inprocess(config: RunConfig, todo: list[dict[str, Any]], store: ResultS
     current: str | None = None
     restore: Callable[[], None] | None = None
     state: dict[str, Any] = {}
+    order = list(config.backends or ())
+    # one backend after the other: each is configured once
+    todo = sorted(todo, key=lambda c: order.index(c["backend"]) if c["backend"] in order else 0)
     try:
         for i, cell in enumerate(todo):
             if progress:

@@ -23,6 +23,8 @@ def fence_selfcheck(
     dtype: str = "float64",
     min_ratio: float = 3.0,
     timer: TimerConfig | None = None,
+    configure: bool = True,
+    state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Time ``matmul`` at two sizes on `backend` in this process.
 
@@ -30,15 +32,19 @@ def fence_selfcheck(
     where ``ratio`` is the large size's median over the small one's and ``ok``
     says whether it is at least `min_ratio` (the work ratio is ``(n1/n0)**3``,
     32768 for the defaults, so any working fence passes by far).
+
+    ``configure=False`` keeps the settings already applied in this process (a
+    bench worker, which passes its `state`); otherwise the backend is
+    configured with its defaults and restored afterwards.
     """
     from ._cell import execute_cell, make_cell
     from ._env import backend_state, configure_backend
 
     cfg = timer or TimerConfig(warmup_time=0.01, min_sample_time=0.002, min_run_time=0.02,
                                min_samples=5, max_samples=20, max_run_time=2.0)
-    restore = configure_backend(backend)
+    restore = configure_backend(backend) if configure else (lambda: None)
     try:
-        state = backend_state(backend)
+        state = state if state is not None else backend_state(backend)
         medians = []
         for n in sizes:
             rec = execute_cell(

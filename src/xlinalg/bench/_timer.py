@@ -42,6 +42,7 @@ from typing import Any, Protocol
 __all__ = [
     "DeviceClock",
     "Measurement",
+    "Preparation",
     "Stats",
     "Timer",
     "TimerConfig",
@@ -79,6 +80,16 @@ class TimerConfig:
         ``IQR/median`` above which a measurement is flagged noisy.
     number : int or None
         Fix the calls per sample (no calibration).
+    precision : float
+        Side by side (the runner's rounds): stop once every ratio between two
+        backends has an interval narrower than this relative half-width (or
+        one that clears the verdict's margin); ``min_samples`` and
+        ``max_samples`` then bound the rounds, ``max_run_time`` per backend is
+        the time budget of a cell.
+    blocks_per_round : int
+        Side by side: blocks each backend runs back to back in a round; the
+        round's value is the fastest of them (a block the scheduler interrupted
+        only ever takes longer: on a loaded machine about half the blocks are).
     """
 
     warmup_time: float = 0.05
@@ -92,16 +103,18 @@ class TimerConfig:
     max_number: int = 1_000_000
     noise_threshold: float = NOISE_THRESHOLD
     number: int | None = None
+    precision: float = 0.03
+    blocks_per_round: int = 3
 
     @classmethod
     def for_scale(cls, scale: str) -> TimerConfig:
         """Defaults for the ``quick``, ``default`` and ``full`` scales."""
         if scale == "quick":
             return cls(warmup_time=0.02, min_sample_time=0.005, min_run_time=0.05,
-                       min_samples=5, max_samples=50, max_run_time=3.0)
+                       min_samples=7, max_samples=50, max_run_time=3.0, precision=0.05)
         if scale == "full":
             return cls(warmup_time=0.2, min_sample_time=0.02, min_run_time=1.0,
-                       min_samples=10, max_samples=200, max_run_time=30.0)
+                       min_samples=10, max_samples=200, max_run_time=30.0, precision=0.02)
         return cls()
 
     def to_dict(self) -> dict[str, Any]:
@@ -253,6 +266,18 @@ class Measurement:
         return d
 
 
+@dataclass(frozen=True)
+class Preparation:
+    """What :meth:`Timer.prepare` found: calls per sample and the warm-up figures."""
+
+    number: int
+    first_call_s: float
+    warmup_calls: int
+    warmup_s: float
+    calibration_blocks: int
+    start: float
+
+
 class DeviceClock(Protocol):
     """Times a block on the device: ``start()`` before it, ``stop()`` after it
     (after the fence) returns the device-side seconds."""
@@ -387,6 +412,34 @@ class Timer:
     def run(self) -> Measurement:
         """Warm up, calibrate and collect samples (see the module docstring)."""
         cfg = self.config
+        prep = self.prepare()
+        number = prep.number
+        times: list[float] = []
+        dev_times: list[float] = []
+        t_run0 = self.clock()
+        spent = 0.0
+        while True:
+            t, d = self._block(number)
+            times.append(t / number)
+            if d is not None:
+                dev_times.append(d / number)
+            spent += t
+            n = len(times)
+            if n >= cfg.max_samples:
+                break
+            if n >= cfg.min_samples and spent >= cfg.min_run_time:
+                break
+            if n >= cfg.hard_min_samples and self.clock() - t_run0 >= cfg.max_run_time:
+                break
+        return self.measurement(prep, times, dev_times or None)
+
+    def prepare(self) -> Preparation:
+        """Steps 1-3: the first call, the warm-up and the calibration of ``number``.
+
+        A caller that schedules the samples itself (the side-by-side runner)
+        calls this once, then :meth:`sample` per round, then :meth:`measurement`.
+        """
+        cfg = self.config
         start = self.clock()
         first, _ = self._block(1)
 
@@ -416,35 +469,29 @@ class Timer:
                 # grow at least x2, at most x10 per step (asv: x1.1 .. x10)
                 target = math.ceil(cfg.min_sample_time * 1.1 / per_call)
                 number = min(cfg.max_number, max(2 * number, min(10 * number, target)))
+        return Preparation(number=number, first_call_s=first, warmup_calls=len(warm_times),
+                           warmup_s=warmup_s, calibration_blocks=calibration_blocks,
+                           start=start)
 
-        # samples
-        times: list[float] = []
-        dev_times: list[float] = []
-        t_run0 = self.clock()
-        spent = 0.0
-        while True:
-            t, d = self._block(number)
-            times.append(t / number)
-            if d is not None:
-                dev_times.append(d / number)
-            spent += t
-            n = len(times)
-            if n >= cfg.max_samples:
-                break
-            if n >= cfg.min_samples and spent >= cfg.min_run_time:
-                break
-            if n >= cfg.hard_min_samples and self.clock() - t_run0 >= cfg.max_run_time:
-                break
+    def sample(self, number: int) -> tuple[float, float | None]:
+        """One sample: a block of `number` calls closed by the fence; per-call
+        (host seconds, device seconds or None)."""
+        t, d = self._block(number)
+        return t / number, (d / number if d is not None else None)
+
+    def measurement(self, prep: Preparation, times: list[float],
+                    device_times: list[float] | None = None) -> Measurement:
+        """The :class:`Measurement` of per-call `times` collected after `prep`."""
         return Measurement(
             times=times,
-            number=number,
-            first_call_s=first,
-            warmup_calls=len(warm_times),
-            warmup_s=warmup_s,
-            calibration_blocks=calibration_blocks,
-            total_s=self.clock() - start,
-            noise_threshold=cfg.noise_threshold,
-            device_times=dev_times or None,
+            number=prep.number,
+            first_call_s=prep.first_call_s,
+            warmup_calls=prep.warmup_calls,
+            warmup_s=prep.warmup_s,
+            calibration_blocks=prep.calibration_blocks,
+            total_s=self.clock() - prep.start,
+            noise_threshold=self.config.noise_threshold,
+            device_times=device_times or None,
             clock=getattr(self.clock, "__qualname__", "clock"),
         )
 

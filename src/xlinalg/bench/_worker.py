@@ -6,10 +6,26 @@ settings (JAX's 64-bit mode, thread pools, CUDA context, allocator), and a cell
 that hangs in a C call or is killed by the out-of-memory killer takes only its
 worker down — the runner records the cell and starts a new worker.
 
-Protocol: newline-delimited JSON. Requests arrive on stdin
-(``{"op": "run", "cell": {...}}`` or ``{"op": "exit"}``); replies go to the
-file descriptor given by ``--fd`` (``{"event": "hello", ...}`` once, then
-``{"event": "result", "record": {...}}`` per request, or ``{"event": "fatal"}``).
+Protocol: newline-delimited JSON. Requests arrive on stdin, replies go to the
+file descriptor given by ``--fd``:
+
+- once at start: ``{"event": "hello", "state": {...}}`` (or ``{"event": "fatal"}``);
+- ``{"op": "selfcheck"}`` -> ``{"event": "selfcheck", "result": {...}}``: the
+  fence self-check (:func:`._selfcheck.fence_selfcheck`) in this worker;
+- ``{"op": "run", "cell": {...}}`` -> ``{"event": "result", "record": {...}}``:
+  the whole cell, timed by the worker alone;
+- ``{"op": "begin", "cell": {...}}``: the side-by-side protocol, where the
+  runner decides when each sample is taken. The worker prepares the cell
+  (inputs, first call, warm-up, calibration) and answers
+  ``{"event": "ready", "number": n, "first_call_s": ...}``; then each
+  ``{"op": "sample"}`` takes ``blocks_per_round`` samples back to back and answers
+  ``{"event": "samples", "times": [per-call s], "number": n, "wall_s", "cpu_s"}``
+  (``cpu_s``: the process's CPU time over them, all threads; the fastest is the
+  round's value in the cell's statistics); ``{"op":
+  "finish"}`` ends the cell (check, memory) and answers with its record.
+  A cell that is skipped or fails answers ``{"event": "result"}`` at once,
+  whatever was asked;
+- ``{"op": "exit"}``.
 The worker's own stdout is redirected to stderr so that a library printing
 something cannot corrupt the channel. Nothing but JSON crosses it.
 
@@ -23,6 +39,7 @@ import json
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 __all__ = ["main"]
@@ -50,6 +67,52 @@ def _send(fd: int, obj: dict[str, Any]) -> None:
     while view:
         n = os.write(fd, view)
         view = view[n:]
+
+
+def _read() -> dict[str, Any] | None:
+    """The next request from stdin (None at end of input)."""
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            return None
+        if line.strip():
+            req = json.loads(line)
+            return req if isinstance(req, dict) else {}
+
+
+def _remote_sampler(fd: int) -> Any:
+    """A sampler for :func:`execute_cell`: the runner asks for each sample."""
+
+    def sampler(timer: Any) -> Any:
+        prep = timer.prepare()
+        _send(fd, {"event": "ready", "number": prep.number, "first_call_s": prep.first_call_s})
+        times: list[float] = []
+        dev: list[float] = []
+        while True:
+            req = _read()
+            op = None if req is None else req.get("op")
+            if op != "sample":
+                if op == "exit" or req is None:
+                    raise SystemExit(0)
+                break  # "finish"
+            k = max(1, int(getattr(timer.config, "blocks_per_round", 1)))
+            w0, c0 = time.perf_counter(), time.process_time()
+            got = [timer.sample(prep.number) for _ in range(k)]
+            wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+            best = min(range(k), key=lambda i: got[i][0])  # the round's value: its fastest block
+            times.append(got[best][0])
+            if got[best][1] is not None:
+                dev.append(got[best][1])
+            _send(fd, {"event": "samples", "times": [t for t, _ in got], "number": prep.number,
+                       "wall_s": wall, "cpu_s": cpu})
+        if not times:  # finished before any round: one sample so the record has a time
+            t, d = timer.sample(prep.number)
+            times.append(t)
+            if d is not None:
+                dev.append(d)
+        return timer.measurement(prep, times, dev or None)
+
+    return sampler
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,14 +160,25 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     _send(fd, {"event": "hello", "pid": os.getpid(), "state": state})
 
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        req = json.loads(line)
-        if req.get("op") == "exit":
+    while True:
+        req = _read()
+        if req is None or req.get("op") == "exit":
             break
-        if req.get("op") == "run":
+        op = req.get("op")
+        if op == "selfcheck":
+            from ._selfcheck import fence_selfcheck
+
+            try:
+                res = fence_selfcheck(args.backend, configure=False, state=state)
+            except Exception as exc:
+                res = {"backend": args.backend, "ok": False,
+                       "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
+            _send(fd, {"event": "selfcheck", "result": res})
+        elif op == "run":
             rec = execute_cell(req["cell"], backend_state=state)
+            _send(fd, {"event": "result", "record": rec})
+        elif op == "begin":
+            rec = execute_cell(req["cell"], backend_state=state, sampler=_remote_sampler(fd))
             _send(fd, {"event": "result", "record": rec})
     return 0
 

@@ -1,0 +1,438 @@
+"""One cell measured on every backend side by side, in rotated rounds.
+
+A *group* is one (case, size, dtype) on every selected backend. Each backend
+has its own client (in a run: a worker process, :class:`._workerproc.WorkerClient`).
+The group is measured as follows:
+
+1. **begin** — every client prepares its cell: inputs, reference, first call,
+   warm-up and the calibration of the calls per sample (``number``); it answers
+   "ready" (or at once with a record when the cell is skipped or fails).
+2. **rounds** — round ``r`` visits the ready backends in the order
+   :func:`._stats.rotation` gives (A B C, B C A, C A B, ...); a visit is
+   ``blocks_per_round`` samples back to back (each a block of ``number`` calls
+   closed by the fence) and returns their per-call times with the worker's wall
+   and CPU time. The round's value is the fastest block: a block the
+   scheduler interrupted only ever takes longer. The load average is read
+   between rounds.
+3. **stop** — after at least ``min_samples`` rounds and ``min_run_time`` of
+   samples per backend, as soon as every pair's ratio interval is tighter
+   than ``precision``, or when the time budget
+   (``max_run_time`` per backend) is spent, or at ``max_samples`` rounds.
+4. **finish** — every client checks its result and measures memory, and
+   returns its record (whose ``time`` is the statistics of its round samples).
+
+A client that passes the time limit or dies is recorded as failed (its kind:
+``timeout`` or ``crash``) and leaves the rounds; the others go on.
+
+:func:`measure_group` takes the clients, the clock and the load reader as
+arguments, so the tests drive it with fakes and a synthetic clock.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ._stats import (
+    DEFAULT_LEVEL,
+    DEFAULT_MARGIN,
+    all_pairs,
+    effective_cores,
+    precise_enough,
+    rotation,
+    verdict,
+)
+from ._timer import TimerConfig
+from ._workerproc import ClientFailure, Pool, WorkerClient, failed_record
+
+__all__ = [
+    "ClientFailure",
+    "GroupResult",
+    "Peaks",
+    "measure_group",
+    "parallelism_note",
+    "run_side_by_side",
+]
+
+#: Effective cores differing by more than this factor between backends: the
+#: verdict says the libraries did not use the same parallelism.
+PARALLELISM_FACTOR = 1.4
+
+
+class Client(Protocol):
+    """One backend's side of a group (a worker process, or a fake in the tests).
+
+    Each call returns the worker's reply: ``{"event": "ready", "number": ...}``
+    from :meth:`begin`, ``{"event": "samples", "times": [...], "wall_s", "cpu_s"}``
+    from :meth:`sample`, ``{"event": "result", "record": {...}}`` from
+    :meth:`finish` — and from any of them when the cell ended early (skipped,
+    failed). They raise :class:`ClientFailure` on a time-out or a dead worker.
+    """
+
+    def begin(self, cell: dict[str, Any], timeout: float | None) -> dict[str, Any]: ...
+
+    def sample(self, timeout: float | None) -> dict[str, Any]: ...
+
+    def finish(self, timeout: float | None) -> dict[str, Any]: ...
+
+
+FailedRecord = Callable[[dict[str, Any], str, str, float], dict[str, Any]]
+
+
+@dataclass
+class GroupResult:
+    """The records of a group (one per backend, in the group's order) and how it ran."""
+
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rounds: dict[str, list[float | None]] = field(default_factory=dict)
+    blocks: dict[str, list[list[float]]] = field(default_factory=dict)
+    orders: list[list[str]] = field(default_factory=list)
+    stop: str = ""
+    elapsed_s: float = 0.0
+
+
+def _loadavg() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - not POSIX
+        return None
+
+
+def parallelism_note(cores: Mapping[str, float | None]) -> str | None:
+    """A sentence when the backends kept different numbers of cores busy, else None."""
+    known = {b: c for b, c in cores.items() if c is not None and c > 0}
+    if len(known) < 2:
+        return None
+    lo, hi = min(known.values()), max(known.values())
+    if hi / lo <= PARALLELISM_FACTOR:
+        return None
+    parts = ", ".join(f"{b} {c:.1f}" for b, c in known.items())
+    return (f"not the same parallelism: effective cores {parts} (a library using more cores "
+            "wins by parallelism, and loses more when the machine is loaded)")
+
+
+def measure_group(
+    cells: Mapping[str, dict[str, Any]],
+    clients: Mapping[str, Client],
+    *,
+    timer: TimerConfig,
+    failed_record: FailedRecord,
+    time_limit: float | None = None,
+    precision: float = 0.03,
+    margin: float = DEFAULT_MARGIN,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+    clock: Callable[[], float] = time.perf_counter,
+    loadavg: Callable[[], float | None] = _loadavg,
+) -> GroupResult:
+    """Measure one group side by side; return every backend's record, annotated.
+
+    Parameters
+    ----------
+    cells : mapping backend -> cell
+        The group's cells (from :func:`._cell.make_cell`), in the group's order.
+    clients : mapping backend -> Client
+    timer : TimerConfig
+        ``min_samples``/``max_samples`` bound the rounds, ``min_run_time`` is
+        the sampled time each backend needs at least, ``max_run_time`` per
+        backend is the group's time budget.
+    failed_record : callable
+        ``failed_record(cell, kind, message, wall_s)``: the record of a cell whose
+        client failed.
+    time_limit : float, optional
+        Seconds each backend may spend on the cell, all its requests together.
+    precision : float
+        Stop once every pair's interval has a relative half-width below this.
+    margin, level, seed
+        Of the verdict and the intervals (:func:`._stats.verdict`).
+    clock, loadavg
+        Injectable for the tests.
+    """
+    names = list(cells)
+    res = GroupResult()
+    spent = dict.fromkeys(names, 0.0)
+    sampled = dict.fromkeys(names, 0.0)
+    wall = dict.fromkeys(names, 0.0)
+    cpu = dict.fromkeys(names, 0.0)
+    t_group = clock()
+
+    def remaining(b: str) -> float | None:
+        return None if time_limit is None else time_limit - spent[b]
+
+    def call(b: str, what: str) -> dict[str, Any] | None:
+        """One request; None when the backend is done (its record is in res.records)."""
+        left = remaining(b)
+        t0 = clock()
+        try:
+            if left is not None and left <= 0:
+                raise ClientFailure("timeout", f"cell ran past the time limit of {time_limit:g} s")
+            client = clients[b]
+            reply = (client.begin(cells[b], left) if what == "begin"
+                     else client.sample(left) if what == "sample" else client.finish(left))
+        except ClientFailure as exc:
+            spent[b] += clock() - t0
+            res.records[b] = failed_record(cells[b], exc.kind, exc.message, spent[b])
+            return None
+        spent[b] += clock() - t0
+        if reply.get("event") == "result":
+            res.records[b] = reply["record"]
+            return None
+        return reply
+
+    active = [b for b in rotation(names, 0) if call(b, "begin") is not None]
+    active = [b for b in names if b in active]
+    rounds: dict[str, list[float | None]] = {b: [] for b in active}
+    blocks: dict[str, list[list[float]]] = {b: [] for b in active}
+    loads: list[float] = []
+    t_rounds = clock()
+    r = 0
+    while active:
+        load = loadavg()
+        if load is not None:
+            loads.append(load)
+        order = [b for b in rotation(names, r) if b in active]
+        res.orders.append(order)
+        seen = set()
+        for b in order:
+            reply = call(b, "sample")
+            if reply is None:
+                active.remove(b)
+                continue
+            times = [float(t) for t in reply.get("times") or []]
+            blocks[b].append(times)
+            rounds[b].append(min(times) if times else None)  # interrupted blocks only grow
+            sampled[b] += sum(times) * int(reply.get("number") or 1)
+            wall[b] += float(reply.get("wall_s") or 0.0)
+            cpu[b] += float(reply.get("cpu_s") or 0.0)
+            seen.add(b)
+        for b in rounds:
+            if b not in seen:
+                rounds[b].append(None)
+        r += 1
+        if not active:
+            res.stop = "every backend ended"
+            break
+        if r >= timer.max_samples:
+            res.stop = "max rounds"
+            break
+        if r >= timer.min_samples and all(sampled[b] >= timer.min_run_time for b in active):
+            if len(active) < 2:
+                res.stop = "min rounds (one backend)"
+                break
+            pairs = all_pairs({b: rounds[b] for b in active}, level=level, seed=seed)
+            if precise_enough(pairs, precision=precision):
+                res.stop = "precision reached"
+                break
+        if r >= timer.hard_min_samples and \
+                clock() - t_rounds >= timer.max_run_time * max(1, len(active)):
+            res.stop = "time budget spent"
+            break
+    for b in list(active):
+        call(b, "finish")
+    load = loadavg()
+    if load is not None:
+        loads.append(load)
+    res.rounds = rounds
+    res.blocks = blocks
+    res.elapsed_s = clock() - t_group
+    _annotate(res, names, wall, cpu, loads, margin=margin, level=level, seed=seed)
+    return res
+
+
+def _annotate(res: GroupResult, names: Sequence[str], wall: Mapping[str, float],
+              cpu: Mapping[str, float], loads: list[float], *, margin: float, level: float,
+              seed: int) -> None:
+    """Add ``side_by_side``, ``ratios`` and ``verdict`` to every record of the group."""
+    good = {b: res.rounds[b] for b in res.rounds
+            if res.records.get(b, {}).get("status") in ("ok", "unchecked")}
+    v = verdict(good, margin=margin, level=level, seed=seed)
+    cores = {b: effective_cores(cpu[b], wall[b]) for b in res.rounds}
+    note = parallelism_note({b: cores[b] for b in good})
+    v["effective_cores"] = {b: cores[b] for b in good}
+    v["parallelism_note"] = note
+    excluded = [b for b in res.rounds if b not in good]
+    if excluded:
+        v["excluded"] = {b: res.records.get(b, {}).get("status") for b in excluded}
+    pairs = all_pairs(good, level=level, seed=seed)
+    load = ({"min": min(loads), "max": max(loads), "mean": sum(loads) / len(loads),
+             "samples": len(loads)} if loads else None)
+    for b in names:
+        rec = res.records.get(b)
+        if rec is None:
+            continue
+        if b in res.rounds:
+            rec["side_by_side"] = {
+                "backends": list(names),
+                "rounds": len(res.orders),
+                "order": res.orders,
+                "round_s": res.rounds[b],
+                "block_s": res.blocks.get(b, []),
+                "stop": res.stop,
+                "group_elapsed_s": res.elapsed_s,
+                "wall_s": wall[b],
+                "cpu_s": cpu[b],
+                "effective_cores": cores[b],
+                "load_avg_1min": load,
+            }
+            rec["ratios"] = {o: pairs[(b, o)] for o in good if (b, o) in pairs}
+        rec["verdict"] = v
+
+
+# ---------------------------------------------------------------------- the run
+def _processor(backend: str) -> str:
+    return "gpu" if backend in ("torch-cuda", "jax-gpu", "cupy") else "cpu"
+
+
+class Peaks:
+    """This run's calibrated peaks (best ``calib_gemm`` GFLOP/s and ``calib_stream``
+    GB/s per processor and dtype), and the marking of rates above them."""
+
+    def __init__(self) -> None:
+        self.gflops: dict[tuple[str, str], float] = {}
+        self.gbs: dict[tuple[str, str], float] = {}
+
+    def learn(self, rec: dict[str, Any]) -> None:
+        thr = rec.get("throughput") or {}
+        if rec.get("status") not in ("ok", "unchecked"):
+            return
+        k = (_processor(str(rec.get("backend"))), str(rec.get("dtype")))
+        for case, key, table in (("calib_gemm", "gflops", self.gflops),
+                                 ("calib_stream", "gbs", self.gbs)):
+            v = thr.get(key)
+            if rec.get("case") == case and isinstance(v, (int, float)) and v > 0:
+                table[k] = max(table.get(k, 0.0), float(v))
+
+    def mark(self, rec: dict[str, Any]) -> None:
+        """``throughput.above_peak`` (and ``cache_resident`` for bytes) when a rate
+        exceeds the calibrated peak: such a rate is never the machine's best."""
+        thr = rec.get("throughput")
+        if not isinstance(thr, dict) or str(rec.get("case", "")).startswith("calib_"):
+            return
+        k = (_processor(str(rec.get("backend"))), str(rec.get("dtype")))
+        above = {}
+        for key, table in (("gflops", self.gflops), ("gbs", self.gbs)):
+            v, peak = thr.get(key), table.get(k)
+            if isinstance(v, (int, float)) and peak and v > peak:
+                above[key] = {"rate": float(v), "peak": peak}
+        if above:
+            thr["above_peak"] = above
+        if "gbs" in above:
+            thr["cache_resident"] = True
+
+
+def _groups(cells: Sequence[dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:
+    """Cells grouped by (case, dtype, size), in plan order; backend -> cell."""
+    out: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+    for c in cells:
+        out.setdefault((c["case"], c["dtype"], c["size_label"]), {})[c["backend"]] = c
+    return list(out.values())
+
+
+def _recheck_cell(cell: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any]:
+    """A short remeasurement of `cell` at the calls per sample it used (no check, no memory)."""
+    t = dict(cell.get("timer") or {})
+    t.update(number=(rec.get("time") or {}).get("number") or t.get("number"),
+             warmup_time=min(float(t.get("warmup_time", 0.02)), 0.02),
+             min_samples=3, max_samples=3, hard_min_samples=3, min_run_time=0.0)
+    return {**cell, "timer": t, "check": False, "memory": False}
+
+
+def _median_s(rec: dict[str, Any] | None) -> float | None:
+    v = ((rec or {}).get("time") or {}).get("median_s")
+    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+
+
+def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progress: Any,
+                     write_header: Callable[[dict[str, Any]], None], *,
+                     emit: Callable[[dict[str, Any], int, int], None]) -> None:
+    """The isolated run: workers, self-check, groups side by side, recheck, stalls.
+
+    `write_header(selfcheck)` writes the results file's header once the fence
+    self-check has run in every worker; `emit(record, index, total)` appends a
+    finished record.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from ._stats import classify_stall, stall_factor
+
+    timer = config.timer_config()
+    opts = dict(timer=timer, failed_record=failed_record, time_limit=config.time_limit,
+                precision=timer.precision, margin=config.margin, seed=config.seed)
+    peaks = Peaks()
+    if store.previous is not None:  # resuming: the peaks measured before
+        for r in store.previous.latest().values():
+            peaks.learn(r)
+    total = len(todo)
+    done = 0
+
+    with tempfile.TemporaryDirectory(prefix="xlinalg-bench-") as tmp:
+        pool = Pool(config, Path(tmp))
+        try:
+            write_header(pool.selfcheck() if todo else {})
+
+            def measure(group: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+                out: dict[str, dict[str, Any]] = {}
+                live = {}
+                for b, cell in group.items():
+                    if pool.ensure(b):
+                        live[b] = cell
+                    else:
+                        out[b] = failed_record(cell, "crash", pool.broken[b], 0.0)
+                if live:
+                    res = measure_group(live, {b: WorkerClient(pool, b) for b in live}, **opts)
+                    out.update(res.records)
+                return {b: out[b] for b in group if b in out}
+
+            def append(rec: dict[str, Any]) -> None:
+                nonlocal done
+                peaks.learn(rec)
+                peaks.mark(rec)
+                emit(rec, done, total)
+                done += 1
+
+            measured = []
+            for group in _groups(todo):
+                if progress:
+                    for cell in group.values():
+                        progress("start", cell, done, total)
+                recs = measure(group)
+                for rec in recs.values():
+                    append(rec)
+                measured.append((group, recs))
+
+            if not config.recheck:
+                return
+            for group, recs in measured:
+                ok = {b: r for b, r in recs.items() if _median_s(r) is not None
+                      and r.get("status") in ("ok", "unchecked", "wrong")}
+                if not ok:
+                    continue
+                again = measure({b: _recheck_cell(group[b], ok[b]) for b in ok})
+                checked = {b: _median_s(again.get(b)) for b in ok}
+                factors = {b: stall_factor(_median_s(ok[b]), checked[b]) for b in ok}
+                off = [b for b, f in factors.items() if f is not None and f > config.stall_factor]
+                if not off:
+                    continue
+                if progress:
+                    for cell in group.values():
+                        progress("start", cell, done, total)
+                new = measure(group)  # the whole group again: its ratios stay paired
+                for b, rec in new.items():
+                    first, rc, now = _median_s(ok.get(b)), checked.get(b), _median_s(rec)
+                    rec["stall"] = {
+                        "first_median_s": first,
+                        "recheck_median_s": rc,
+                        "remeasured_median_s": now,
+                        "group_off": off,
+                        **classify_stall(first, rc, now, threshold=config.stall_factor),
+                    }
+                    append(rec)
+        except BaseException:  # Ctrl-C, SIGTERM: do not wait for the cells in flight
+            pool.close(kill=True)
+            raise
+        else:
+            pool.close()

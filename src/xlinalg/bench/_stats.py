@@ -1,0 +1,269 @@
+"""Statistics of side-by-side measurements: rotation, paired ratios with intervals,
+verdicts, stopping, stalls.
+
+Everything here is pure (numbers in, numbers out, no clock, no process), so the
+tests drive it with synthetic data.
+
+- :func:`rotation`: the order of the backends in round ``r`` (A B C, B C A, C A B, ...):
+  each backend is first, middle and last equally often, so drift and neighbours
+  hit every backend alike.
+- :func:`paired_ratio`: the ratio of two backends' times from the rounds they
+  shared: the median of the per-round ratios, and a percentile bootstrap
+  interval of that median (seeded: the same data give the same interval).
+- :func:`verdict`: the fastest backend is named only when the interval of its
+  ratio to *every* other backend clears the margin; otherwise "tie within noise".
+- :func:`precise_enough`: the stopping rule (nvbench's noise-driven stopping,
+  applied to the ratios): every pair's interval is narrower than the target.
+- :func:`stall_factor`, :func:`classify_stall`: how far a cell's median is from
+  its own recheck, and what a remeasurement says about it.
+- :func:`ratio_interval`: the unpaired interval of ``median(new)/median(old)``
+  (``xlinalg compare``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_LEVEL",
+    "DEFAULT_MARGIN",
+    "N_BOOT",
+    "all_pairs",
+    "classify_stall",
+    "effective_cores",
+    "half_width",
+    "paired_ratio",
+    "precise_enough",
+    "ratio_interval",
+    "rotation",
+    "stall_factor",
+    "verdict",
+]
+
+#: Confidence level of every interval.
+DEFAULT_LEVEL = 0.95
+#: A backend is named fastest only when it is at least this much faster over the
+#: whole interval (1.05: 5 %).
+DEFAULT_MARGIN = 1.05
+#: Bootstrap resamples.
+N_BOOT = 2000
+
+
+def rotation(backends: Sequence[str], round_index: int) -> list[str]:
+    """The order of `backends` in round `round_index` (0-based): rotated left by it."""
+    n = len(backends)
+    if n == 0:
+        return []
+    k = round_index % n
+    return list(backends[k:]) + list(backends[:k])
+
+
+def _finite_positive(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+def _boot_median(values: np.ndarray, *, seed: int, n_boot: int) -> np.ndarray:
+    """Medians of `n_boot` resamples (with replacement) of `values`."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(values), size=(n_boot, len(values)))
+    return np.median(values[idx], axis=1)
+
+
+def paired_ratio(
+    a: Sequence[float | None],
+    b: Sequence[float | None],
+    *,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+    n_boot: int = N_BOOT,
+) -> dict[str, Any] | None:
+    """``a / b`` from paired rounds: ``a[i]`` and ``b[i]`` were measured in the same round.
+
+    Rounds where either value is missing (``None``, non-positive, non-finite) are
+    left out. The ratio is the median of the per-round ratios (computed on the log
+    scale, so ``paired_ratio(a, b)`` is exactly the inverse of ``paired_ratio(b, a)``);
+    the interval is the percentile bootstrap of that median at `level`.
+
+    Returns
+    -------
+    dict or None
+        ``{"ratio", "lo", "hi", "rounds", "level"}``; None with fewer than 2 shared rounds.
+    """
+    logs = [math.log(x / y) for x, y in zip(a, b) if _finite_positive(x) and _finite_positive(y)]
+    if len(logs) < 2:
+        return None
+    v = np.asarray(logs)
+    meds = _boot_median(v, seed=seed, n_boot=n_boot)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(meds, [alpha, 1.0 - alpha])
+    return {
+        "ratio": math.exp(float(np.median(v))),
+        "lo": math.exp(float(lo)),
+        "hi": math.exp(float(hi)),
+        "rounds": len(logs),
+        "level": level,
+    }
+
+
+def all_pairs(
+    rounds: Mapping[str, Sequence[float | None]], *, level: float = DEFAULT_LEVEL, seed: int = 0,
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """:func:`paired_ratio` of every ordered pair of backends (``(a, b)``: a's time over b's)."""
+    names = list(rounds)
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for i, x in enumerate(names):
+        for y in names[i + 1:]:
+            r = paired_ratio(rounds[x], rounds[y], level=level, seed=seed)
+            if r is None:
+                continue
+            out[(x, y)] = r
+            out[(y, x)] = {**r, "ratio": 1.0 / r["ratio"], "lo": 1.0 / r["hi"],
+                           "hi": 1.0 / r["lo"]}
+    return out
+
+
+def verdict(
+    rounds: Mapping[str, Sequence[float | None]],
+    *,
+    margin: float = DEFAULT_MARGIN,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Which backend is fastest, if the rounds say so beyond the noise.
+
+    The candidate is the backend with the smallest median round time. It is
+    named (``"fastest"``) only when, for every other backend, the interval of
+    ``other / candidate`` lies entirely at or above `margin`. Otherwise the
+    verdict is a tie, and ``"tie"`` lists the backends that the candidate
+    does not clear.
+
+    Returns
+    -------
+    dict
+        ``{"fastest": name or None, "tie": [names], "text": str, "margin",
+        "level", "speedup": {"over", "ratio", "lo", "hi"} or None}`` where
+        speedup is against the second fastest.
+    """
+    med = {}
+    for name, vals in rounds.items():
+        ok = [v for v in vals if _finite_positive(v)]
+        if ok:
+            med[name] = float(np.median(ok))
+    base: dict[str, Any] = {"fastest": None, "tie": [], "margin": margin, "level": level,
+                            "speedup": None}
+    if len(med) < 2:
+        only = next(iter(med), None)
+        base["text"] = (f"only {only} ran" if only else "no backend ran")
+        return base
+    order = sorted(med, key=lambda n: med[n])
+    cand, second = order[0], order[1]
+    pairs = all_pairs({n: rounds[n] for n in order}, level=level, seed=seed)
+    not_cleared = []
+    for other in order[1:]:
+        r = pairs.get((other, cand))
+        if r is None or r["lo"] < margin:
+            not_cleared.append(other)
+    sp = pairs.get((second, cand))
+    if sp is not None:
+        base["speedup"] = {"over": second, "ratio": sp["ratio"], "lo": sp["lo"], "hi": sp["hi"]}
+    if not_cleared:
+        base["tie"] = [cand, *not_cleared]
+        base["text"] = (f"tie within noise: {', '.join(base['tie'])} (intervals within "
+                        f"{margin:.2f}x)")
+        return base
+    base["fastest"] = cand
+    assert sp is not None
+    base["text"] = (f"{cand} fastest: {sp['ratio']:.2f}x [{sp['lo']:.2f}, {sp['hi']:.2f}] "
+                    f"over {second}")
+    return base
+
+
+def precise_enough(
+    pairs: Mapping[tuple[str, str], Mapping[str, Any]], *, precision: float,
+) -> bool:
+    """The stopping rule: every pair's interval is narrower than ``±precision``
+    (relative half-width ``sqrt(hi/lo) - 1``), decided pairs included (a ratio
+    that is surely above the margin but only known within ±50 % would not be
+    the same in the next run)."""
+    return all(half_width(r) <= precision for r in pairs.values())
+
+
+def half_width(r: Mapping[str, Any]) -> float:
+    """Relative half-width ``sqrt(hi/lo) - 1`` of an interval."""
+    return math.sqrt(r["hi"] / r["lo"]) - 1.0
+
+
+def stall_factor(main: float | None, recheck: float | None) -> float | None:
+    """``max(main/recheck, recheck/main)``: how far a cell is off its recheck (None if unknown)."""
+    if not (_finite_positive(main) and _finite_positive(recheck)):
+        return None
+    assert main is not None
+    assert recheck is not None
+    return max(main / recheck, recheck / main)
+
+
+def classify_stall(first: float | None, recheck: float | None, again: float | None, *,
+                   threshold: float) -> dict[str, Any]:
+    """What three measurements of a cell say about a stall.
+
+    `first` is the cell's median, `recheck` its short recheck at the end of the
+    run, `again` the full remeasurement done because the two disagreed by more
+    than `threshold`. The cell is *stalled* (flagged) when the remeasurement
+    agrees with neither: no two of the three measurements agree. When it agrees
+    with the recheck, the first measurement was the stall (``"healed"``, the
+    remeasurement stands); when it agrees with the first, the recheck was
+    (``"recheck was off"``).
+    """
+    f_first = stall_factor(first, recheck)
+    to_recheck = stall_factor(again, recheck)
+    to_first = stall_factor(again, first)
+    if f_first is None or f_first <= threshold:
+        how, stalled = "agrees with its recheck", False
+    elif to_recheck is not None and to_recheck <= threshold:
+        how, stalled = ("healed: the first measurement was off, the remeasurement agrees "
+                        "with the recheck"), False
+    elif to_first is not None and to_first <= threshold:
+        how, stalled = "recheck was off: the remeasurement agrees with the first", False
+    else:
+        how, stalled = "still stalled: the remeasurement agrees with neither", True
+    return {"factor": f_first, "stalled": stalled, "how": how, "threshold": threshold}
+
+
+def effective_cores(cpu_s: float | None, wall_s: float | None) -> float | None:
+    """Process CPU seconds over wall seconds: the cores the process kept busy."""
+    if not (_finite_positive(wall_s) and isinstance(cpu_s, (int, float))):
+        return None
+    assert wall_s is not None
+    assert cpu_s is not None
+    return max(0.0, float(cpu_s)) / wall_s
+
+
+def ratio_interval(
+    old: Sequence[float], new: Sequence[float], *, level: float = DEFAULT_LEVEL, seed: int = 0,
+    n_boot: int = N_BOOT,
+) -> dict[str, Any] | None:
+    """``median(new) / median(old)`` with a bootstrap interval (independent samples).
+
+    Returns ``{"ratio", "lo", "hi", "se_log", "level"}`` (``se_log``: the bootstrap
+    standard error of the log ratio), or None with fewer than 2 samples on a side.
+    """
+    o = np.asarray([x for x in old if _finite_positive(x)], dtype=float)
+    n = np.asarray([x for x in new if _finite_positive(x)], dtype=float)
+    if len(o) < 2 or len(n) < 2:
+        return None
+    mo = _boot_median(o, seed=seed, n_boot=n_boot)
+    mn = _boot_median(n, seed=seed + 1, n_boot=n_boot)
+    logs = np.log(mn) - np.log(mo)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(logs, [alpha, 1.0 - alpha])
+    return {
+        "ratio": float(np.median(n) / np.median(o)),
+        "lo": math.exp(float(lo)),
+        "hi": math.exp(float(hi)),
+        "se_log": float(np.std(logs)),
+        "level": level,
+    }

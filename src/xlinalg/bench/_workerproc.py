@@ -1,0 +1,337 @@
+"""The runner's side of the worker processes: start, talk to, time out and kill them.
+
+:class:`Worker` is one worker process (:mod:`._worker` is the other side);
+:class:`Pool` keeps one live worker per backend for a whole run and restarts
+one after a failure; :class:`WorkerClient` speaks the side-by-side protocol
+(begin, sample, finish) to one backend's worker for
+:func:`._sidebyside.measure_group`, turning a time-out or a dead worker into
+:class:`._sidebyside.ClientFailure`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ._cases import format_size, get_case
+
+__all__ = ["ClientFailure", "Pool", "Worker", "WorkerClient", "WorkerError", "failed_record"]
+
+
+class ClientFailure(Exception):
+    """A client passed the time limit (``kind="timeout"``) or died (``"crash"``)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class WorkerError(RuntimeError):
+    """A worker could not start, or died."""
+
+
+class _CellTimeout(Exception):
+    pass
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except (ValueError, AttributeError):
+        return f"signal {-code}"
+
+
+class Worker:
+    """A worker process timing cells of one backend (see :mod:`._worker`)."""
+
+    def __init__(self, backend: str, config: Any, log_dir: Path) -> None:
+        self.backend = backend
+        self.config = config
+        self.log_dir = log_dir
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.rfd: int | None = None
+        self.buf = b""
+        self.state: dict[str, Any] = {}
+        self.log_path = log_dir / f"worker-{backend}-{time.monotonic_ns()}.log"
+
+    def _env(self) -> dict[str, str]:
+        env = os.environ.copy()
+        src = str(Path(__file__).resolve().parents[2])  # the directory holding `xlinalg`
+        env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        n = self.config.threads
+        if n is not None:
+            for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+                env[var] = str(n)
+        if self.backend == "jax-cpu":
+            env.setdefault("JAX_PLATFORMS", "cpu")
+            if n == 1:
+                flags = env.get("XLA_FLAGS", "")
+                flags += " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+                env["XLA_FLAGS"] = flags.strip()
+        if self.backend == "jax-gpu":
+            # all workers are alive at once: JAX must not take 75 % of the GPU up front
+            env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        if self.backend == "cupy":
+            env["CUPY_TF32"] = "1" if self.config.allow_tf32 else "0"
+        return env
+
+    def start(self, timeout: float) -> None:
+        r, w = os.pipe()
+        cmd = [sys.executable, "-m", "xlinalg.bench._worker", "--backend", self.backend,
+               "--fd", str(w), "--parent", str(os.getpid())]
+        if self.config.threads is not None:
+            cmd += ["--threads", str(self.config.threads)]
+        if self.config.allow_tf32:
+            cmd.append("--allow-tf32")
+        for f in self.config.case_files:
+            cmd += ["--case-file", str(Path(f).resolve())]
+        if self.config.memory_limit:
+            cmd += ["--memory-limit", str(int(self.config.memory_limit))]
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in kill()/close()
+        if self.config.threads is not None:
+            # Every backend alike: JAX's thread pool follows the CPU affinity (set in
+            # the worker before import) and has no other setting, so the others get
+            # the same N cores on top of their own thread settings.
+            cmd += ["--affinity", str(self.config.threads)]
+        try:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=self._log, stderr=self._log,
+                pass_fds=(w,), env=self._env(),
+            )
+        finally:
+            os.close(w)
+        self.rfd = r
+        msg = self._recv(timeout, starting=True)
+        if msg.get("event") == "fatal":
+            self.kill()
+            raise WorkerError(f"the {self.backend} worker could not start: {msg.get('error')}")
+        self.state = msg.get("state", {})
+
+    def _death_message(self) -> str:
+        assert self.proc is not None
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        tail = ""
+        try:
+            lines = self.log_path.read_text(errors="replace").strip().splitlines()
+            if lines:
+                tail = f"; last output: {lines[-1][:200]}"
+        except OSError:
+            pass
+        if code is not None and code < 0:
+            how = f"was killed by {_signal_name(code)}"
+            if code == -signal.SIGKILL:
+                how += " (the kernel's out-of-memory killer, if nothing else sent it)"
+        else:
+            how = f"exited with status {code}"
+        return f"the {self.backend} worker process {how}{tail}"
+
+    def _recv(self, timeout: float | None, *, starting: bool = False) -> dict[str, Any]:
+        assert self.rfd is not None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                if starting:
+                    self.kill()
+                    raise WorkerError(
+                        f"the {self.backend} worker did not start within {timeout:g} s"
+                    )
+                raise _CellTimeout
+            ready, _, _ = select.select([self.rfd], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(self.rfd, 1 << 16)
+            if not chunk:
+                msg = self._death_message()
+                self.kill()
+                raise WorkerError(msg)
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        try:
+            msg = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            self.kill()
+            raise WorkerError(f"the {self.backend} worker sent a garbled reply") from None
+        if not isinstance(msg, dict):
+            self.kill()
+            raise WorkerError(f"the {self.backend} worker sent an unexpected reply")
+        return msg
+
+    def run(self, cell: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        """The whole cell timed by the worker alone (the record)."""
+        return self.request({"op": "run", "cell": cell}, timeout)["record"]
+
+    def request(self, req: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        """Send one request, return the reply (see :mod:`._worker` for the protocol).
+
+        Raises ``_CellTimeout`` after `timeout` seconds and :class:`WorkerError`
+        when the worker is dead or answers garbage.
+        """
+        assert self.proc is not None
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(req) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            why = self._death_message()
+            self.kill()
+            raise WorkerError(why) from None
+        reply = self._recv(timeout)
+        if reply.get("event") == "result" and not isinstance(reply.get("record"), dict):
+            self.kill()
+            raise WorkerError(f"the {self.backend} worker sent a result without a record")
+        return reply
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
+            if self.proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    self.proc.stdin.close()
+        if self.rfd is not None:
+            os.close(self.rfd)
+            self.rfd = None
+        log = getattr(self, "_log", None)
+        if log is not None:
+            log.close()
+        self.proc = None
+
+    def close(self) -> None:
+        if self.alive:
+            assert self.proc is not None
+            assert self.proc.stdin is not None
+            try:
+                self.proc.stdin.write(b'{"op": "exit"}\n')
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+
+
+def failed_record(cell: dict[str, Any], kind: str, message: str, wall: float) -> dict[str, Any]:
+    case = get_case(cell["case"])
+    size = case.normalize(cell["size"])
+    return {
+        "key": cell["key"],
+        "case": cell["case"],
+        "backend": cell["backend"],
+        "dtype": cell["dtype"],
+        "size": cell["size"],
+        "size_label": format_size(size),
+        "params": case.params(size),
+        "case_doc": case.doc,
+        "status": "failed",
+        "error": {"kind": kind, "type": kind, "message": message[:500]},
+        "cell_wall_s": wall,
+    }
+
+
+class Pool:
+    """One live worker process per backend, restarted after a failure."""
+
+    def __init__(self, config: Any, log_dir: Any) -> None:
+        self.config = config
+        self.log_dir = log_dir
+        limit = config.time_limit
+        self.startup = max(120.0, 2 * limit) if limit else 600.0
+        self.workers: dict[str, Any] = {}
+        self.broken: dict[str, str] = {}  # backends whose worker cannot start, and why
+
+    def ensure(self, backend: str) -> bool:
+        """A live worker for `backend` (started if needed); False if it cannot start."""
+        if backend in self.broken:
+            return False
+        w = self.workers.get(backend)
+        if w is not None and w.alive:
+            return True
+        if w is not None:
+            w.kill()
+        w = Worker(backend, self.config, self.log_dir)
+        try:
+            w.start(self.startup)
+        except WorkerError as exc:
+            self.broken[backend] = str(exc)
+            self.workers.pop(backend, None)
+            return False
+        self.workers[backend] = w
+        return True
+
+    def kill(self, backend: str) -> None:
+        w = self.workers.pop(backend, None)
+        if w is not None:
+            w.kill()
+
+    def close(self, *, kill: bool = False) -> None:
+        for b in list(self.workers):
+            w = self.workers.pop(b)
+            w.kill() if kill else w.close()
+
+    def selfcheck(self) -> dict[str, Any]:
+        """The fence self-check in every backend's worker (the header's ``fence_selfcheck``)."""
+        out: dict[str, Any] = {}
+        for b in self.config.backends or ():
+            if not self.ensure(b):
+                out[b] = {"backend": b, "ok": False, "error": self.broken[b]}
+                continue
+            try:
+                reply = self.workers[b].request({"op": "selfcheck"}, self.startup)
+                out[b] = reply.get("result") or {"backend": b, "ok": False, "error": "no result"}
+            except (_CellTimeout, WorkerError) as exc:
+                self.kill(b)
+                out[b] = {"backend": b, "ok": False,
+                          "error": str(exc) or f"no answer within {self.startup:g} s"}
+        return out
+
+
+class WorkerClient:
+    """The side-by-side client (:class:`._sidebyside.Client`) of one backend over its
+    worker process."""
+
+    def __init__(self, pool: Pool, backend: str) -> None:
+        self.pool = pool
+        self.backend = backend
+
+    def _req(self, req: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        w = self.pool.workers.get(self.backend)
+        if w is None or not w.alive:
+            raise ClientFailure("crash", f"the {self.backend} worker is gone")
+        try:
+            return dict(w.request(req, timeout))
+        except _CellTimeout:
+            self.pool.kill(self.backend)
+            raise ClientFailure(
+                "timeout", f"cell ran past the time limit of {self.pool.config.time_limit:g} s; "
+                "its worker process was killed") from None
+        except WorkerError as exc:
+            self.pool.kill(self.backend)
+            raise ClientFailure("crash", str(exc)) from None
+
+    def begin(self, cell: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        return self._req({"op": "begin", "cell": cell}, timeout)
+
+    def sample(self, timeout: float | None) -> dict[str, Any]:
+        return self._req({"op": "sample"}, timeout)
+
+    def finish(self, timeout: float | None) -> dict[str, Any]:
+        return self._req({"op": "finish"}, timeout)

@@ -1,0 +1,431 @@
+"""Side-by-side measurement: rotation, paired intervals, the tie rule, the stopping
+rule, stall detection and compare's threshold, on synthetic clocks and data; one
+real run for the worker protocol, the recheck and equal thread footing."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xlinalg.bench import RunConfig, TimerConfig, read_results, run_benchmark
+from xlinalg.bench._compare import compare_records, header_differences
+from xlinalg.bench._sidebyside import ClientFailure, Peaks, measure_group, parallelism_note
+from xlinalg.bench._stats import (
+    classify_stall,
+    half_width,
+    paired_ratio,
+    precise_enough,
+    ratio_interval,
+    rotation,
+    stall_factor,
+    verdict,
+)
+
+
+# ---------------------------------------------------------------------- rotation
+def test_rotation_puts_every_backend_in_every_position_equally():
+    names = ["a", "b", "c"]
+    assert rotation(names, 0) == ["a", "b", "c"]
+    assert rotation(names, 1) == ["b", "c", "a"]
+    assert rotation(names, 2) == ["c", "a", "b"]
+    assert rotation(names, 3) == names
+    positions = Counter((b, rotation(names, r).index(b)) for r in range(9) for b in names)
+    assert set(positions.values()) == {3}  # each backend 3 times first, middle and last
+    assert rotation([], 4) == []
+
+
+# ---------------------------------------------------------------------- intervals
+def test_paired_ratio_cancels_drift_shared_by_the_round():
+    rng = np.random.default_rng(1)
+    load = np.exp(rng.uniform(0, math.log(10), 30))  # the machine slows up to 10x, per round
+    b = 1e-3 * load * (1 + 0.01 * rng.standard_normal(30))
+    a = 2e-3 * load * (1 + 0.01 * rng.standard_normal(30))
+    r = paired_ratio(list(a), list(b))
+    assert r is not None
+    assert r["lo"] <= 2.0 <= r["hi"]
+    assert half_width(r) < 0.02  # paired: the 10x drift cancels
+    # the same values unpaired: the drift dominates the interval
+    u = ratio_interval(list(b), list(a))
+    assert u is not None
+    assert u["hi"] / u["lo"] > 1.5
+    # seeded: the same data, the same interval; a/b is exactly the inverse of b/a
+    assert paired_ratio(list(a), list(b)) == r
+    inv = paired_ratio(list(b), list(a))
+    assert inv["ratio"] == pytest.approx(1 / r["ratio"])
+    assert inv["lo"] == pytest.approx(1 / r["hi"])
+    assert inv["hi"] == pytest.approx(1 / r["lo"])
+
+
+def test_paired_ratio_skips_missing_rounds():
+    assert paired_ratio([1.0, None, 2.0], [1.0, 1.0, None]) is None  # one shared round
+    r = paired_ratio([2.0, None, 2.0, 2.0], [1.0, 1.0, 1.0, 1.0])
+    assert r["rounds"] == 3
+    assert r["ratio"] == pytest.approx(2.0)
+    assert paired_ratio([1.0, float("nan"), -1.0, 1.0], [1.0, 1.0, 1.0, 1.0])["rounds"] == 2
+
+
+# ---------------------------------------------------------------------- tie rule
+def _noisy(rng, t, n=25, rel=0.02):
+    return list(t * (1 + rel * rng.standard_normal(n)))
+
+
+def test_verdict_names_the_fastest_only_beyond_the_margin():
+    rng = np.random.default_rng(2)
+    clear = verdict({"numpy": _noisy(rng, 1.0), "torch": _noisy(rng, 1.5),
+                     "jax": _noisy(rng, 2.0)}, margin=1.05)
+    assert clear["fastest"] == "numpy"
+    assert clear["speedup"]["over"] == "torch"
+    assert clear["speedup"]["lo"] > 1.05
+    assert "numpy fastest" in clear["text"]
+    # 3 % apart: inside the 5 % margin -> a tie, however many rounds
+    close = verdict({"numpy": _noisy(rng, 1.0, 200, 0.001), "torch": _noisy(rng, 1.03, 200, 0.001),
+                     "jax": _noisy(rng, 2.0)}, margin=1.05)
+    assert close["fastest"] is None
+    assert close["tie"] == ["numpy", "torch"]
+    assert close["text"].startswith("tie within noise")
+    # 20 % apart but very noisy: the interval reaches below the margin -> a tie
+    wide = verdict({"a": _noisy(rng, 1.0, 5, 0.5), "b": _noisy(rng, 1.2, 5, 0.5)}, margin=1.05)
+    assert wide["fastest"] is None
+    # a larger margin turns a clear verdict into a tie
+    assert verdict({"a": _noisy(rng, 1.0), "b": _noisy(rng, 1.3)}, margin=1.5)["fastest"] is None
+    assert verdict({"a": [1.0, 1.0]})["text"] == "only a ran"
+
+
+def test_stopping_rule_needs_every_pair_tight():
+    tight = {("a", "b"): {"lo": 0.99, "hi": 1.01}, ("b", "a"): {"lo": 0.99, "hi": 1.01}}
+    assert precise_enough(tight, precision=0.03)
+    wide = {**tight, ("a", "c"): {"lo": 2.0, "hi": 8.0}}  # decided, but not known well
+    assert not precise_enough(wide, precision=0.03)
+
+
+# ---------------------------------------------------------------------- measure_group
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class FakeClient:
+    """A backend whose samples cost `cost(round)` seconds of synthetic time."""
+
+    def __init__(self, name, clock, cost, *, cores=1.0, fail_at=None, skip=False, log=None):
+        self.name, self.clock, self.cost, self.cores = name, clock, cost, cores
+        self.fail_at, self.skip, self.log = fail_at, skip, log if log is not None else []
+        self.n = 0
+
+    def _rec(self, status="ok"):
+        return {"key": self.name, "backend": self.name, "status": status,
+                "time": {"median_s": 1.0}}
+
+    def begin(self, cell, timeout):
+        self.clock.t += 0.01
+        if self.skip:
+            return {"event": "result", "record": self._rec("skipped")}
+        return {"event": "ready", "number": 1}
+
+    def sample(self, timeout):
+        self.log.append(self.name)
+        if self.fail_at is not None and self.n == self.fail_at:
+            raise ClientFailure("crash", f"{self.name} died")
+        t = self.cost(self.n)
+        self.n += 1
+        self.clock.t += t
+        return {"event": "samples", "times": [t], "number": 1, "wall_s": t,
+                "cpu_s": t * self.cores}
+
+    def finish(self, timeout):
+        return {"event": "result", "record": self._rec()}
+
+
+def _failed(cell, kind, message, wall):
+    return {"key": cell["key"], "backend": cell["backend"], "status": "failed",
+            "error": {"kind": kind, "message": message}}
+
+
+def _group(specs, timer, **kw):
+    clock = Clock()
+    log: list[str] = []
+    clients = {n: FakeClient(n, clock, log=log, **s) for n, s in specs.items()}
+    cells = {n: {"key": n, "backend": n} for n in specs}
+    loads = iter(range(1000))
+    res = measure_group(cells, clients, timer=timer, failed_record=_failed, clock=clock,
+                        loadavg=lambda: float(next(loads)), **kw)
+    return res, log
+
+
+T = TimerConfig(min_samples=5, max_samples=40, min_run_time=0.0, max_run_time=100.0,
+                hard_min_samples=3)
+
+
+def test_group_rounds_are_rotated_and_recorded():
+    res, log = _group({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 2.0},
+                       "c": {"cost": lambda i: 4.0, "cores": 2.0}}, T, precision=0.05)
+    assert res.stop == "precision reached"  # no noise: tight at the minimum of rounds
+    assert len(res.orders) == 5
+    assert res.orders[:3] == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"]]
+    assert log[:6] == ["a", "b", "c", "b", "c", "a"]
+    rec = res.records["a"]
+    sbs = rec["side_by_side"]
+    assert sbs["rounds"] == 5
+    assert sbs["order"] == res.orders
+    assert sbs["round_s"] == [1.0] * 5
+    assert sbs["effective_cores"] == pytest.approx(1.0)
+    assert sbs["load_avg_1min"]["samples"] == 6  # before each round and at the end
+    assert rec["ratios"]["b"]["ratio"] == pytest.approx(0.5)
+    assert rec["verdict"]["fastest"] == "a"
+    assert res.records["c"]["verdict"] is rec["verdict"]
+    # c kept two cores busy, a and b one: the verdict says so
+    assert "not the same parallelism" in rec["verdict"]["parallelism_note"]
+    assert rec["verdict"]["effective_cores"]["c"] == pytest.approx(2.0)
+
+
+def test_group_stops_at_max_rounds_or_budget_when_noisy():
+    rng = np.random.default_rng(3)
+    noisy = {"a": {"cost": lambda i: float(rng.uniform(1, 3))},
+             "b": {"cost": lambda i: float(rng.uniform(1, 3))}}
+    res, _ = _group(noisy, T, precision=0.001)
+    assert res.stop == "max rounds"
+    assert len(res.orders) == 40
+    budget = TimerConfig(min_samples=5, max_samples=1000, min_run_time=0.0, max_run_time=20.0,
+                         hard_min_samples=3)
+    res, _ = _group(noisy, budget, precision=0.001)
+    assert res.stop == "time budget spent"
+    assert 20 <= sum(r for r in res.rounds["a"] if r) + sum(r for r in res.rounds["b"] if r) < 50
+
+
+def test_a_failing_backend_leaves_the_rounds_and_the_others_go_on():
+    res, _ = _group({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 1.0, "fail_at": 2},
+                     "c": {"cost": lambda i: 3.0, "skip": True}}, T, precision=0.05)
+    assert res.records["b"]["status"] == "failed"
+    assert res.records["b"]["error"]["kind"] == "crash"
+    assert res.records["c"]["status"] == "skipped"
+    assert "c" not in res.rounds  # skipped at begin: never sampled
+    assert res.rounds["b"][:2] == [1.0, 1.0]
+    assert res.rounds["b"][2:] == [None] * (
+        len(res.orders) - 2)
+    assert res.records["a"]["status"] == "ok"
+    assert res.records["a"]["verdict"]["text"] == "only a ran"
+    assert res.records["a"]["verdict"]["excluded"] == {"b": "failed"}
+
+
+def test_time_limit_is_per_backend_over_the_whole_cell():
+    res, _ = _group({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 10.0}}, T,
+                    precision=0.05, time_limit=25.0)
+    assert res.records["b"]["status"] == "failed"
+    assert res.records["b"]["error"]["kind"] == "timeout"
+    assert res.records["a"]["status"] == "ok"
+
+
+def test_parallelism_note():
+    assert parallelism_note({"numpy": 1.0, "torch": 1.2}) is None
+    assert "numpy 1.0" in parallelism_note({"numpy": 1.0, "torch": 1.9})
+    assert parallelism_note({"numpy": 1.0, "torch": None}) is None
+
+
+# ---------------------------------------------------------------------- stalls
+def test_stall_classification():
+    assert stall_factor(1.0, 4.0) == 4.0 == stall_factor(4.0, 1.0)
+    assert stall_factor(None, 1.0) is None
+    ok = classify_stall(1.0, 1.3, None, threshold=2.0)
+    assert not ok["stalled"]
+    assert ok["how"] == "agrees with its recheck"
+    healed = classify_stall(10.0, 1.0, 1.1, threshold=2.0)  # the first was the stall
+    assert not healed["stalled"]
+    assert healed["how"].startswith("healed")
+    off = classify_stall(1.0, 10.0, 1.1, threshold=2.0)  # the recheck was the stall
+    assert not off["stalled"]
+    assert off["how"].startswith("recheck was off")
+    still = classify_stall(10.0, 1.0, 40.0, threshold=2.0)
+    assert still["stalled"]
+    assert still["factor"] == 10.0
+
+
+STALL_CASES = textwrap.dedent('''
+    """A case slow in some measurements of a worker: a stall on demand."""
+    import os
+    import time
+
+    from xlinalg.bench import Case, register_case
+
+    BEGINS = {"n": 0}
+    # "measurement number:seconds per call,...": the others take 4 ms a call
+    SLOW = {int(k): float(v) for k, v in (x.split(":") for x in
+            os.environ.get("XL_TEST_SLOW_BEGINS", "").split(",") if x)}
+
+
+    def _setup(rng, n):
+        BEGINS["n"] += 1  # once per measurement of the cell in this worker
+        return (rng.standard_normal(n),)
+
+
+    def _op(ctx, x):
+        time.sleep(SLOW.get(BEGINS["n"], 0.004))
+        return x * 2.0
+
+
+    register_case(Case(name="t_stall", sizes={"quick": [4]}, setup=_setup, op=_op,
+                       reference=lambda x: 2.0 * x), replace=True)
+''')
+
+FAST = TimerConfig(warmup_time=0.0, min_sample_time=0.001, min_run_time=0.005,
+                   min_samples=3, max_samples=5, max_run_time=1.0)
+
+
+@pytest.mark.parametrize(("slow", "stalled", "how"), [
+    ("1:0.04", False, "healed"),                # the first measurement stalled
+    ("2:0.04", False, "recheck was off"),       # the recheck stalled
+    ("1:0.04,3:0.25", True, "still stalled"),   # no two measurements agree
+    ("", None, None),                           # nothing stalled
+])
+def test_recheck_remeasures_and_flags_a_stall(tmp_path, monkeypatch, slow, stalled, how):
+    cases = tmp_path / "stall_cases.py"
+    cases.write_text(STALL_CASES)
+    monkeypatch.setenv("XL_TEST_SLOW_BEGINS", slow)  # 1: main, 2: recheck, 3: remeasure
+    out = tmp_path / "r.jsonl"
+    run_benchmark(RunConfig(backends=["numpy"], cases=["t_stall"], scale="quick", out=out,
+                            timer=FAST, calibrate=False, case_files=[cases], memory=False,
+                            time_limit=60, threads=1,
+                            stall_factor=4.0))  # 10x stalls; 4 ms sleeps stretch under load
+    res = read_results(out)
+    recs = res.records
+    if stalled is None:  # nothing off: one record, no stall field
+        assert len(recs) == 1
+        assert "stall" not in recs[0]
+        return
+    assert len(recs) == 2  # the first measurement, then the remeasurement (newest wins)
+    st = recs[1]["stall"]
+    assert st["stalled"] is stalled
+    assert st["how"].startswith(how)
+    assert st["factor"] > 4.0
+    assert res.latest()["t_stall|numpy|float64|4"] is recs[1]
+    # the run's header has the fence self-check of every backend
+    assert res.headers[0]["run"]["fence_selfcheck"]["numpy"]["ok"] is True
+
+
+# ---------------------------------------------------------------------- equal footing
+def test_threads_give_every_backend_the_same_cores(tmp_path):
+    out = tmp_path / "r.jsonl"
+    s = run_benchmark(RunConfig(backends=["numpy", "torch-cpu", "jax-cpu"], cases=["matmul"],
+                                sizes=["8"], out=out, timer=FAST, threads=1, calibrate=False,
+                                recheck=False, memory=False, time_limit=120))
+    recs = {r["backend"]: r for r in s.records}
+    assert set(recs) == {"numpy", "torch-cpu", "jax-cpu"}
+    for b, r in recs.items():
+        assert r["status"] == "ok", r
+        assert r["fairness"]["threads"]["affinity"] == 1, b
+        assert r["side_by_side"]["rounds"] >= FAST.min_samples
+        assert r["side_by_side"]["backends"] == ["numpy", "torch-cpu", "jax-cpu"]
+        assert r["time"]["samples"] == r["side_by_side"]["rounds"]
+        assert set(r["ratios"]) == set(recs) - {b}
+    assert recs["torch-cpu"]["fairness"]["threads"]["torch"] == 1
+    hdr = read_results(out).headers[0]
+    assert set(hdr["run"]["fence_selfcheck"]) == set(recs)
+    assert all(v["ok"] for v in hdr["run"]["fence_selfcheck"].values())
+
+
+# ---------------------------------------------------------------------- peaks
+def test_rates_above_the_calibrated_peak_are_cache_resident():
+    p = Peaks()
+    p.learn({"case": "calib_stream", "backend": "numpy", "dtype": "float64", "status": "ok",
+             "throughput": {"gbs": 10.0}})
+    p.learn({"case": "calib_stream", "backend": "jax-cpu", "dtype": "float64", "status": "ok",
+             "throughput": {"gbs": 12.0}})
+    p.learn({"case": "calib_gemm", "backend": "numpy", "dtype": "float64", "status": "ok",
+             "throughput": {"gflops": 20.0}})
+    hot = {"case": "a5_broadcast", "backend": "torch-cpu", "dtype": "float64",
+           "throughput": {"gbs": 125.0, "gflops": 5.0}}
+    p.mark(hot)
+    assert hot["throughput"]["cache_resident"] is True
+    assert hot["throughput"]["above_peak"] == {"gbs": {"rate": 125.0, "peak": 12.0}}
+    cool = {"case": "a5_broadcast", "backend": "numpy", "dtype": "float64",
+            "throughput": {"gbs": 11.0}}
+    p.mark(cool)
+    assert "cache_resident" not in cool["throughput"]
+    other = {"case": "a5_broadcast", "backend": "numpy", "dtype": "float32",
+             "throughput": {"gbs": 125.0}}  # no float32 peak measured: nothing to say
+    p.mark(other)
+    assert "above_peak" not in other["throughput"]
+
+
+# ---------------------------------------------------------------------- compare
+def _file(rng, changes=None, *, n=15, run_noise=0.0, cells=12, rel=0.02):
+    """Records of `cells` cells; `changes` multiplies some cells' times."""
+    changes = changes or {}
+    shift = rng.standard_normal(cells) * run_noise  # how each cell moves between runs
+    out = {}
+    for i in range(cells):
+        key = f"c{i}|numpy|float64|4"
+        t = 1e-3 * (i + 1) * math.exp(shift[i]) * changes.get(i, 1.0)
+        raw = list(t * (1 + rel * rng.standard_normal(n)))
+        out[key] = {"key": key, "status": "ok", "time": {"median_s": float(np.median(raw)),
+                                                         "raw_s": raw}}
+    return out
+
+
+def _flags(rows):
+    return Counter(r["flag"] for r in rows)
+
+
+def test_compare_needs_the_interval_beyond_the_threshold():
+    rng = np.random.default_rng(4)
+    old = _file(rng)
+    # 3 % slower, tightly measured: real, but below the 5 % threshold
+    assert _flags(compare_records(old, _file(rng, {0: 1.03}, rel=0.002)))["REGRESSION"] == 0
+    # 30 % slower in one cell: flagged, with its interval
+    rows = compare_records(old, _file(rng, {0: 1.3}))
+    assert _flags(rows)["REGRESSION"] == 1
+    r0 = rows[0]
+    assert r0["flag"] == "REGRESSION"
+    assert r0["lo"] > 1.05
+    assert r0["lo"] < r0["ratio"] < r0["hi"]
+    # a threshold of 40 % no longer flags it
+    assert _flags(compare_records(old, _file(rng, {0: 1.3}), threshold=0.4))["REGRESSION"] == 0
+    # the same change from 3 samples: too few to flag
+    few = compare_records(_file(rng, n=3), _file(rng, {0: 1.3}, n=3))
+    assert _flags(few)["REGRESSION"] == 0
+    assert few[0]["flag"].startswith("~ (too few samples")
+    # twice as fast: an improvement
+    assert compare_records(old, _file(rng, {1: 0.5}))[1]["flag"] == "improvement"
+
+
+def test_compare_does_not_cry_wolf_on_run_to_run_noise():
+    rng = np.random.default_rng(5)
+    # every cell moves by ~10 % (1 sigma) between two runs of the same code
+    for seed in range(5):
+        r = np.random.default_rng(seed)
+        rows = compare_records(_file(r, run_noise=0.1, cells=40), _file(r, run_noise=0.1,
+                                                                         cells=40))
+        assert _flags(rows)["REGRESSION"] == 0, seed
+    # ... and a real 3x regression in one cell still stands out
+    rows = compare_records(_file(rng, run_noise=0.1, cells=40),
+                           _file(rng, {7: 3.0}, run_noise=0.1, cells=40))
+    assert [r["key"] for r in rows if r["flag"] == "REGRESSION"] == ["c7|numpy|float64|4"]
+
+
+def test_compare_warns_about_different_runs():
+    a = {"env": {"host": "m1", "cpu": {"model": "X"}, "packages": {"torch": "2.1"}},
+         "run": {"scale": "quick", "threads": None}}
+    b = {"env": {"host": "m2", "cpu": {"model": "X"}, "packages": {"torch": "2.2"}},
+         "run": {"scale": "default", "threads": 1}}
+    diffs = header_differences(a, b)
+    assert any(d.startswith("machine") for d in diffs)
+    assert any(d.startswith("scale") for d in diffs)
+    assert any(d.startswith("threads") for d in diffs)
+    assert any(d.startswith("torch version") for d in diffs)
+    assert not any(d.startswith("CPU") for d in diffs)
+    assert header_differences(a, a) == []
+
+
+def test_plan_is_side_by_side_order(tmp_path):
+    from xlinalg.bench import plan_cells
+
+    cells = plan_cells(RunConfig(backends=["numpy", "torch-cpu"], cases=["solve"], sizes=["4"],
+                                 out=Path(tmp_path) / "x", calibrate=False))
+    assert [c["backend"] for c in cells] == ["numpy", "torch-cpu"]
