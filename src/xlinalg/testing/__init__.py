@@ -55,6 +55,16 @@ def default_tolerance(dtype: Any) -> tuple[float, float]:
     Integers and booleans compare exactly. ``atol`` equals ``rtol``;
     :func:`assert_close` scales it by the largest finite ``|expected|`` (at least 1).
 
+    Parameters
+    ----------
+    dtype : dtype or str
+        A NumPy dtype, or anything ``numpy.dtype`` accepts (``"float32"``).
+
+    Returns
+    -------
+    tuple of float
+        ``(rtol, atol)``.
+
     Examples
     --------
     >>> from xlinalg.testing import default_tolerance
