@@ -9,6 +9,7 @@ inside each block) and never compute while building the graph.
 
 from __future__ import annotations
 
+import os
 import pickle
 
 import numpy as np
@@ -207,7 +208,7 @@ def client():
     )
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None, memory_limit=WORKER_MEMORY, timeout=60,
+        dashboard_address=":0", memory_limit=WORKER_MEMORY, timeout=60,
     )
     c = distributed.Client(cluster, timeout=60)
     try:
@@ -265,6 +266,70 @@ def test_singular_error_comes_from_a_worker_with_global_indices(client) -> None:
     with pytest.raises(xl.LinAlgError, match=r"list position 9;") as info:
         _on(client, *xs)
     assert info.value.members == (9,)
+
+
+def test_bench_records_the_active_client(client) -> None:
+    from xlinalg.bench import _dask, _env
+
+    undo = _dask.configure(threads=1)  # an active Client: used as it is
+    try:
+        assert dask.config.get("scheduler", None) != "threads"
+        state = _env.backend_state("dask")["dask"]
+    finally:
+        undo()
+    assert state["scheduler"] == "distributed"
+    assert state["scheduler_address"] == client.scheduler.address
+    assert state["dask_workers"] == 2
+    assert state["worker_memory_limit"] == [WORKER_MEMORY, WORKER_MEMORY]
+    assert "batch" in state["chunking"]
+
+
+def test_bench_cli_runs_on_a_named_scheduler(client, tmp_path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "r.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("DASK_SCHEDULER_ADDRESS", None)
+    cmd = [sys.executable, "-m", "xlinalg", "bench", "--backends", "dask", "--cases", "matmul",
+           "--sizes", "8", "--quick", "--no-calibrate", "--no-report", "--no-progress", "--no-isolate",
+           "--scheduler", client.scheduler.address, "--out", str(out)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cells = [r for r in map(json.loads, out.read_text().splitlines()) if "fairness" in r]
+    assert cells
+    for r in cells:
+        assert r["fairness"]["dask"]["scheduler_address"] == client.scheduler.address
+        assert r["fairness"]["dask"]["dask_workers"] == 2
+
+
+def test_bench_starts_and_closes_its_local_cluster(monkeypatch) -> None:
+    from distributed import Client
+
+    from xlinalg.bench import _dask
+
+    monkeypatch.delenv(_dask.ENV, raising=False)
+    with _dask.local_cluster(1, 256 * 2**20, None) as address:
+        assert _dask.scheduler_address() == address  # what the timing processes read
+        with Client(address, timeout=30) as c:
+            info = c.scheduler_info()["workers"]
+            assert [w["memory_limit"] for w in info.values()] == [256 * 2**20]
+    assert _dask.ENV not in os.environ
+    with pytest.raises(OSError):  # closed: nothing listens there any more
+        Client(address, timeout=2)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--scheduler", "not an address"], "--scheduler: a Dask scheduler address looks like tcp://"),
+    (["--dask-memory-limit", "1GiB"], "--dask-memory-limit needs --dask-workers N"),
+])
+def test_bench_dask_options_are_checked(argv, message, capsys) -> None:
+    from xlinalg import cli
+
+    assert cli.main(["bench", "--backends", "dask", "--no-report", *argv]) == cli.EXIT_USAGE
+    assert message in capsys.readouterr().err
 
 
 def _well_posed(n: int, chunk: int, seed: int):

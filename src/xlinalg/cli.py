@@ -13,9 +13,10 @@ import contextlib
 import datetime as _dt
 import importlib
 import json
+import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 __all__ = ["main"]
@@ -125,6 +126,16 @@ def _build_parser() -> _Parser:
                    help="seconds one cell may take before its worker is killed (default: 300)")
     p.add_argument("--memory-limit", type=_memory_size, metavar="SIZE",
                    help="address-space limit of each worker process, e.g. 8G (host memory)")
+    dask_where = p.add_mutually_exclusive_group()
+    dask_where.add_argument("--scheduler", metavar="ADDRESS",
+                            help="run the dask backend on this dask.distributed scheduler "
+                                 "(tcp://HOST:PORT; default: $DASK_SCHEDULER_ADDRESS, an active "
+                                 "Client, else Dask's threaded scheduler)")
+    dask_where.add_argument("--dask-workers", type=_positive_int, metavar="N",
+                            help="run the dask backend on a LocalCluster of N worker processes "
+                                 "(--threads threads each, default 1), closed at the end")
+    p.add_argument("--dask-memory-limit", type=_memory_size, metavar="SIZE",
+                   help="memory limit of each --dask-workers worker (e.g. 1GiB; default: auto)")
     p.add_argument("--seed", type=int, default=0, help="seed of the inputs (default: 0)")
     p.add_argument("--case-file", action="append", default=[], metavar="FILE",
                    help="a Python file declaring extra cases (repeatable)")
@@ -376,7 +387,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     )
     progress = _Progress(enabled=not args.no_progress)
     try:
-        summary = run_benchmark(config, progress=progress)
+        with _dask_cluster(args):
+            summary = run_benchmark(config, progress=progress)
     except (BenchUsageError, FileExistsError) as exc:
         raise _UsageError(f"xlinalg bench: error: {exc}") from None
     except ResultsWriteError as exc:  # disk full, read-only, not a file: an environment error
@@ -425,6 +437,41 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if not args.no_report and records:
         _write_report(summary.path)
     return EXIT_FAILED if bad else EXIT_OK
+
+
+@contextlib.contextmanager
+def _dask_cluster(args: argparse.Namespace) -> Iterator[None]:
+    """Where the dask backend runs (--scheduler, --dask-workers): bench/_dask.py."""
+    if args.dask_memory_limit is not None and args.dask_workers is None:
+        raise _UsageError("xlinalg bench: error: --dask-memory-limit needs --dask-workers N")
+    from .bench import _dask
+
+    if args.scheduler is not None:
+        try:
+            _dask.check_address(args.scheduler)
+        except ValueError as exc:
+            raise _UsageError(f"xlinalg bench: error: --scheduler: {exc}") from None
+        old = os.environ.get(_dask.ENV)
+        os.environ[_dask.ENV] = args.scheduler
+        try:
+            yield
+        finally:
+            if old is None:
+                os.environ.pop(_dask.ENV, None)
+            else:
+                os.environ[_dask.ENV] = old
+    elif args.dask_workers is not None:
+        try:
+            cluster = _dask.local_cluster(args.dask_workers, args.dask_memory_limit, args.threads)
+            cluster.__enter__()
+        except Exception as exc:
+            raise _UsageError(f"xlinalg bench: error: --dask-workers: {exc}".splitlines()[0]) from None
+        try:
+            yield
+        finally:
+            cluster.__exit__(None, None, None)
+    else:
+        yield
 
 
 def _write_report(path: Any) -> None:

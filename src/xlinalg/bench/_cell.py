@@ -396,6 +396,7 @@ def execute_cell(
                 "threads": state.get("threads"),
                 "matmul_precision": state.get("matmul_precision"),
                 "x64": state.get("x64"),
+                "dask": state.get("dask"),  # the dask backend's scheduler and workers
                 "allow_tf32": bool(cell.get("allow_tf32", False)),
                 "inputs_sha256": digest.hexdigest(),
                 "inputs_from": "numpy.random.default_rng(seed), float64, cast on the host",

@@ -188,7 +188,8 @@ def configure_backend(
     - torch: float32 matmul precision "highest" (no TF32) unless `allow_tf32`,
       in which case "high"; ``torch.set_num_threads(threads)``.
     - BLAS/OpenMP pools (NumPy, SciPy, torch's): ``threadpool_limits(threads)``.
-    - Dask: the threaded scheduler, with `threads` workers when given.
+    - Dask: a dask.distributed cluster when one is named or active, else the
+      threaded scheduler with `threads` workers when given (``bench/_dask.py``).
     - CuPy reads ``CUPY_TF32`` from the environment (the runner sets it for
       its worker processes).
 
@@ -227,14 +228,10 @@ def configure_backend(
         if threads is not None:
             torch.set_num_threads(threads)
             undo.append(lambda: torch.set_num_threads(old_threads))
-    if backend == "dask":
-        import dask
+    if backend == "dask":  # a cluster's Client, or the threaded scheduler (bench/_dask.py)
+        from . import _dask
 
-        cfg: dict[str, Any] = {"scheduler": "threads"}
-        if threads is not None:
-            cfg["num_workers"] = threads
-        ctx = dask.config.set(cfg)
-        undo.append(lambda: ctx.__exit__(None, None, None))
+        undo.append(_dask.configure(threads))
     if threads is not None:
         try:
             from threadpoolctl import threadpool_limits
@@ -292,8 +289,8 @@ def backend_state(backend: str, *, threads_requested: int | None = None) -> dict
     elif backend == "cupy":  # pragma: no cover - needs CUDA
         state["matmul_precision"] = {"CUPY_TF32": os.environ.get("CUPY_TF32", "0")}
     elif backend == "dask":
-        import dask
+        from . import _dask
 
-        state["scheduler"] = str(dask.config.get("scheduler", "threads"))
-        state["threads"]["dask_workers"] = dask.config.get("num_workers", None) or os.cpu_count()
+        state["dask"] = _dask.state()  # scheduler, workers, chunking: kept with each result
+        state["threads"]["dask_workers"] = state["dask"]["dask_workers"]
     return state
