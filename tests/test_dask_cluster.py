@@ -66,6 +66,18 @@ def test_solve_builds_plain_dasks_graph(call, nchunks: int) -> None:
     np.testing.assert_allclose(x.compute(), _plain(a, b).compute(), rtol=1e-9)
 
 
+@pytest.mark.parametrize("chunks", [(3, 1, 4), (4, 4), (2, 2, 2, 2)], ids=["irregular", "two", "regular"])
+@pytest.mark.parametrize("vector", [False, True])
+def test_global_index_from_any_chunking(chunks, vector: bool) -> None:
+    A = np.broadcast_to(np.eye(2), (8, 2, 2)).copy()
+    A[5] = SINGULAR
+    b = da.ones(2) if vector else da.ones((8, 2, 1), chunks=(chunks, 2, 1))
+    x = xl.solve(da.from_array(A, chunks=(chunks, 2, 2)), b)
+    with pytest.raises(xl.LinAlgError, match=r"batch index 5 ") as info:
+        x.compute()
+    assert (info.value.indices, info.value.members) == (((5,),), (5,))
+
+
 def test_vector_b_and_shared_a_keep_the_batch_chunks() -> None:
     a, b = _batch(64, 3, 8)
     v = da.ones(3, chunks=-1)
