@@ -103,6 +103,26 @@ def test_errors_nan_gives_nan_for_singular_systems_only(backend: BackendCase, rn
     assert np.isnan(xs[3]).all()
 
 
+def test_solve_rule_for_nan_and_subnormal_systems(backend: BackendCase) -> None:
+    # docs/semantics.md, "solve: singular, non-finite and subnormal input": only the
+    # finite singular system (position 2) is reported; NaN in, NaN out; 1e-310 * I
+    # is invertible (its solution overflows)
+    sing = np.array([[1.0, 2.0], [2.0, 4.0]])
+    nan_sing = sing.copy()
+    nan_sing[0, 0] = np.nan
+    a = [backend.arr(x) for x in (np.eye(2), nan_sing, sing, 1e-310 * np.eye(2))]
+    b = [backend.arr(np.ones(2)) for _ in a]
+    with np.errstate(all="ignore"), pytest.raises(xl.LinAlgError) as info:
+        [backend.np(x) for x in xl.solve_many(a, b)]
+    assert info.value.members == (2,)
+    with np.errstate(all="ignore"):
+        x = [backend.np(r) for r in xl.solve_many(a, b, errors="nan")]
+    np.testing.assert_array_equal(x[0], [1.0, 1.0])
+    assert np.isnan(x[2]).all()
+    assert not np.isfinite(x[1]).all()
+    assert not np.isfinite(x[3]).all()
+
+
 def test_bad_arguments_are_named(backend: BackendCase) -> None:
     assert xl.solve_many([], []) == []
     one = backend.arr(np.eye(2))

@@ -371,12 +371,9 @@ class _Jax(Backend):
     def from_numpy(self, arr: np.ndarray) -> Any:
         import jax
 
-        if arr.dtype in (np.float64, np.complex128, np.int64) and not jax.config.read("jax_enable_x64"):
-            raise BackendUnavailableError(
-                f"{self.name}: {arr.dtype} arrays need 64-bit mode, which is off; "
-                'call jax.config.update("jax_enable_x64", True) before creating arrays '
-                "(or set JAX_ENABLE_X64=1), or use float32 data"
-            )
+        # 64-bit dtypes with JAX's 64-bit mode off (uint64 included): a TypeError
+        # naming the dtype and the fix, as xl.to gives (JAX would narrow them)
+        _convert.check_dtype_fits(arr, "numpy", self.name)
         return jax.device_put(np.array(arr, copy=True), self._device())
 
     def owns(self, x: Any) -> bool:
