@@ -39,7 +39,14 @@ def dtype_name(x: Any) -> str:
     """The dtype of `x` by its NumPy-style name (``torch.float64`` -> ``"float64"``;
     a big-endian NumPy ``>f8`` -> ``"float64"``)."""
     dt = x.dtype
-    return dt.name if isinstance(dt, np.dtype) else str(dt).rsplit(".", 1)[-1]
+    name = _NAMES.get(dt)
+    if name is None:  # (np.dtype.name is a Python property: ~1 us; dtypes are few)
+        name = _NAMES[dt] = dt.name if isinstance(dt, np.dtype) else str(dt).rsplit(".", 1)[-1]
+    return name
+
+
+#: dtype -> its name (filled on first sight; the same value whichever thread fills it)
+_NAMES: dict[Any, str] = {}
 
 
 def _jax_x64() -> bool:
