@@ -344,6 +344,14 @@ def test_bench_dask_options_are_checked(argv, message, capsys) -> None:
     assert message in capsys.readouterr().err
 
 
+def test_bench_names_a_bad_scheduler_variable(monkeypatch) -> None:
+    from xlinalg.bench import _dask
+
+    monkeypatch.setenv(_dask.ENV, "http://x y")
+    with pytest.raises(ValueError, match=r"environment variable DASK_SCHEDULER_ADDRESS: .*tcp://HOST:PORT"):
+        _dask.configure(None)
+
+
 def _well_posed(n: int, chunk: int, seed: int):
     """A batch with solution all ones: a random, b = a @ 1 (generated on the workers)."""
     rs = da.random.RandomState(seed)

@@ -42,7 +42,12 @@ def check_address(address: str) -> str:
 def scheduler_address() -> str | None:
     """The scheduler to connect to: ``DASK_SCHEDULER_ADDRESS``, or Dask's config."""
     address = os.environ.get(ENV)
-    if not address and "dask" in sys.modules:
+    if address:
+        try:
+            return check_address(address)
+        except ValueError as exc:
+            raise ValueError(f"environment variable {ENV}: {exc}") from None
+    if "dask" in sys.modules:
         import dask
 
         address = dask.config.get("scheduler-address", None)
