@@ -423,3 +423,27 @@ def test_host_finite_check_of_a_result(dtype, shape) -> None:
         g = h.copy()
         g[(-1,) * g.ndim] = bad
         assert not _host_finite(g), (bad, shape)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("bshape", [(3,), (3, 2), (3, 40)], ids=["vector", "matrix", "wide"])
+def test_jax_host_look_of_one_system(dtype: str, bshape) -> None:
+    """JAX's one-system check reads the result through the buffer protocol (or, for
+    a larger result, NumPy): a non-finite entry anywhere, in a real or an imaginary
+    part, sends the call to the checked path (MISSING); a finite result comes back."""
+    be = require_backend("jax-cpu")
+    import jax.numpy as jnp
+
+    from xlinalg._lib import _adapters
+
+    look = _adapters._finite_or_missing(jnp.linalg.solve)
+    a = jnp.asarray(2 * np.eye(3), dtype=dtype)
+    b = np.ones(bshape, dtype=dtype)
+    x = look(a, jnp.asarray(b))
+    assert x is not _adapters.MISSING
+    np.testing.assert_allclose(be.to_numpy(x), b / 2)
+    bad = [np.nan, np.inf] + ([complex(1, np.inf), complex(np.nan, 0)] if "complex" in dtype else [])
+    for v in bad:
+        c = b.copy()
+        c[(-1,) * c.ndim] = v
+        assert look(a, jnp.asarray(c)) is _adapters.MISSING, v
