@@ -852,7 +852,8 @@ def _finite_or_missing(solve: Callable[[Any, Any], Any]) -> Callable[[Any, Any],
             # context manager costs as much as it saves.)
             m = memoryview(x)
             if m.nbytes <= _HOST_SUM_BYTES:
-                return x if cmath.isfinite(sum(m.cast("B").cast(m.format[-1]).tolist())) else MISSING
+                # (the ignore: typeshed's memoryview.cast takes only literal formats)
+                return x if cmath.isfinite(sum(m.cast("B").cast(m.format[-1]).tolist())) else MISSING  # type: ignore[call-overload]
         except (TypeError, ValueError, BufferError, NotImplementedError):
             pass  # no export (another layout or device), or a format the cast refuses
         return x if _host_finite(np.asarray(x)) else MISSING

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -62,7 +62,7 @@ def rotation(backends: Sequence[str], round_index: int) -> list[str]:
     return list(backends[k:]) + list(backends[:k])
 
 
-def _finite_positive(x: Any) -> bool:
+def _finite_positive(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
