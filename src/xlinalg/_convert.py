@@ -40,7 +40,7 @@ def dtype_name(x: Any) -> str:
     a big-endian NumPy ``>f8`` -> ``"float64"``)."""
     dt = x.dtype
     name = _NAMES.get(dt)
-    if name is None:  # (np.dtype.name is a Python property: ~1 us; dtypes are few)
+    if name is None:  # (np.dtype.name is a Python property: docs/performance.md; dtypes are few)
         name = _NAMES[dt] = dt.name if isinstance(dt, np.dtype) else str(dt).rsplit(".", 1)[-1]
     return name
 
