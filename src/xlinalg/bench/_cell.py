@@ -162,12 +162,24 @@ def _layout(x: Any) -> dict[str, Any]:
     return info
 
 
-def check_result(result: Any, reference: Any, rtol: float) -> dict[str, Any]:
-    """Compare `result` with a float64 `reference`: norm-wise relative error.
+def _nonfinite_mismatch(r: np.ndarray, ref: np.ndarray) -> int:
+    """How many positions of real arrays `r` and `ref` differ in their non-finite
+    values: NaN must meet NaN, +inf +inf, -inf -inf, and a finite value a finite one."""
+    same = (np.isnan(r) == np.isnan(ref)) & (np.isposinf(r) == np.isposinf(ref)) \
+        & (np.isneginf(r) == np.isneginf(ref))
+    return int((~same).sum())
 
-    ``max_rel_err = max|r - ref| / max|ref|``; the verdict is "ok" when it is at
-    most `rtol`, "wrong" otherwise (also for a shape mismatch or non-finite values
-    where the reference is finite). Tuples (several outputs) are compared member
+
+def check_result(result: Any, reference: Any, rtol: float) -> dict[str, Any]:
+    """Compare `result` with a float64 (or complex128) `reference`: norm-wise relative error.
+
+    ``max_rel_err = max|r - ref| / max|ref|`` over the positions where the
+    reference is finite (``|.|`` is the complex modulus: the real and the
+    imaginary parts both count); the verdict is "ok" when it is at most `rtol`,
+    "wrong" otherwise. Also "wrong": a shape mismatch, and any position where
+    the non-finite values differ, compared part by part (real, imaginary) and
+    by kind (NaN, +inf, -inf) — a finite value where the reference is NaN or
+    inf is as wrong as the reverse. Tuples (several outputs) are compared member
     by member; the worst member decides.
     """
     if isinstance(reference, (tuple, list)):
@@ -182,29 +194,41 @@ def check_result(result: Any, reference: Any, rtol: float) -> dict[str, Any]:
         combined = dict(worst)
         combined["members"] = parts
         return combined
-    ref = np.asarray(reference, dtype=np.float64)
-    out: dict[str, Any] = {"rtol": float(rtol), "reference": "numpy float64"}
+    ref = np.asarray(reference)
     r = np.asarray(result)
+    complex_ = np.iscomplexobj(ref) or np.iscomplexobj(r)
+    work = np.complex128 if complex_ else np.float64
+    out: dict[str, Any] = {"rtol": float(rtol),
+                           "reference": "numpy complex128" if complex_ else "numpy float64"}
     if r.shape != ref.shape:
         out.update(verdict="wrong", max_rel_err=None, max_abs_err=None,
                    message=f"shape {tuple(r.shape)} != reference shape {tuple(ref.shape)}")
         return out
-    r = r.astype(np.float64)
+    ref = ref.astype(work)
+    r = r.astype(work)
     if ref.size == 0:
         out.update(verdict="ok", max_rel_err=0.0, max_abs_err=0.0)
         return out
-    bad = ~np.isfinite(r) & np.isfinite(ref)
-    if bad.any():
+    pairs = [(r.real, ref.real), (r.imag, ref.imag)] if complex_ else [(r, ref)]
+    bad = sum(_nonfinite_mismatch(a, b) for a, b in pairs)
+    if bad:
         out.update(verdict="wrong", max_rel_err=None, max_abs_err=None,
-                   message=f"{int(bad.sum())} non-finite values where the reference is finite")
+                   message=f"{bad} non-finite value(s) (NaN, +inf, -inf) not matching the "
+                           "reference by position and sign" + (" (real and imaginary parts "
+                                                               "compared)" if complex_ else ""))
         return out
-    diff = np.abs(r - ref)
-    diff[~np.isfinite(ref)] = 0.0
+    finite = np.isfinite(ref)  # complex: both parts finite (and so are the result's there)
+    if not finite.any():
+        out.update(verdict="ok", max_rel_err=0.0, max_abs_err=0.0)
+        return out
+    with np.errstate(over="ignore", invalid="ignore"):
+        diff = np.abs(r[finite] - ref[finite])
+        scale = float(np.abs(ref[finite]).max())
     abs_err = float(diff.max())
-    scale = float(np.abs(ref[np.isfinite(ref)]).max()) if np.isfinite(ref).any() else 0.0
     rel = abs_err / scale if scale > 0 else abs_err
-    out.update(verdict="ok" if rel <= rtol else "wrong", max_abs_err=abs_err, max_rel_err=rel)
-    if rel > rtol:
+    ok = rel <= rtol  # False for NaN (an overflowing difference)
+    out.update(verdict="ok" if ok else "wrong", max_abs_err=abs_err, max_rel_err=rel)
+    if not ok:
         out["message"] = f"max relative error {rel:.3g} > tolerance {rtol:.3g}"
     return out
 
