@@ -14,9 +14,10 @@ readers tolerate with a warning (and ``--resume`` cuts away).
 
 Only JSON is written and read — no pickles, nothing that is executed. Non-finite
 floats are stored as ``null``. Readers reject, with a one-line
-:class:`ResultsFileError` naming the file and the line: a file that is not
-JSON Lines, a corrupt line in the middle, a record from a newer schema, and a
-record missing a required field.
+:class:`ResultsFileError` naming the file and the line: a file that is not a
+regular file or is over :data:`MAX_FILE_BYTES`, not JSON Lines, a corrupt line
+in the middle, a record from a newer schema, and a record that does not fit the
+schema of :mod:`._schema` (a missing field, or a known field of the wrong type).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ._schema import HEADER_REQUIRED, RESULT_REQUIRED
+
 __all__ = [
     "RESULT_FIELDS",
     "SCHEMA_VERSION",
@@ -53,12 +56,8 @@ __all__ = [
 #: Version of the record layout. Readers refuse files with a larger number.
 SCHEMA_VERSION = 1
 
-#: Fields every result record has.
-RESULT_FIELDS: tuple[str, ...] = (
-    "type", "schema_version", "run_id", "key", "case", "backend", "dtype", "size",
-    "size_label", "status",
-)
-HEADER_FIELDS: tuple[str, ...] = ("type", "schema_version", "run_id", "created", "env")
+#: Fields every result (header) record has; the schema is in :mod:`._schema`.
+RESULT_FIELDS, HEADER_FIELDS = RESULT_REQUIRED, HEADER_REQUIRED
 
 
 class ResultsFileError(ValueError):
@@ -201,27 +200,70 @@ def _iter_lines(raw: bytes) -> Iterator[tuple[int, int, bytes, bool]]:
         pos = nl + 1
 
 
-def read_results(path: str | os.PathLike[str], *, warn: bool = True) -> ResultsFile:
-    """Read and validate a results file.
+#: Largest results file a reader accepts (bytes): a full run is a few MiB.
+MAX_FILE_BYTES = 512 * 2**20
 
-    A truncated last line (no final newline and not valid JSON: a write cut by a
-    crash) is dropped with a :class:`ResultsFileWarning`.
 
-    Raises
-    ------
-    ResultsFileError
-        The file is missing, unreadable, not JSON Lines, has a corrupt line, a
-        record from a newer schema, or a record without required fields.
-    """
-    p = Path(path)
+def _read_bounded(p: Path) -> bytes:
+    """The bytes of regular file `p`, at most :data:`MAX_FILE_BYTES` (a FIFO,
+    ``/dev/zero`` or a directory is refused without reading, never waited on)."""
     try:
-        raw = p.read_bytes()
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise ResultsFileError(p, None, "no such file") from None
     except IsADirectoryError:
         raise ResultsFileError(p, None, "is a directory, not a results file") from None
     except OSError as exc:
-        raise ResultsFileError(p, None, f"cannot read: {exc.strerror or exc}") from None
+        raise ResultsFileError(p, None, f"cannot read: {_why(exc)}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ResultsFileError(p, None, "is a directory, not a results file")
+        if not stat.S_ISREG(st.st_mode):
+            raise ResultsFileError(p, None, "is not a regular file (a FIFO or a device?), "
+                                            "not a results file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise ResultsFileError(p, None, f"is {st.st_size} bytes, over the "
+                                            f"{MAX_FILE_BYTES // 2**20} MiB a results file "
+                                            "may have")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        chunks, total = [], 0
+        while total <= MAX_FILE_BYTES:  # bounded even if the file grows while read
+            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > MAX_FILE_BYTES:
+            raise ResultsFileError(p, None, f"is over the {MAX_FILE_BYTES // 2**20} MiB a "
+                                            "results file may have")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise ResultsFileError(p, None, f"cannot read: {_why(exc)}") from None
+    finally:
+        os.close(fd)
+
+
+def read_results(path: str | os.PathLike[str], *, warn: bool = True) -> ResultsFile:
+    """Read and validate a results file.
+
+    Every line is parsed strictly and checked against the schema of its record
+    type (:mod:`._schema`: types of known fields, not only their presence). A
+    truncated last line (no final newline and not valid JSON: a write cut by a
+    crash) is dropped with a :class:`ResultsFileWarning`.
+
+    Raises
+    ------
+    ResultsFileError
+        One line, ``file:line: what is wrong``: the file is missing, unreadable,
+        not a regular file, too large, not JSON Lines, has a corrupt line, a
+        record from a newer schema, or a record that does not fit the schema.
+    """
+    from ._schema import RecordError, parse_line
+
+    p = Path(path)
+    raw = _read_bounded(p)
     out = ResultsFile(path=str(p))
     if not raw.strip():
         raise ResultsFileError(p, None, "is empty: not an xlinalg results file")
@@ -230,21 +272,22 @@ def read_results(path: str | os.PathLike[str], *, warn: bool = True) -> ResultsF
             out.good_bytes = end
             continue
         try:
-            obj = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            if not has_nl and out.headers:
+            obj = parse_line(line)
+        except RecordError as exc:
+            syntax = getattr(exc, "json_error", False)
+            if syntax and not has_nl and out.headers:
                 msg = (f"{p}:{lineno}: last line is truncated (an interrupted write?); "
                        "ignored it")
                 out.warnings.append(msg)
                 if warn:
                     warnings.warn(msg, ResultsFileWarning, stacklevel=2)
                 break
-            if lineno == 1:
+            if syntax and lineno == 1:
                 raise ResultsFileError(
                     p, 1, "not an xlinalg results file (the first line is not JSON)"
                 ) from None
-            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
-            raise ResultsFileError(p, lineno, f"corrupt line ({detail})") from None
+            raise ResultsFileError(p, lineno, f"corrupt line ({exc})" if syntax
+                                   else str(exc)) from None
         _validate(p, lineno, obj, out)
         if obj["type"] == "header":
             out.headers.append(obj)
@@ -255,6 +298,8 @@ def read_results(path: str | os.PathLike[str], *, warn: bool = True) -> ResultsF
 
 
 def _validate(p: Path, lineno: int, obj: Any, out: ResultsFile) -> None:
+    from ._schema import record_problem
+
     if not isinstance(obj, dict):
         if lineno == 1:
             raise ResultsFileError(p, 1, "not an xlinalg results file (the first line is not "
@@ -274,15 +319,17 @@ def _validate(p: Path, lineno: int, obj: Any, out: ResultsFile) -> None:
         )
     if version < 1:
         raise ResultsFileError(p, lineno, f"invalid schema_version {version}")
-    if kind == "header":
-        required = HEADER_FIELDS
-    elif kind == "result":
-        required = RESULT_FIELDS
-    else:
-        raise ResultsFileError(p, lineno, f"unknown record type {kind!r}")
-    missing = [f for f in required if f not in obj]
-    if missing:
-        raise ResultsFileError(p, lineno, f"{kind} record lacks field(s) {', '.join(missing)}")
+    if kind not in ("header", "result"):
+        from ._escape import terminal
+
+        raise ResultsFileError(p, lineno, f"unknown record type {terminal(repr(kind), 80)}")
+    try:
+        problem = record_problem(obj, kind)
+    except ImportError:
+        raise ResultsFileError(p, lineno, "reading results files needs jsonschema: "
+                                          "pip install 'xlinalg[bench]'") from None
+    if problem is not None:
+        raise ResultsFileError(p, lineno, problem)
 
 
 # ---------------------------------------------------------------------- writing

@@ -1,0 +1,281 @@
+"""What a results file may hold: the JSON Schema of its records, in one place.
+
+Results files are data from strangers (shared, downloaded, edited). Readers
+(``report``, ``compare``, ``--resume``) parse every line with
+:func:`parse_line` and check it with :func:`record_problem` before any other
+code sees it, so that a wrong type (``"time": "fast"``, ``"case": 7``) is a
+one-line ``file:line: what is wrong`` error, never a traceback further on.
+
+Extending a record: add the field to :data:`RESULT_PROPERTIES` (or
+:data:`HEADER_PROPERTIES`) with its type. Unknown fields are allowed (a newer
+writer may add some), known fields must have their declared type.
+The validator is :mod:`jsonschema` (Draft 2020-12), imported on first use.
+
+Parsing refuses what Python's :mod:`json` would accept but no writer of ours
+produces: ``NaN``/``Infinity`` literals, numbers that overflow a float,
+integer literals over :data:`MAX_INT_DIGITS` digits (Python's int-str limit
+would raise deep inside), duplicate keys, and nesting deeper than
+:data:`MAX_DEPTH`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+__all__ = [
+    "HEADER_PROPERTIES",
+    "MAX_DEPTH",
+    "MAX_INT_DIGITS",
+    "RESULT_PROPERTIES",
+    "RESULT_STATUSES",
+    "RecordError",
+    "parse_line",
+    "record_problem",
+]
+
+#: Nesting deeper than this is refused (records are about 5 deep).
+MAX_DEPTH = 32
+#: Integer literals longer than this are refused (seeds and byte counts are < 25).
+MAX_INT_DIGITS = 40
+#: Longest string kept in an error message.
+_SHOWN = 80
+
+RESULT_STATUSES = ("ok", "wrong", "unchecked", "skipped", "failed")
+
+
+class RecordError(ValueError):
+    """A line that is not an acceptable record; ``str()`` is one line."""
+
+
+# ---------------------------------------------------------------------- types
+_NAME = {"type": "string", "minLength": 1, "maxLength": 4096}
+_TEXT = {"type": "string", "maxLength": 100_000}
+_OPT_TEXT = {"type": ["string", "null"], "maxLength": 100_000}
+_NUM = {"type": ["number", "null"]}
+_NONNEG = {"type": ["number", "null"], "minimum": 0}
+_COUNT = {"type": ["integer", "null"], "minimum": 0}
+_BOOL = {"type": ["boolean", "null"]}
+_OBJ = {"type": "object"}
+_OPT_OBJ = {"type": ["object", "null"]}
+_LIST = {"type": "array"}
+_NUMS = {"type": "array", "items": _NONNEG}
+_SIZE = {"oneOf": [{"type": "integer", "minimum": 0}, _NAME,
+                   {"type": "array", "items": {"type": "integer", "minimum": 0},
+                    "minItems": 1, "maxItems": 8}]}
+
+_TIME = {"type": "object", "properties": {
+    **{k: _NONNEG for k in ("median_s", "iqr_s", "q1_s", "q3_s", "min_s", "max_s", "mean_s",
+                            "stdev_s", "iqr_over_median", "first_call_s", "warmup_s",
+                            "total_s")},
+    **{k: _COUNT for k in ("samples", "number", "total_calls", "warmup_calls",
+                           "calibration_blocks")},
+    "noisy": _BOOL,
+    "warnings": {"type": "array", "items": _TEXT},
+    "clock": _OPT_TEXT,
+    "raw_s": _NUMS,
+    "device": {"type": "object", "properties": {
+        "median_s": _NONNEG, "iqr_s": _NONNEG, "min_s": _NONNEG, "clock": _OPT_TEXT,
+        "raw_s": _NUMS}},
+}}
+_CHECK = {"type": "object", "properties": {
+    "verdict": {"enum": ["ok", "wrong", "unchecked"]},
+    "rtol": _NONNEG, "max_rel_err": _NONNEG, "max_abs_err": _NONNEG,
+    "message": _OPT_TEXT, "reference": _OPT_TEXT,
+    "members": {"type": "array", "items": _OBJ},
+}}
+_ERROR = {"type": "object", "properties": {
+    "kind": _TEXT, "type": _TEXT, "message": _TEXT, "where": _TEXT}}
+
+#: Known fields of a ``result`` record and their types (unknown fields pass).
+RESULT_PROPERTIES: dict[str, Any] = {
+    "type": {"const": "result"},
+    "schema_version": {"type": "integer", "minimum": 1},
+    "run_id": _NAME,
+    "key": _NAME,
+    "case": _NAME,
+    "backend": _NAME,
+    "dtype": _NAME,
+    "size": _SIZE,
+    "size_label": _NAME,
+    "status": {"enum": list(RESULT_STATUSES)},
+    "finished": _OPT_TEXT,
+    "seed": {"type": ["integer", "null"]},
+    "params": {"type": ["object", "null"], "additionalProperties": _NUM},
+    "case_doc": _OPT_TEXT,
+    "skip_reason": _OPT_TEXT,
+    "cell_wall_s": _NONNEG,
+    "calibration": _BOOL,
+    "time": _TIME,
+    "throughput": {"type": ["object", "null"], "properties": {
+        "flops": _NONNEG, "gflops": _NONNEG, "bytes": _NONNEG, "gbs": _NONNEG}},
+    "check": _CHECK,
+    "memory": {"type": ["object", "null"], "properties": {
+        "measured": {"type": "array", "items": _TEXT}, "error": _ERROR}},
+    "error": _ERROR,
+    "fairness": _OPT_OBJ,
+    "backend_info": _OPT_OBJ,
+}
+RESULT_REQUIRED = ("type", "schema_version", "run_id", "key", "case", "backend", "dtype",
+                   "size", "size_label", "status")
+
+#: Known fields of a ``header`` record and their types (unknown fields pass).
+HEADER_PROPERTIES: dict[str, Any] = {
+    "type": {"const": "header"},
+    "schema_version": {"type": "integer", "minimum": 1},
+    "run_id": _NAME,
+    "created": _TEXT,
+    "resumed": _BOOL,
+    "env": {"type": "object", "properties": {
+        "xlinalg": _OPT_TEXT,
+        "python": _OPT_OBJ,
+        "os": _OPT_OBJ,
+        "host": _OPT_TEXT,
+        "cpu": _OPT_OBJ,
+        "memory_bytes": _NONNEG,
+        "gpus": {"type": ["array", "null"], "items": _OBJ},
+        "numpy": _OPT_TEXT,
+        "packages": {"type": ["object", "null"], "additionalProperties": _OPT_TEXT},
+        "blas": {"type": ["array", "null"], "items": _OBJ},
+        "env_vars": {"type": ["object", "null"], "additionalProperties": _OPT_TEXT},
+    }},
+    "run": {"type": ["object", "null"], "properties": {
+        "backends": {"type": ["array", "null"], "items": _NAME},
+        "cases": {"type": ["array", "null"], "items": _NAME},
+        "dtype": _OPT_TEXT,
+        "scale": _OPT_TEXT,
+        "sizes": {"type": ["array", "null"], "items": _TEXT},
+        "threads": _COUNT,
+        "allow_tf32": _BOOL,
+        "time_limit": _NONNEG,
+        "isolate": _BOOL,
+        "seed": {"type": ["integer", "null"]},
+        "case_files": {"type": ["array", "null"], "items": _TEXT},
+        "memory_limit": _COUNT,
+        "timer": _OPT_OBJ,
+        "argv": {"type": ["array", "null"], "items": _TEXT},
+    }},
+}
+HEADER_REQUIRED = ("type", "schema_version", "run_id", "created", "env")
+
+
+def _schema(props: dict[str, Any], required: tuple[str, ...]) -> dict[str, Any]:
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+            "properties": props, "required": list(required)}
+
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _validator(kind: str) -> Any:
+    v = _VALIDATORS.get(kind)
+    if v is None:
+        from jsonschema import Draft202012Validator
+
+        schema = (_schema(RESULT_PROPERTIES, RESULT_REQUIRED) if kind == "result"
+                  else _schema(HEADER_PROPERTIES, HEADER_REQUIRED))
+        Draft202012Validator.check_schema(schema)
+        v = _VALIDATORS.setdefault(kind, Draft202012Validator(schema))
+    return v
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def record_problem(obj: dict[str, Any], kind: str) -> str | None:
+    """What is wrong with record `obj` of `kind` ("result" or "header"), in one
+    line naming the field, or None when it fits the schema."""
+    from jsonschema.exceptions import best_match
+
+    err = best_match(_validator(kind).iter_errors(obj))
+    if err is None:
+        return None
+    field = ".".join(str(p) for p in err.absolute_path) or "record"
+    if err.validator == "required":
+        missing = [f for f in (RESULT_REQUIRED if kind == "result" else HEADER_REQUIRED)
+                   if f not in obj]
+        return f"{kind} record lacks field(s) {', '.join(missing)}"
+    expected = err.schema.get("type") or err.schema.get("enum") or err.schema.get("const")
+    if err.validator in ("type", "enum", "const", "oneOf"):
+        what = {"oneOf": "an integer, a name or a list of integers"}.get(
+            str(err.validator), f"{' or '.join(expected) if isinstance(expected, list) else expected}")
+        return f"field {field}: expected {what}, got {_short(err.instance)}"
+    return f"field {field}: {err.validator} {_short(err.validator_value)} not met by " \
+           f"{_short(err.instance)}"
+
+
+# ---------------------------------------------------------------------- parsing
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise RecordError(f"an integer literal of {len(text)} digits (at most "
+                          f"{MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise RecordError(f"the number {text[:_SHOWN]} is out of range (non-finite values are "
+                          "stored as null)")
+    return v
+
+
+def _constant(text: str) -> Any:
+    raise RecordError(f"{text} is not JSON (non-finite values are stored as null)")
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise RecordError(f"duplicate key {_short(k)} in one object")
+            seen.add(k)
+    return out
+
+
+def _depth(obj: Any) -> int:
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        o, d = stack.pop()
+        if isinstance(o, (dict, list)):
+            deepest = max(deepest, d)
+            if d > MAX_DEPTH:
+                break
+            stack.extend((v, d + 1) for v in (o.values() if isinstance(o, dict) else o))
+    return deepest
+
+
+def parse_line(line: bytes) -> Any:
+    """One line of a results file as a JSON value, strictly.
+
+    Raises
+    ------
+    RecordError
+        Not UTF-8 or not JSON (``.json_error`` is True), or JSON that no writer
+        of results files produces (see the module docstring).
+    """
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _syntax("not UTF-8") from None
+    try:
+        obj = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant,
+                         object_pairs_hook=_pairs)
+    except json.JSONDecodeError as exc:
+        raise _syntax(exc.msg) from None
+    except RecursionError:
+        raise RecordError(f"nested more than {MAX_DEPTH} levels deep") from None
+    if _depth(obj) > MAX_DEPTH:
+        raise RecordError(f"nested more than {MAX_DEPTH} levels deep")
+    return obj
+
+
+def _syntax(msg: str) -> RecordError:
+    err = RecordError(msg)
+    err.json_error = True  # type: ignore[attr-defined]
+    return err
