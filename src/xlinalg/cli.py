@@ -1,9 +1,11 @@
 """The ``xlinalg`` command: ``info``, ``bench``, ``report``, ``compare``.
 
 Exit status: 0 success; 1 the run finished but some cell failed or gave a
-wrong result (all recorded); 2 usage error (unknown backend, case or option, an
-unavailable backend, an unreadable results file); 130 interrupted by Ctrl-C;
-143 stopped by SIGTERM. Errors are one line on stderr, never a traceback.
+wrong result (all recorded); 2 usage or environment error (unknown backend, case
+or option, an unavailable backend, an unreadable or invalid results file, a
+results file another run is writing, a file that cannot be written: disk full,
+read-only); 70 an internal error (a bug); 130 interrupted by Ctrl-C; 143 stopped
+by SIGTERM. Errors are one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 import datetime as _dt
 import importlib
 import json
+import math
 import os
 import signal
 import sys
@@ -23,6 +26,28 @@ __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in xlinalg (reported in one line, never a traceback)
+
+
+def _tolerant_streams() -> None:
+    """Output that the terminal's encoding cannot show (an ASCII-only locale:
+    LANG=C, PYTHONIOENCODING=ascii) is written as escapes, never an error."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(Exception):
+                reconfigure(errors="backslashreplace")
+
+
+def _silence_stdout() -> None:
+    """After stdout failed (a closed pipe, a full disk), send the rest to /dev/null,
+    so that the interpreter's final flush does not print a second error."""
+    import os
+
+    with contextlib.suppress(Exception):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 class _UsageError(Exception):
@@ -122,7 +147,7 @@ def _build_parser() -> _Parser:
     p.add_argument("--retry-noisy", action="store_true",
                    help="with --resume, measure again the cells flagged noisy (IQR/median > 10%%)")
     p.add_argument("--overwrite", action="store_true", help="replace --out FILE if it exists")
-    p.add_argument("--time-limit", type=_positive_float, default=300.0, metavar="S",
+    p.add_argument("--time-limit", type=_time_limit, default=300.0, metavar="S",
                    help="seconds one cell may take before its worker is killed (default: 300)")
     p.add_argument("--memory-limit", type=_memory_size, metavar="SIZE",
                    help="address-space limit of each worker process, e.g. 8G (host memory)")
@@ -186,17 +211,39 @@ def _positive_int(text: str) -> int:
     return v
 
 
+#: Largest --time-limit (seconds): the OS timers overflow somewhere past it, and a
+#: cell that may hang for ever would hang the run for ever.
+MAX_TIME_LIMIT = 1e6
+
+
 def _positive_float(text: str) -> float:
+    """A finite number > 0 (``inf`` and ``nan`` are refused: they overflow timers
+    and make every comparison false)."""
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        v = math.nan
+    if not 0 < v < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a finite number above 0, got {text!r}")
     return v
 
 
+def _time_limit(text: str) -> float:
+    v = _positive_float(text)
+    if v > MAX_TIME_LIMIT:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds, more than 0 and at most {MAX_TIME_LIMIT:g}, "
+            f"got {text!r}")
+    return v
+
+
+#: Smallest --memory-limit: below it a worker cannot even import its library.
+MIN_MEMORY_LIMIT = 256 * 2**20
+
+
 def _memory_size(text: str) -> int:
+    import resource
+
     units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
     t = text.strip().upper().removesuffix("B").removesuffix("I")
     unit = t[-1] if t and t[-1] in units else ""
@@ -206,8 +253,12 @@ def _memory_size(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"expected a size such as 512M or 8G, got {text!r}"
         ) from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive size, got {text!r}")
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    top = min(2**63 - 1, hard if hard != resource.RLIM_INFINITY else 2**63 - 1)
+    if not MIN_MEMORY_LIMIT <= v <= top:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(
+            f"expected a size from {_fmt_bytes(MIN_MEMORY_LIMIT)} to {_fmt_bytes(top)} (the "
+            f"largest address-space limit this system takes), got {text!r}")
     return int(v)
 
 
@@ -224,6 +275,7 @@ def _split(text: str | None) -> list[str] | None:
 def _cmd_info(args: argparse.Namespace) -> int:
     from .backends import BACKEND_NAMES, get_backend
     from .bench._env import collect_env
+    from .bench._escape import rich_text, terminal
 
     rows = []
     for name in BACKEND_NAMES:
@@ -255,7 +307,6 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
     out = _console()
     if out is not None:
-        from rich.markup import escape
         from rich.table import Table
 
         t = Table(title="xlinalg backends", title_justify="left")
@@ -263,36 +314,41 @@ def _cmd_info(args: argparse.Namespace) -> int:
             t.add_column(col)
         for r in rows:
             if r["available"]:
-                t.add_row(r["backend"], "[green]available[/]", escape(r["version"]),
-                          escape(r["device"]))
+                t.add_row(rich_text(r["backend"]), "[green]available[/]",
+                          rich_text(r["version"]), rich_text(r["device"]))
             else:
-                t.add_row(r["backend"], "[red]unavailable[/]", "",
-                          escape(f"{r['reason']}; install: {r['install']}"))
+                t.add_row(rich_text(r["backend"]), "[red]unavailable[/]", "",
+                          rich_text(f"{r['reason']}; install: {r['install']}"))
         out.print(t)
     else:
         for r in rows:
             if r["available"]:
-                print(f"{r['backend']:18s} available    {r['version']:12s} {r['device']}")
+                print(terminal(f"{r['backend']:18s} available    {r['version']:12s} "
+                               f"{r['device']}"))
             else:
-                print(f"{r['backend']:18s} unavailable  {r['reason']}; install: {r['install']}")
+                print(terminal(f"{r['backend']:18s} unavailable  {r['reason']}; "
+                               f"install: {r['install']}"))
     cpu = env["cpu"]
-    print(f"\nPython {env['python']['version']} on {env['os']['platform']}")
-    print(f"CPU: {cpu['model']} ({cpu['logical_cores']} logical cores, "
-          f"{cpu['usable_cores']} usable); memory {_fmt_bytes(env['memory_bytes'])}")
+    print()
+    print(terminal(f"Python {env['python']['version']} on {env['os']['platform']}"))
+    print(terminal(f"CPU: {cpu['model']} ({cpu['logical_cores']} logical cores, "
+                   f"{cpu['usable_cores']} usable); memory {_fmt_bytes(env['memory_bytes'])}"))
     gpus = env["gpus"]
-    print("GPU: " + (", ".join(f"{g['name']} ({g['memory_mib']} MiB)" for g in gpus)
-                     if gpus else "none found (no nvidia-smi or no device)"))
+    print(terminal("GPU: " + (", ".join(f"{g['name']} ({g['memory_mib']} MiB)" for g in gpus)
+                              if gpus else "none found (no nvidia-smi or no device)")))
     for lib in env["blas"]:
         if "error" in lib:
-            print(f"BLAS: {lib['error']}")
+            print(terminal(f"BLAS: {lib['error']}"))
             continue
-        print(f"{lib.get('user_api', '?').upper()}: {lib.get('internal_api')} "
-              f"{lib.get('version') or ''} ({lib.get('architecture') or lib.get('prefix')}), "
-              f"{lib.get('num_threads')} threads")
+        print(terminal(f"{str(lib.get('user_api', '?')).upper()}: {lib.get('internal_api')} "
+                       f"{lib.get('version') or ''} "
+                       f"({lib.get('architecture') or lib.get('prefix')}), "
+                       f"{lib.get('num_threads')} threads"))
     for k, v in threads.items():
         print(f"{k}: {v}")
-    if env["env_vars"]:
-        print("environment: " + " ".join(f"{k}={v}" for k, v in env["env_vars"].items()))
+    if env["env_vars"]:  # values of the user's environment: shown, never interpreted
+        print(terminal("environment: " + " ".join(f"{k}={v}"
+                                                  for k, v in env["env_vars"].items())))
     return EXIT_OK
 
 
@@ -339,23 +395,23 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         RunConfig,
         case_names,
         get_case,
-        load_case_file,
+        load_case_files,
         read_results,
         run_benchmark,
     )
+    from .bench._escape import terminal
 
     if args.list_cases:
         try:
-            for f in args.case_file:
-                load_case_file(f)
-        except Exception as exc:
-            raise _UsageError(f"xlinalg bench: error: {exc}".splitlines()[0]) from None
+            load_case_files(args.case_file, time_limit=args.time_limit)
+        except ValueError as exc:
+            raise _UsageError(f"xlinalg bench: error: {exc}") from None
         for name in case_names():
             c = get_case(name)
-            print(f"{name:12s} {c.doc}")
+            print(terminal(f"{name:12s} {c.doc}"))
             for sc in ("quick", "default", "full"):
                 sizes = ", ".join(_size_str(s) for s in c.sizes_for(sc))
-                print(f"{'':12s}   {sc:8s} {sizes}")
+                print(terminal(f"{'':12s}   {sc:8s} {sizes}"))
         return EXIT_OK
     if args.resume and not args.out:
         raise _UsageError("xlinalg bench: error: --resume needs --out FILE (the file to continue)")
@@ -402,9 +458,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         progress.stop()
         n = progress.finished
         how = "stopped by SIGTERM" if isinstance(exc, _Terminated) else "interrupted"
-        print(f"xlinalg bench: {how}; {n} finished cell(s) of this run are in {out}; "
-              f"complete it with: xlinalg bench --resume --out {out} (and the same options)",
-              file=sys.stderr)
+        print(terminal(f"xlinalg bench: {how}; {n} finished cell(s) of this run are in {out}; "
+                       f"complete it with: xlinalg bench --resume --out {out} (and the same "
+                       "options)"), file=sys.stderr)
         return EXIT_SIGTERM if isinstance(exc, _Terminated) else EXIT_SIGINT
     finally:
         progress.stop()
@@ -428,12 +484,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     line = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     extra = f" ({summary.already_done} from before)" if summary.already_done else ""
-    print(f"{len(records)} cells{extra}: {line}. Results: {summary.path}")
+    print(terminal(f"{len(records)} cells{extra}: {line}. Results: {summary.path}"))
     if isinstance(fence, dict) and fence:
         bad_fence = [b for b, v in fence.items() if not (isinstance(v, dict) and v.get("ok"))]
-        print("fence self-check: " + ("passed on " + ", ".join(fence) if not bad_fence else
-              "FAILED on " + ", ".join(bad_fence) + " (their times may not wait for the work; "
-              "see the header's run.fence_selfcheck)"))
+        print(terminal("fence self-check: " + (
+            "passed on " + ", ".join(fence) if not bad_fence else
+            "FAILED on " + ", ".join(bad_fence) + " (their times may not wait for the work; "
+            "see the header's run.fence_selfcheck)")))
     if not args.no_report and records:
         _write_report(summary.path)
     return EXIT_FAILED if bad else EXIT_OK
@@ -477,15 +534,16 @@ def _dask_cluster(args: argparse.Namespace) -> Iterator[None]:
 def _write_report(path: Any) -> None:
     """The report beside the results file; a failure is one line, never the run's status."""
     from .bench import ResultsFileError
+    from .bench._escape import terminal
     from .bench._report import write_report
 
     try:
         outdir, n = write_report([path])
     except (ResultsFileError, OSError, ImportError) as exc:
-        print(f"xlinalg bench: warning: no report written ({exc}); "
-              f"'xlinalg report {path}' writes it", file=sys.stderr)
+        print(terminal(f"xlinalg bench: warning: no report written ({exc}); "
+                       f"'xlinalg report {path}' writes it"), file=sys.stderr)
         return
-    print(f"Report: {outdir / 'report.html'} (and report.md, {n} plot(s)) in {outdir}")
+    print(terminal(f"Report: {outdir / 'report.html'} (and report.md, {n} plot(s)) in {outdir}"))
 
 
 def _size_str(s: Any) -> str:
@@ -528,17 +586,21 @@ class _Progress:
                 self.bar.start()
                 self.task = self.bar.add_task("benchmark", total=total)
         elif event == "start":
-            desc = f"{payload['case']} {payload['backend']} {payload['size_label']}"
             if self.bar is not None:
-                self.bar.update(self.task, description=desc)
+                from .bench._escape import rich_markup
+
+                desc = f"{payload['case']} {payload['backend']} {payload['size_label']}"
+                self.bar.update(self.task, description=rich_markup(desc, max_len=120))
         elif event == "result":
             self.finished += 1
             if self.bar is not None:
                 self.bar.advance(self.task)
             elif self.enabled:
-                print(f"[{index + 1}/{total}] {payload['case']} {payload['backend']} "
-                      f"{payload['dtype']} {payload['size_label']}: {_cell_text(payload)}",
-                      file=sys.stderr, flush=True)
+                from .bench._escape import terminal
+
+                print(terminal(f"[{index + 1}/{total}] {payload['case']} {payload['backend']} "
+                               f"{payload['dtype']} {payload['size_label']}: "
+                               f"{_cell_text(payload)}"), file=sys.stderr, flush=True)
 
     def stop(self) -> None:
         if self.bar is not None:
@@ -591,6 +653,8 @@ def _print_table(records: list[dict[str, Any]], config: Any) -> None:
     rows: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for r in records:
         rows.setdefault((r["case"], r["size_label"]), {})[r["backend"]] = r
+    from .bench._escape import rich_text, terminal
+
     console = _console()
     from .bench._findings import verdict
 
@@ -606,11 +670,11 @@ def _print_table(records: list[dict[str, Any]], config: Any) -> None:
     if console is not None:
         from rich.table import Table
 
-        t = Table(title=title, title_justify="left")
+        t = Table(title=rich_text(title), title_justify="left")
         t.add_column("case")
         t.add_column("size")
-        for b in backends:
-            t.add_column(b, justify="right")
+        for b in backends:  # names are data (case files): rich Text, never markup
+            t.add_column(rich_text(b), justify="right")
         t.add_column("verdict")
         for (case, size), by in rows.items():
             cells = []
@@ -626,29 +690,30 @@ def _print_table(records: list[dict[str, Any]], config: Any) -> None:
                 if gf is not None and rb.get("status") in ("ok", "wrong", "unchecked"):
                     txt += f"\n[dim]{gf:.3g} GF/s[/]"
                 cells.append(txt)
-            t.add_row(case, size, *cells, _verdict_text(by))
+            t.add_row(rich_text(case), rich_text(size), *cells, rich_text(_verdict_text(by)))
         console.print(t)
     else:
-        print(title)
-        print("  ".join(["case".ljust(10), "size".ljust(14)] + [b.rjust(18) for b in backends]
-                        + ["verdict"]))
+        print(terminal(title))
+        print(terminal("  ".join(["case".ljust(10), "size".ljust(14)]
+                                 + [b.rjust(18) for b in backends] + ["verdict"])))
         for (case, size), by in rows.items():
-            print("  ".join([case.ljust(10), size.ljust(14)]
-                            + [(("*" if fastest.get((case, size)) == b else "")
-                                + (_cell_text(by[b]) if b in by else "")).rjust(18)
-                               for b in backends]
-                            + [_verdict_text(by)]))
-    for r in records:
+            print(terminal("  ".join([case.ljust(10), size.ljust(14)]
+                                     + [(("*" if fastest.get((case, size)) == b else "")
+                                         + (_cell_text(by[b]) if b in by else "")).rjust(18)
+                                        for b in backends]
+                                     + [_verdict_text(by)])))
+    for r in records:  # messages come from the libraries and from case files
         st = r.get("stall")
         if isinstance(st, dict) and st.get("stalled"):
-            print(f"  {r['key']}: STALLED: median {_fmt_time(st.get('remeasured_median_s'))}, "
-                  f"first {_fmt_time(st.get('first_median_s'))}, recheck "
-                  f"{_fmt_time(st.get('recheck_median_s'))}")
+            print(terminal(f"  {r['key']}: STALLED: median "
+                           f"{_fmt_time(st.get('remeasured_median_s'))}, first "
+                           f"{_fmt_time(st.get('first_median_s'))}, recheck "
+                           f"{_fmt_time(st.get('recheck_median_s'))}"))
         if r.get("status") == "failed":
             e = r.get("error", {})
-            print(f"  {r['key']}: {e.get('kind')}: {e.get('message')}")
+            print(terminal(f"  {r['key']}: {e.get('kind')}: {e.get('message')}"))
         elif r.get("status") == "wrong":
-            print(f"  {r['key']}: WRONG: {r.get('check', {}).get('message')}")
+            print(terminal(f"  {r['key']}: WRONG: {r.get('check', {}).get('message')}"))
     skips: dict[str, int] = {}
     for r in records:
         if r.get("status") == "skipped":
@@ -657,7 +722,7 @@ def _print_table(records: list[dict[str, Any]], config: Any) -> None:
     if skips:
         print(f"{sum(skips.values())} skipped cell(s), by reason:")
         for k, n in sorted(skips.items(), key=lambda kv: -kv[1]):
-            print(f"  {n} x {k}")
+            print(terminal(f"  {n} x {k}"))
 
 
 # ---------------------------------------------------------------------- report/compare
@@ -669,6 +734,8 @@ def _cmd_subcommand(name: str, args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``xlinalg`` command. Returns the exit status."""
     old_term = None
+    _tolerant_streams()
+    command = "xlinalg"
     try:
         parser = _build_parser()
         args, extras = parser.parse_known_args(list(argv) if argv is not None else None)
@@ -678,6 +745,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
+        command = f"xlinalg {args.command}"
         if args.command == "info":
             return _cmd_info(args)
         if args.command == "bench":
@@ -698,10 +766,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("xlinalg: interrupted", file=sys.stderr)
         return EXIT_SIGINT
-    except BrokenPipeError:  # pragma: no cover - `xlinalg info | head`
+    except BrokenPipeError:  # `xlinalg info | head`
+        _silence_stdout()
         return EXIT_OK
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else EXIT_OK
+    except OSError as exc:  # the environment: disk full, read-only, a closed or full stdout
+        from .bench._escape import terminal
+
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        _silence_stdout()
+        print(terminal(f"{command}: error: {where}{exc.strerror or exc}"), file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # a bug: still one line, with where it happened
+        from .bench._escape import terminal
+
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        at = (f" at {tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno}"
+              if tb is not None else "")
+        print(terminal(f"{command}: internal error: {type(exc).__name__}: {exc}{at} (a bug "
+                       "in xlinalg: please report it with the command line)", max_len=2000),
+              file=sys.stderr)
+        return EXIT_INTERNAL
     finally:
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)

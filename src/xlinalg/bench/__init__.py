@@ -4,7 +4,7 @@ Public API
 ----------
 Declaring cases
     :class:`Case`, :func:`register_case`, :func:`get_case`, :func:`case_names`,
-    :func:`load_case_file`, :class:`Ctx`
+    :func:`load_case_file`, :func:`load_case_files`, :class:`Ctx`
 Timing
     :class:`Timer`, :class:`TimerConfig`, :class:`Measurement`, :class:`Stats`
 Running
@@ -23,6 +23,7 @@ threadpoolctl or psutil (they are imported where used).
 """
 
 from . import _suite  # noqa: F401  (registers the built-in cases, before any other)
+from ._casefiles import load_case_files
 from ._cases import (
     DTYPES,
     SCALES,
@@ -87,6 +88,7 @@ __all__ = [
     "format_size",
     "get_case",
     "load_case_file",
+    "load_case_files",
     "make_cell",
     "plan_cells",
     "read_results",

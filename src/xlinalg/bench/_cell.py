@@ -429,9 +429,12 @@ def execute_cell(
                 "regime": "throughput: blocks of `number` back-to-back calls, one fence per block",
             }
             rec["status"] = status
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
         raise
-    except BaseException as exc:
+    except BaseException as exc:  # SystemExit too: a case that calls sys.exit failed
+        if isinstance(exc, SystemExit):
+            exc = RuntimeError(f"the case called sys.exit({exc.code!r})").with_traceback(
+                exc.__traceback__)
         err = classify_error(exc)
         tb = traceback.extract_tb(exc.__traceback__)
         if tb:

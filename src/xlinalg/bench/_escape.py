@@ -42,7 +42,10 @@ __all__ = [
 
 # C0 and C1 controls, DEL, zero-width and bidirectional formatting characters,
 # line/paragraph separators and the BOM: invisible or terminal-driving.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+# Lone surrogates (bytes of a non-UTF-8 file name, decoded with surrogateescape)
+# cannot be written to a UTF-8 file or terminal: shown as \udcXX too.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+                      "\ud800-\udfff]")
 
 
 def _visible(m: re.Match[str]) -> str:

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._cases import DTYPES, SCALES, case_names, get_case, load_case_file
+from ._casefiles import load_case_files
+from ._cases import DTYPES, SCALES, case_names, get_case
 from ._store import ResultStore
 from ._timer import TimerConfig
 
@@ -198,15 +199,10 @@ def validate_config(config: RunConfig) -> RunConfig:
     """Check names and values; fill defaults (backends, cases). Raises BenchUsageError."""
     from ..backends import BACKEND_NAMES, available_backends, get_backend
 
-    for f in config.case_files:
-        try:
-            load_case_file(f)
-        except ValueError as exc:
-            raise BenchUsageError(str(exc)) from None
-        except Exception as exc:
-            raise BenchUsageError(
-                f"case file {str(f)!r} failed to import: {type(exc).__name__}: {exc}".splitlines()[0]
-            ) from None
+    try:
+        load_case_files(config.case_files, time_limit=config.time_limit)
+    except ValueError as exc:
+        raise BenchUsageError(str(exc)) from None
     if config.scale not in SCALES:
         raise BenchUsageError(f"unknown scale {config.scale!r}; valid scales: {', '.join(SCALES)}")
     if config.dtype not in DTYPES:
