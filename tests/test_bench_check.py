@@ -7,7 +7,14 @@ import textwrap
 import numpy as np
 import pytest
 
-from xlinalg.bench import RunConfig, TimerConfig, check_result, read_results, run_benchmark
+from xlinalg.bench import (
+    RunConfig,
+    TimerConfig,
+    check_result,
+    read_results,
+    run_benchmark,
+    unregister_case,
+)
 
 NAN, INF = np.nan, np.inf
 
@@ -84,10 +91,15 @@ def test_case_file_cells_are_checked_the_same_way(tmp_path):
     out = tmp_path / "r.jsonl"
     fast = TimerConfig(warmup_time=0.0, min_sample_time=0.001, min_run_time=0.005,
                        min_samples=3, max_samples=5, max_run_time=1.0)
-    with np.errstate(all="ignore"):
-        run_benchmark(RunConfig(backends=["numpy"], cases=["t_conj", "t_inf", "t_right"],
-                                scale="quick", out=out, case_files=[cf], timer=fast,
-                                isolate=False, calibrate=False, memory=False))
+    names = ["t_conj", "t_inf", "t_right"]
+    try:
+        with np.errstate(all="ignore"):
+            run_benchmark(RunConfig(backends=["numpy"], cases=names, scale="quick", out=out,
+                                    case_files=[cf], timer=fast, isolate=False,
+                                    calibrate=False, memory=False))
+    finally:  # in-process: leave the registry as the other tests expect it
+        for n in names:
+            unregister_case(n)
     got = {r["case"]: r for r in read_results(out).records}
     assert got["t_conj"]["status"] == "wrong", got["t_conj"]
     assert got["t_inf"]["status"] == "wrong", got["t_inf"]
