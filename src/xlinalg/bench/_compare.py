@@ -214,10 +214,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             res = read_results(f, warn=False)
         except ResultsFileError as exc:
-            print(f"xlinalg compare: error: {exc}", file=sys.stderr)
+            print(terminal(f"xlinalg compare: error: {exc}"), file=sys.stderr)
             return EXIT_USAGE
         for w in res.warnings:
-            print(f"xlinalg compare: warning: {w}", file=sys.stderr)
+            print(terminal(f"xlinalg compare: warning: {w}"), file=sys.stderr)
         files.append(res)
     for d in header_differences(files[0].headers[-1] if files[0].headers else None,
                                 files[1].headers[-1] if files[1].headers else None):
@@ -227,10 +227,10 @@ def run(args: argparse.Namespace) -> int:
     rows = compare_records(old, new, alpha=args.alpha, threshold=args.threshold,
                            min_samples=getattr(args, "min_samples", 5))
     compared = [r for r in rows if r["lo"] is not None]
-    print(f"compare {args.old} -> {args.new}: ratio = new/old median; interval: "
-          f"{100 * (1 - args.alpha):g}% over all {len(compared)} cells together (Bonferroni), "
-          "from the samples and the spread between the runs; flagged when the whole interval "
-          f"is beyond {100 * args.threshold:g}%")
+    print(terminal(f"compare {args.old} -> {args.new}: ratio = new/old median; interval: "
+                   f"{100 * (1 - args.alpha):g}% over all {len(compared)} cells together "
+                   "(Bonferroni), from the samples and the spread between the runs; flagged "
+                   f"when the whole interval is beyond {100 * args.threshold:g}%"))
     if compared:
         r0 = compared[0]
         lo, hi = _load(old), _load(new)
@@ -246,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
         ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
         iv = f"[{r['lo']:.3f}, {r['hi']:.3f}]" if r["lo"] is not None else "-"
         print(f"{keys[r['key']]:<{width}}  {format_time(r['old_s']):>10}  "
-              f"{format_time(r['new_s']):>10}  {ratio:>7}  {iv:>15}  {r['flag']}")
+              f"{format_time(r['new_s']):>10}  {ratio:>7}  {iv:>15}  {terminal(r['flag'])}")
     counts: dict[str, int] = {}
     for r in rows:
         k = r["flag"].split(" (")[0] or "?"

@@ -11,8 +11,9 @@ terminal (plain)   :func:`terminal`: control characters (ANSI/OSC escape
                    sequences, carriage returns, bidi overrides) shown as ``\\x1b``
 rich tables/text   :func:`rich_markup` (a markup string) or :func:`rich_text` (a
                    ``rich.text.Text``, no markup at all)
-Markdown           :func:`markdown`: characters with a Markdown or HTML meaning
-                   backslash-escaped, so ``<script>`` or ``$x$`` stay text
+Markdown           :func:`markdown`: characters with a Markdown meaning
+                   backslash-escaped, HTML's as entities: ``<script>``, ``$x$``
+                   and ``[a](b)`` stay text
 HTML               :func:`html_text`
 file names         :func:`filename`: ``[A-Za-z0-9._-]`` only, at most 100 bytes,
                    a hash suffix whenever the name had to change (distinct names
@@ -79,16 +80,17 @@ def rich_text(text: Any, style: str = "", max_len: int | None = None) -> Any:
 
 
 # Characters with a meaning in CommonMark/GFM (emphasis, code, links, tables,
-# HTML, entities, GitHub math `$`, strikethrough) anywhere in a line.
-_MD_INLINE = re.compile(r"([\\`*_\[\]<>&|$~!{}])")
-# ... and at the start of a line only (headings, quotes, lists, ordered lists).
-_MD_START = re.compile(r"^(\s*)([#>+=-]|\d+[.)])")
+# GitHub math `$`, strikethrough) anywhere in a line: backslash-escaped. HTML's
+# `&`, `<` and `>` become entities (so no raw tag is left in the file at all).
+_MD_INLINE = re.compile(r"([\\`*_\[\]|$~!{}])")
+# ... and at the start of a line only (headings, lists, ordered lists).
+_MD_START = re.compile(r"^(\s*)([#+=-]|\d+[.)])")
 
 
 def markdown(text: Any) -> str:
-    """`text` as literal Markdown inline text (one line): HTML, links, emphasis,
-    math and table pipes escaped with backslashes, controls made visible."""
-    s = terminal(text)
+    """`text` as literal Markdown inline text (one line): HTML as entities; links,
+    emphasis, math and table pipes escaped with backslashes; controls made visible."""
+    s = html.escape(terminal(text), quote=False)
     s = _MD_INLINE.sub(r"\\\1", s)
     m = _MD_START.match(s)
     if m:
@@ -117,7 +119,7 @@ def filename(text: Any, max_bytes: int = 100) -> str:
     return f"{safe[: max(1, max_bytes - 13)]}-{digest}"
 
 
-def plot_text(text: Any) -> str:
-    """`text` for a matplotlib label or title: controls made visible and ``$``
-    escaped, so that it is never parsed as math text."""
-    return terminal(text).replace("$", r"\$")
+def plot_text(text: Any, max_len: int | None = None) -> str:
+    """`text` for a matplotlib label or title: controls made visible, cut to
+    `max_len`, and ``$`` escaped, so that it is never parsed as math text."""
+    return terminal(text, max_len).replace("$", r"\$")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _findings as F
+from ._escape import filename, plot_text
 from ._units import format_time
 
 __all__ = ["MAX_WIDTH_PX", "make_plots"]
@@ -74,12 +75,14 @@ def _plain_axis(axis: Any) -> None:
 
 
 def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text)[:120]
+    """A file name for a plot (ASCII, at most 100 bytes, distinct names stay distinct)."""
+    return filename(text)
 
 
 def _text(s: Any) -> str:
-    """Text from a results file, safe for matplotlib (no mathtext, bounded length)."""
-    return str(s).replace("$", r"\$")[:80]
+    """Text from a results file, safe for matplotlib (no mathtext, no control
+    characters, bounded length)."""
+    return plot_text(s, max_len=80)
 
 
 _MARK = {"noisy": " ~", "stalled": " STALL"}
@@ -126,7 +129,7 @@ def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, st
         _time_axis(ax.yaxis)
         ax.set_xlabel("matrix side n (one n x n system and one right-hand side)")
         ax.set_ylabel("time per solve (median; band: IQR)")
-        title = f"{_text(case)}: runtime against matrix side n ({dtype})"
+        title = f"{_text(case)}: runtime against matrix side n ({_text(dtype)})"
         ax.set_title(title + ("\nringed points: noisy or stalled cells" if shaky_any else ""),
                      fontsize=11)
         ax.grid(True, which="both", alpha=0.3)
@@ -269,10 +272,10 @@ def plot_speedups(records: list[dict[str, Any]], outdir: Path,
         fig, ax = _fig(_bar_width_in(len(keys) * max(1, len(backends))))
         _ratio_bars(ax, [_text(k) for k in keys], series)
         names = [str(n) for n in (by_size[keys[0]][baseline].get("params") or {})] or ["size"]
-        ax.set_xlabel(f"size ({' x '.join(names)})")
-        ax.set_ylabel(f"speed-up over {baseline} (>1: faster; bars: IQR range)")
+        ax.set_xlabel(_text(f"size ({' x '.join(names)})"))
+        ax.set_ylabel(f"speed-up over {_text(baseline)} (>1: faster; bars: IQR range)")
         cdt = F.compute_dtype(next(iter(by_size[keys[0]].values())))
-        title = (f"{sec} {_text(case)} ({cdt}): speed-up over {baseline}"
+        title = (f"{sec} {_text(case)} ({_text(cdt)}): speed-up over {_text(baseline)}"
                  + (f", {_MAX_SIZES} of the sizes" if thinned else ""))
         ax.set_title(title, fontsize=10)
         out.append(_save(fig, outdir, _safe(f"speedup_{sec}_{case}_{dtype}"), title, sec))
@@ -304,7 +307,7 @@ def plot_precision(records: list[dict[str, Any]], outdir: Path) -> list[dict[str
                               and str(r["size_label"]) == k), None)
                     series[b].append(None if c is None else _ratio(base[(b, dtype, k)], c))
             fig, ax = _fig(_bar_width_in(len(keys) * len(backends)))
-            _ratio_bars(ax, keys, series)
+            _ratio_bars(ax, [_text(k) for k in keys], series)
             ax.set_xlabel("GEMM size (m x k x n)")
             ax.set_ylabel(f"float32 time / {target} time (>1: {target} faster)")
             title = f"A12: {target} GEMM against the same backend's float32 GEMM"

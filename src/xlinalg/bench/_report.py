@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import base64
-import html
 import sys
 from pathlib import Path
 from typing import Any
 
 from . import _findings as F
+from ._escape import html_text, markdown, terminal
 from ._units import format_bytes as _fmt_bytes
 from ._units import format_time as _fmt_time
 
@@ -395,11 +395,9 @@ def _peaks_text(peaks: dict[str, Any]) -> str:
 
 
 def _md_text(x: Any) -> str:
-    """Text from a results file as Markdown: no raw HTML, no table breaks, no links."""
-    t = html.escape(str(x), quote=False)
-    for c in "|[]`*_":
-        t = t.replace(c, "\\" + c)
-    return t
+    """Text from a results file as Markdown: no raw HTML, no table breaks, no links,
+    no math, no control characters (:func:`._escape.markdown`)."""
+    return markdown(x)
 
 
 def _md_cell(c: Any) -> str:
@@ -450,14 +448,14 @@ summary{cursor:pointer;color:#245}nav ul{columns:2}"""
 
 
 def _html_cell(c: Any) -> str:
-    e = html.escape
+    e = html_text
     if isinstance(c, tuple) and c and c[0] == "link":
         return f'<a href="#{e(c[2])}">{e(c[1])}</a>'
     return "<br>".join(e(part) for part in str(c).split("\n"))
 
 
 def _html_blocks(blocks: list[Block]) -> list[str]:
-    e = html.escape
+    e = html_text
     parts: list[str] = []
     for b in blocks:
         if b[0] == "h":
@@ -522,20 +520,21 @@ def run(args: argparse.Namespace) -> int:
     try:
         for p in paths:
             for w in read_results(p, warn=False).warnings:
-                print(f"xlinalg report: warning: {w}", file=sys.stderr)
+                print(terminal(f"xlinalg report: warning: {w}"), file=sys.stderr)
     except ResultsFileError as exc:
-        print(f"xlinalg report: error: {exc}", file=sys.stderr)
+        print(terminal(f"xlinalg report: error: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     try:
         outdir, n = write_report(paths, Path(args.out) if args.out else None,
                                  plots=not getattr(args, "no_plots", False))
     except ResultsFileError as exc:
-        print(f"xlinalg report: error: {exc}", file=sys.stderr)
+        print(terminal(f"xlinalg report: error: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:
-        print(f"xlinalg report: error: cannot write the report: {exc.strerror or exc}",
-              file=sys.stderr)
+        where = f" {exc.filename}" if exc.filename else ""
+        print(terminal(f"xlinalg report: error: cannot write the report{where}: "
+                       f"{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_USAGE
-    print(f"wrote {outdir / 'report.md'}, {outdir / 'report.html'} and {n} plot(s) "
-          f"(PNG + SVG) in {outdir}")
+    print(terminal(f"wrote {outdir / 'report.md'}, {outdir / 'report.html'} and {n} plot(s) "
+                   f"(PNG + SVG) in {outdir}"))
     return EXIT_OK
