@@ -14,7 +14,7 @@ Running
 Storing
     :class:`ResultStore`, :func:`read_results`, :class:`ResultsFile`,
     :class:`ResultsFileError` (:class:`ResultsFileBusyError`,
-    :class:`ResultsWriteError`), :data:`SCHEMA_VERSION`
+    :class:`ResultsWriteError`, :class:`ResumeMismatchError`), :data:`SCHEMA_VERSION`
 Environment
     :func:`collect_env`
 
@@ -55,8 +55,10 @@ from ._store import (
     ResultsFileWarning,
     ResultStore,
     ResultsWriteError,
+    ResumeMismatchError,
     cell_key,
     read_results,
+    settings_differences,
 )
 from ._timer import Measurement, Stats, Timer, TimerConfig
 
@@ -72,6 +74,7 @@ __all__ = [
     "ResultsFileError",
     "ResultsFileWarning",
     "ResultsWriteError",
+    "ResumeMismatchError",
     "RunConfig",
     "RunSummary",
     "SCALES",
@@ -94,6 +97,7 @@ __all__ = [
     "read_results",
     "register_case",
     "run_benchmark",
+    "settings_differences",
     "unregister_case",
     "validate_config",
 ]

@@ -49,7 +49,9 @@ __all__ = [
     "ResultsFileError",
     "ResultsFileWarning",
     "ResultsWriteError",
+    "ResumeMismatchError",
     "cell_key",
+    "settings_differences",
     "read_results",
 ]
 
@@ -81,6 +83,65 @@ class ResultsFileBusyError(ResultsFileError):
 
 class ResultsWriteError(ResultsFileError):
     """The results file cannot be created, opened for writing or written."""
+
+
+class ResumeMismatchError(ResultsFileError):
+    """``--resume`` with settings other than those the file's cells were measured with."""
+
+
+#: What must be the same to resume a file: the run settings (``header["run"]``) and
+#: the environment (``header["env"]``, as dotted paths) under which a cell is
+#: measured. Cells measured under other settings would mix silently into one file.
+#: The backends, cases and sizes may differ (they only pick cells; a cell's key
+#: names it), and so may the time limit.
+RESUME_RUN_KEYS: tuple[str, ...] = (
+    "dtype", "scale", "threads", "seed", "allow_tf32", "isolate", "memory_limit", "timer",
+    "check", "memory",
+)
+RESUME_ENV_KEYS: tuple[str, ...] = (
+    "xlinalg", "python.version", "python.implementation", "numpy", "packages", "host",
+    "cpu.model", "cpu.usable_cores",
+)
+
+
+def _dig(d: Any, dotted: str) -> tuple[bool, Any]:
+    for part in dotted.split("."):
+        if not isinstance(d, dict) or part not in d:
+            return False, None
+        d = d[part]
+    return True, d
+
+
+def _flat(prefix: str, v: Any) -> dict[str, Any]:
+    """{"packages.torch": "2.3", ...} for a dict value; {prefix: v} otherwise."""
+    if isinstance(v, dict):
+        out: dict[str, Any] = {}
+        for k, x in v.items():
+            out.update(_flat(f"{prefix}.{k}", x))
+        return out
+    return {prefix: v}
+
+
+def settings_differences(header: dict[str, Any], run: dict[str, Any],
+                         env: dict[str, Any]) -> list[str]:
+    """How `run` and `env` differ from a file's `header` in what must match to
+    resume (:data:`RESUME_RUN_KEYS`, :data:`RESUME_ENV_KEYS`): ``"seed: 0 in
+    the file, 1 now"`` per difference. A setting missing on either side (an
+    older file, a caller that does not record it) is not compared."""
+    now = {"run": json.loads(dumps_record(run)), "env": json.loads(dumps_record(env))}
+    out = []
+    for part, keys in (("run", RESUME_RUN_KEYS), ("env", RESUME_ENV_KEYS)):
+        for key in keys:
+            had, old = _dig(header.get(part), key)
+            has, new = _dig(now[part], key)
+            if not (had and has):
+                continue
+            a, b = _flat(key, old), _flat(key, new)
+            for k in sorted(set(a) | set(b)):
+                if a.get(k) != b.get(k):
+                    out.append(f"{k}: {json.dumps(a.get(k))} in the file, "
+                               f"{json.dumps(b.get(k))} now")
+    return out
 
 
 def _why(exc: OSError) -> str:
@@ -467,7 +528,25 @@ class ResultStore:
         return self.previous.finished_keys() if self.previous else set()
 
     def write_header(self, env: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
-        """Append the header of this run (environment and options)."""
+        """Append the header of this run (environment and options).
+
+        Raises
+        ------
+        ResumeMismatchError
+            Resuming a file whose cells were measured under other settings
+            (:func:`settings_differences`); nothing is written.
+        """
+        if self.previous is not None:
+            diffs: list[str] = []
+            for h in self.previous.headers:
+                diffs += [d for d in settings_differences(h, run, env) if d not in diffs]
+            if diffs:
+                from ._escape import terminal
+
+                raise ResumeMismatchError(self.path, None, terminal(
+                    "its cells were measured with other settings; resuming would mix them: "
+                    + "; ".join(diffs) + ". Resume with the file's settings, or start a new "
+                    "--out", max_len=2000))
         header = {
             "type": "header",
             "schema_version": SCHEMA_VERSION,
