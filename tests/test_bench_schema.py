@@ -176,17 +176,52 @@ JSON = st.recursive(
 ODD_SIZE = st.one_of(st.integers(0, 2**40), ODD_TEXT,
                      st.lists(st.integers(0, 2**40), min_size=1, max_size=8))
 
-# the fields readers look at, at every depth they look
-PATHS = [("case",), ("backend",), ("dtype",), ("size",), ("size_label",), ("status",),
-         ("key",), ("params",), ("params", "n"), ("case_doc",), ("skip_reason",), ("time",),
-         ("time", "median_s"), ("time", "iqr_s"), ("time", "raw_s"), ("time", "noisy"),
-         ("time", "iqr_over_median"), ("throughput",), ("throughput", "gflops"),
-         ("throughput", "gbs"), ("check",), ("check", "verdict"), ("check", "message"),
-         ("check", "max_rel_err"), ("memory",), ("error",), ("error", "message"),
-         ("error", "kind"), ("fairness",), ("calibration",), ("cell_wall_s",)]
-HEADER_PATHS = [("env",), ("env", "cpu"), ("env", "cpu", "model"), ("env", "gpus"),
-                ("env", "packages"), ("env", "blas"), ("env", "memory_bytes"), ("run",),
-                ("run", "threads"), ("run", "dtype"), ("created",), ("run_id",)]
+# the fields readers look at, at every depth they look, each with values of its own
+# type at odd places of its range (accepted by the schema: the report must cope)
+_NUMBER = (st.floats(0, 1e300) | st.integers(0, 2**60) | st.none()
+           | st.sampled_from([0, 0.0, 1e-300, 5e-324, 1e308]))
+_TEXT = ODD_TEXT.filter(bool)
+_OBJ = st.dictionaries(ODD_TEXT, _NUMBER | _TEXT | st.booleans(), max_size=3)
+_TYPED = {
+    "number": _NUMBER, "text": _TEXT, "bool": st.booleans() | st.none(), "object": _OBJ,
+    "numbers": st.lists(st.floats(0, 1e300), max_size=6), "texts": st.lists(_TEXT, max_size=3),
+    "size": st.none(),  # replaced by ODD_SIZE below
+    "status": st.sampled_from(["ok", "wrong", "unchecked", "skipped", "failed"]),
+    "verdict": st.sampled_from(["ok", "wrong", "unchecked"]),
+    "interval": st.fixed_dictionaries({"ratio": _NUMBER, "lo": _NUMBER, "hi": _NUMBER,
+                                       "over": _TEXT}),
+}
+_TYPED["size"] = ODD_SIZE
+PATHS = {("case",): "text", ("backend",): "text", ("dtype",): "text", ("size",): "size",
+         ("size_label",): "text", ("status",): "status", ("key",): "text",
+         ("params",): "object", ("params", "n"): "number", ("case_doc",): "text",
+         ("skip_reason",): "text", ("time",): "object", ("time", "median_s"): "number",
+         ("time", "iqr_s"): "number", ("time", "q1_s"): "number", ("time", "q3_s"): "number",
+         ("time", "raw_s"): "numbers", ("time", "noisy"): "bool",
+         ("time", "iqr_over_median"): "number", ("time", "first_call_s"): "number",
+         ("time", "stalled"): "bool", ("throughput",): "object",
+         ("throughput", "gflops"): "number", ("throughput", "gbs"): "number",
+         ("check",): "object", ("check", "verdict"): "verdict", ("check", "message"): "text",
+         ("check", "max_rel_err"): "number", ("memory",): "object", ("error",): "object",
+         ("error", "message"): "text", ("error", "kind"): "text", ("fairness",): "object",
+         ("calibration",): "bool", ("cell_wall_s",): "number", ("verdict",): "object",
+         ("verdict", "fastest"): "text", ("verdict", "tie"): "texts",
+         ("verdict", "speedup"): "interval", ("verdict", "speedup", "over"): "text",
+         ("verdict", "speedup", "lo"): "number", ("verdict", "effective_cores"): "object",
+         ("verdict", "parallelism_note"): "text", ("ratios",): "object",
+         ("ratios", "numpy"): "interval", ("ratios", "torch-cpu", "lo"): "number",
+         ("stall",): "object", ("stall", "stalled"): "bool", ("stalled",): "bool"}
+HEADER_PATHS = {("env",): "object", ("env", "cpu"): "object", ("env", "cpu", "model"): "text",
+                ("env", "cpu", "logical_cores"): "number", ("env", "gpus"): "texts",
+                ("env", "packages"): "object", ("env", "blas"): "texts",
+                ("env", "memory_bytes"): "number", ("run",): "object",
+                ("run", "threads"): "number", ("run", "dtype"): "text", ("created",): "text",
+                ("run_id",): "text"}
+
+
+def _odd_value(draw, kind: str):
+    """Mostly a value of the field's own type; sometimes any JSON at all."""
+    return draw(st.one_of(*[_TYPED[kind]] * 6, JSON))
 
 
 def _set(obj: dict, path: tuple, value) -> None:
@@ -206,15 +241,17 @@ def hostile_files(draw):
         r = result(case=draw(st.sampled_from(cases) | ODD_TEXT.filter(bool)),
                    backend=draw(st.sampled_from(["numpy", "torch-cpu", "jax-cpu"])
                                 | ODD_TEXT.filter(bool)),
-                   size=draw(ODD_SIZE),
+                   size=draw(st.just(64) | ODD_SIZE),
                    median=draw(st.floats(0, 1e6) | st.just(1e-300)))
         r["size_label"] = draw(st.just(r["size_label"]) | ODD_TEXT.filter(bool))
-        for _ in range(draw(st.integers(0, 3))):
-            _set(r, draw(st.sampled_from(PATHS)), draw(JSON | ODD_SIZE))
+        for _ in range(draw(st.integers(1, 4))):  # at least one field of each record is odd
+            path = draw(st.sampled_from(sorted(PATHS)))
+            _set(r, path, _odd_value(draw, PATHS[path]))
         records.append(r)
     header = copy.deepcopy(HEADER)
     if draw(st.booleans()):
-        _set(header, draw(st.sampled_from(HEADER_PATHS)), draw(JSON))
+        path = draw(st.sampled_from(sorted(HEADER_PATHS)))
+        _set(header, path, _odd_value(draw, HEADER_PATHS[path]))
     return header, records
 
 
@@ -235,7 +272,7 @@ def _check_no_crash(tmp: Path, header: dict, records: list, plots: bool) -> None
             assert len(err.strip().splitlines()) == 1, err
 
 
-FUZZ = settings(max_examples=60,
+FUZZ = settings(max_examples=100,
                 deadline=None, suppress_health_check=list(HealthCheck))
 
 
@@ -246,7 +283,7 @@ def test_fuzz_report_and_compare_never_crash(tmp_path_factory, data):
     _check_no_crash(tmp_path_factory.mktemp("fz"), header, records, plots=False)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(hostile_files())
 def test_fuzz_report_with_plots_never_crashes(tmp_path_factory, data):
     header, records = data

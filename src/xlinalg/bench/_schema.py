@@ -72,6 +72,7 @@ _TIME = {"type": "object", "properties": {
     **{k: _COUNT for k in ("samples", "number", "total_calls", "warmup_calls",
                            "calibration_blocks")},
     "noisy": _BOOL,
+    "stalled": _BOOL,
     "warnings": {"type": "array", "items": _TEXT},
     "clock": _OPT_TEXT,
     "raw_s": _NUMS,
@@ -116,6 +117,20 @@ RESULT_PROPERTIES: dict[str, Any] = {
     "error": _ERROR,
     "fairness": _OPT_OBJ,
     "backend_info": _OPT_OBJ,
+    # side-by-side runs: the runner's verdict, paired ratios and stall flags
+    "verdict": {"type": ["object", "null"], "properties": {
+        "fastest": {"type": ["string", "null"]},
+        "tie": {"type": ["array", "null"], "items": _NAME},
+        "speedup": {"type": ["object", "null"], "properties": {
+            "over": {"type": ["string", "null"]}, "ratio": _NONNEG, "lo": _NONNEG,
+            "hi": _NONNEG}},
+        "effective_cores": _OPT_OBJ,
+        "parallelism_note": _OPT_TEXT}},
+    "ratios": {"type": ["object", "null"], "additionalProperties": {
+        "type": ["object", "null"],
+        "properties": {"ratio": _NONNEG, "lo": _NONNEG, "hi": _NONNEG}}},
+    "stall": {"type": ["object", "null"], "properties": {"stalled": _BOOL}},
+    "stalled": _BOOL,
 }
 RESULT_REQUIRED = ("type", "schema_version", "run_id", "key", "case", "backend", "dtype",
                    "size", "size_label", "status")
