@@ -210,7 +210,10 @@ PATHS = {("case",): "text", ("backend",): "text", ("dtype",): "text", ("size",):
          ("verdict", "speedup", "lo"): "number", ("verdict", "effective_cores"): "object",
          ("verdict", "parallelism_note"): "text", ("ratios",): "object",
          ("ratios", "numpy"): "interval", ("ratios", "torch-cpu", "lo"): "number",
-         ("stall",): "object", ("stall", "stalled"): "bool", ("stalled",): "bool"}
+         ("stall",): "object", ("stall", "stalled"): "bool", ("stalled",): "bool",
+         ("side_by_side",): "object", ("side_by_side", "load_avg_1min"): "object",
+         ("side_by_side", "load_avg_1min", "mean"): "number",
+         ("side_by_side", "effective_cores"): "number"}
 HEADER_PATHS = {("env",): "object", ("env", "cpu"): "object", ("env", "cpu", "model"): "text",
                 ("env", "cpu", "logical_cores"): "number", ("env", "gpus"): "texts",
                 ("env", "packages"): "object", ("env", "blas"): "texts",

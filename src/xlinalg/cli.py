@@ -638,8 +638,11 @@ def _verdict_text(by: dict[str, dict[str, Any]]) -> str:
     star = "*" if v.get("parallelism_note") else ""
     sp = v.get("speedup")
     if v.get("fastest") and isinstance(sp, dict):
-        return (f"{v['fastest']} {sp.get('ratio', 0):.2f}x "
-                f"[{sp.get('lo', 0):.2f}, {sp.get('hi', 0):.2f}]{star}")
+        def num(k: str) -> str:  # null in a hostile or older file: shown as "?"
+            x = sp.get(k)
+            return f"{x:.2f}" if isinstance(x, (int, float)) else "?"
+
+        return f"{v['fastest']} {num('ratio')}x [{num('lo')}, {num('hi')}]{star}"
     if v.get("tie"):
         return f"tie: {', '.join(map(str, v['tie']))}{star}"
     return ""

@@ -322,7 +322,10 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
     FileExistsError
         ``out`` exists and neither resume nor overwrite was asked.
     ResultsFileError
-        Resuming a file that cannot be read.
+        Resuming a file that cannot be read, or (:class:`ResumeMismatchError`)
+        whose cells were measured under other settings; another run holds the
+        file (:class:`ResultsFileBusyError`); it cannot be written
+        (:class:`ResultsWriteError`).
     KeyboardInterrupt
         Propagated after the workers are stopped and the file is closed; every
         finished cell is already in the file.
@@ -348,6 +351,7 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
             if config.isolate else "sequential: one backend after the other (no verdicts)"
         )
         env = collect_env()
+        store.check_settings(env, run_info)  # a --resume under other settings: before any work
         total = len(todo)
         run_info["load_at_start"] = _load_at_start(env)
 

@@ -129,8 +129,22 @@ RESULT_PROPERTIES: dict[str, Any] = {
     "ratios": {"type": ["object", "null"], "additionalProperties": {
         "type": ["object", "null"],
         "properties": {"ratio": _NONNEG, "lo": _NONNEG, "hi": _NONNEG}}},
-    "stall": {"type": ["object", "null"], "properties": {"stalled": _BOOL}},
+    "stall": {"type": ["object", "null"], "properties": {
+        "stalled": _BOOL, "first_median_s": _NONNEG, "recheck_median_s": _NONNEG,
+        "remeasured_median_s": _NONNEG, "factor": _NUM, "threshold": _NUM, "how": _OPT_TEXT}},
     "stalled": _BOOL,
+    "side_by_side": {"type": ["object", "null"], "properties": {
+        "backends": {"type": "array", "items": _NAME},
+        "rounds": _COUNT,
+        "order": {"type": "array", "items": {"type": "array", "items": _NAME}},
+        "round_s": {"type": ["array", "null"], "items": _NONNEG},
+        "block_s": {"type": ["array", "null"], "items": {"type": ["array", "null"],
+                                                         "items": _NONNEG}},
+        "stop": _OPT_TEXT,
+        "group_elapsed_s": _NONNEG, "wall_s": _NONNEG, "cpu_s": _NONNEG,
+        "effective_cores": _NONNEG,
+        "load_avg_1min": {"type": ["object", "null"], "properties": {
+            "min": _NUM, "max": _NUM, "mean": _NUM, "samples": _COUNT}}}},
 }
 RESULT_REQUIRED = ("type", "schema_version", "run_id", "key", "case", "backend", "dtype",
                    "size", "size_label", "status")
@@ -169,6 +183,10 @@ HEADER_PROPERTIES: dict[str, Any] = {
         "case_files": {"type": ["array", "null"], "items": _TEXT},
         "memory_limit": _COUNT,
         "timer": _OPT_OBJ,
+        "margin": _NONNEG,
+        "recheck": _BOOL,
+        "stall_factor": _NONNEG,
+        "execution": _OPT_TEXT,
         "argv": {"type": ["array", "null"], "items": _TEXT},
     }},
 }

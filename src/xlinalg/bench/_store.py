@@ -96,7 +96,7 @@ class ResumeMismatchError(ResultsFileError):
 #: names it), and so may the time limit.
 RESUME_RUN_KEYS: tuple[str, ...] = (
     "dtype", "scale", "threads", "seed", "allow_tf32", "isolate", "memory_limit", "timer",
-    "check", "memory",
+    "check", "memory", "margin", "recheck", "stall_factor",
 )
 RESUME_ENV_KEYS: tuple[str, ...] = (
     "xlinalg", "python.version", "python.implementation", "numpy", "packages", "host",
@@ -527,6 +527,23 @@ class ResultStore:
         """Cell keys already in the file when it was opened for resuming."""
         return self.previous.finished_keys() if self.previous else set()
 
+    def check_settings(self, env: dict[str, Any], run: dict[str, Any]) -> None:
+        """Raise :class:`ResumeMismatchError` when resuming a file whose cells were
+        measured under other settings (:func:`settings_differences` against every
+        header of the file); nothing when not resuming."""
+        if self.previous is None:
+            return
+        diffs: list[str] = []
+        for h in self.previous.headers:
+            diffs += [d for d in settings_differences(h, run, env) if d not in diffs]
+        if diffs:
+            from ._escape import terminal
+
+            raise ResumeMismatchError(self.path, None, terminal(
+                "its cells were measured with other settings; resuming would mix them: "
+                + "; ".join(diffs) + ". Resume with the file's settings, or start a new "
+                "--out", max_len=2000))
+
     def write_header(self, env: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
         """Append the header of this run (environment and options).
 
@@ -536,17 +553,7 @@ class ResultStore:
             Resuming a file whose cells were measured under other settings
             (:func:`settings_differences`); nothing is written.
         """
-        if self.previous is not None:
-            diffs: list[str] = []
-            for h in self.previous.headers:
-                diffs += [d for d in settings_differences(h, run, env) if d not in diffs]
-            if diffs:
-                from ._escape import terminal
-
-                raise ResumeMismatchError(self.path, None, terminal(
-                    "its cells were measured with other settings; resuming would mix them: "
-                    + "; ".join(diffs) + ". Resume with the file's settings, or start a new "
-                    "--out", max_len=2000))
+        self.check_settings(env, run)
         header = {
             "type": "header",
             "schema_version": SCHEMA_VERSION,
