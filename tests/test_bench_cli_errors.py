@@ -55,11 +55,19 @@ def one_line(err: str, *needles: str) -> None:
     ("--memory-limit", "nan", "--memory-limit"),
     ("--memory-limit", "1", "--memory-limit"),
     ("--memory-limit", "-5G", "--memory-limit"),
+    ("--threads", "0", "--threads"),
+    ("--threads", "100000000000000000000", "--threads"),  # overflowed the libraries' C int
+    ("--seed", "1" + "0" * 50, "--seed"),  # a header no reader takes (over 40 digits)
+    ("--sizes", "1" + "0" * 50, "out of range"),
+    ("--sizes", "4x4x4x4x4x4x4x4x4", "out of range"),
+    ("--margin", "inf", "--margin"),
+    ("--stall-factor", "nan", "--stall-factor"),
 ])
 def test_option_values_out_of_range_are_usage_errors(tmp_path, opt, value, needle):
-    code, _, err = run_cli(*QUICK, "--out", str(tmp_path / "r.jsonl"), f"{opt}={value}")
+    argv = [a for a in QUICK if opt != "--sizes" or a not in ("--sizes", "4")]
+    code, _, err = run_cli(*argv, "--out", str(tmp_path / "r.jsonl"), f"{opt}={value}")
     assert code == 2, err
-    one_line(err, needle, repr(value))
+    one_line(err, needle, repr(value)[:30])
     assert not (tmp_path / "r.jsonl").exists()
 
 
@@ -199,6 +207,18 @@ def test_report_out_that_cannot_be_written_is_one_line(tmp_path):
         code, _, err = run_cli("report", str(res), "--out", out, "--no-plots")
         assert code == 2, err
         one_line(err, "xlinalg report: error:")
+
+
+@pytest.mark.parametrize(("opt", "value"), [
+    ("--alpha", "nan"), ("--alpha", "0"), ("--alpha", "1"), ("--alpha", "-0.5"),
+    ("--threshold", "-1"), ("--threshold", "inf"), ("--threshold", "nan"),
+    ("--min-samples", "0"), ("--min-samples", "1e3"),
+])
+def test_compare_option_values_out_of_range_are_usage_errors(tmp_path, opt, value):
+    res = _results(tmp_path / "r.jsonl")
+    code, out, err = run_cli("compare", str(res), str(res), f"{opt}={value}")
+    assert code == 2, (out, err)
+    one_line(err, opt, repr(value))
 
 
 def test_missing_and_directory_results_files_are_one_line(tmp_path):

@@ -161,7 +161,7 @@ def _build_parser() -> _Parser:
                                  "(--threads threads each, default 1), closed at the end")
     p.add_argument("--dask-memory-limit", type=_memory_size, metavar="SIZE",
                    help="memory limit of each --dask-workers worker (e.g. 1GiB; default: auto)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the inputs (default: 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the inputs (default: 0)")
     p.add_argument("--case-file", action="append", default=[], metavar="FILE",
                    help="a Python file declaring extra cases (repeatable)")
     p.add_argument("--no-isolate", action="store_true",
@@ -201,13 +201,30 @@ def _subcommand(name: str) -> Any:
     return importlib.import_module(f"xlinalg.bench._{name}")
 
 
+#: Most threads (--threads) or worker processes (--dask-workers): the libraries
+#: take a C int, and thousands on a few cores measure the scheduler, not the library.
+MAX_COUNT = 4096
+
+
 def _positive_int(text: str) -> int:
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        v = 0
+    if not 1 <= v <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 1 to {MAX_COUNT}, got {text[:40]!r}")
+    return v
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = 2**63
+    if not -(2**63) <= v < 2**63:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from -2**63 to 2**63-1, got {text[:40]!r}")
     return v
 
 

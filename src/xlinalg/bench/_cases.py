@@ -65,6 +65,10 @@ DTYPES: tuple[str, ...] = ("float64", "float32", "float16", "bfloat16")
 
 Size = int | tuple[int, ...]
 
+#: Largest size component a command line may ask for (8 TiB of float64 for a
+#: vector: past every machine; larger values would also not fit the results schema).
+MAX_SIZE_COMPONENT = 2**40
+
 #: default relative (norm-wise) tolerance per dtype for the correctness check
 DEFAULT_RTOL: dict[str, float] = {
     "float64": 1e-10,
@@ -236,6 +240,9 @@ class Case:
             ) from None
         if any(v < 0 for v in vals):
             raise ValueError(f"case {self.name!r}: size {text!r} has a negative component")
+        if any(v > MAX_SIZE_COMPONENT for v in vals) or len(vals) > 8:
+            raise ValueError(f"case {self.name!r}: size {text[:60]!r} is out of range (at most "
+                             f"8 components of at most 2**40 each)")
         return self.normalize(vals[0] if len(vals) == 1 else vals)
 
     # -------------------------------------------------------------- rules

@@ -44,16 +44,38 @@ EXIT_OK, EXIT_USAGE = 0, 2
 MIN_CELLS_FOR_SPREAD = 6
 
 
+def _number(text: str, ok: Any, what: str, conv: Any = float) -> Any:
+    try:
+        v = conv(text)
+    except ValueError:
+        v = math.nan
+    if not ok(v):  # nan and inf fail every range
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text[:40]!r}")
+    return v
+
+
+def _open_unit(text: str) -> float:
+    return _number(text, lambda v: 0 < v < 1, "a number between 0 and 1 (exclusive)")
+
+
+def _fraction(text: str) -> float:
+    return _number(text, lambda v: 0 <= v < 10, "a relative change from 0 to 10")
+
+
+def _count(text: str) -> int:
+    return _number(text, lambda v: 1 <= v <= 10**6, "a whole number from 1 to 1000000", int)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("old", metavar="OLD", help="the baseline results file")
     parser.add_argument("new", metavar="NEW", help="the results file to compare with it")
-    parser.add_argument("--alpha", type=float, default=0.05,
+    parser.add_argument("--alpha", type=_open_unit, default=0.05,
                         help="family-wise error level of the intervals over all cells "
                              "(default: 0.05)")
-    parser.add_argument("--threshold", type=float, default=0.05,
+    parser.add_argument("--threshold", type=_fraction, default=0.05,
                         help="smallest relative change flagged: the whole interval must "
                              "clear it (default: 0.05, i.e. 5%%)")
-    parser.add_argument("--min-samples", type=int, default=5,
+    parser.add_argument("--min-samples", type=_count, default=5,
                         help="samples each side needs before a cell can be flagged "
                              "(default: 5)")
     parser.add_argument("--only-flagged", action="store_true",
