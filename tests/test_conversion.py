@@ -293,3 +293,18 @@ def test_extended_precision_is_refused_outside_numpy_and_dask() -> None:
 if __name__ == "__main__":
     for problem in sweep():
         print(json.dumps(problem))
+
+
+def test_converting_array_api_strict_arrays_warns_nothing() -> None:
+    # strict dtypes hash like NumPy's: a dtype cache keyed on the dtype alone compared
+    # them, and array-api-strict warns on that comparison
+    pytest.importorskip("array_api_strict", reason="array-api-strict is not installed")
+    code = (
+        "import warnings, numpy as np, xlinalg as xl\n"
+        "warnings.simplefilter('error')\n"
+        "y = xl.to(np.ones(2), 'array-api-strict')\n"
+        "print(xl.to(y, 'numpy').tolist())\n"
+    )
+    r = _subprocess(code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[1.0, 1.0]"

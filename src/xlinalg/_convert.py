@@ -39,13 +39,17 @@ def dtype_name(x: Any) -> str:
     """The dtype of `x` by its NumPy-style name (``torch.float64`` -> ``"float64"``;
     a big-endian NumPy ``>f8`` -> ``"float64"``)."""
     dt = x.dtype
-    name = _NAMES.get(dt)
+    # keyed on (type, dtype): array-api-strict's float64 hashes like NumPy's, and
+    # comparing the two warns (UserWarning); the types differ first, so never compared
+    key = (type(dt), dt)
+    name = _NAMES.get(key)
     if name is None:  # (np.dtype.name is a Python property: docs/performance.md; dtypes are few)
-        name = _NAMES[dt] = dt.name if isinstance(dt, np.dtype) else str(dt).rsplit(".", 1)[-1]
+        name = _NAMES[key] = dt.name if isinstance(dt, np.dtype) else str(dt).rsplit(".", 1)[-1]
     return name
 
 
-#: dtype -> its name (filled on first sight; the same value whichever thread fills it)
+#: (dtype's type, dtype) -> its name (filled on first sight; the same value whichever
+#: thread fills it)
 _NAMES: dict[Any, str] = {}
 
 
