@@ -223,6 +223,20 @@ def test_time_limit_is_per_backend_over_the_whole_cell():
     assert res.records["a"]["status"] == "ok"
 
 
+def test_no_verdict_when_a_worker_waited_for_the_cpu_most_of_the_time():
+    # a is 3x faster, but b's worker ran only 20 % of the wall time: the times
+    # measure the scheduler, and the verdict says so instead of naming a
+    res, _ = _group({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 3.0, "cores": 0.2}},
+                    T, precision=0.05)
+    v = res.records["a"]["verdict"]
+    assert v["fastest"] is None
+    assert v["tie"] == ["a", "b"]
+    assert v["starved"] == {"b": pytest.approx(0.2)}
+    assert v["text"].startswith("no verdict: b ran only 20%")
+    assert "oversubscribed" in v["parallelism_note"]
+    assert res.records["a"]["ratios"]["b"]["ratio"] == pytest.approx(1 / 3)  # still recorded
+
+
 def test_parallelism_note():
     assert parallelism_note({"numpy": 1.0, "torch": 1.2}) is None
     assert "numpy 1.0" in parallelism_note({"numpy": 1.0, "torch": 1.9})
@@ -279,9 +293,9 @@ FAST = TimerConfig(warmup_time=0.0, min_sample_time=0.001, min_run_time=0.005,
 
 
 @pytest.mark.parametrize(("slow", "stalled", "how"), [
-    ("1:0.04", False, "healed"),                # the first measurement stalled
-    ("2:0.04", False, "recheck was off"),       # the recheck stalled
-    ("1:0.04,3:0.25", True, "still stalled"),   # no two measurements agree
+    ("1:0.1", False, "healed"),                 # the first measurement stalled
+    ("2:0.1", False, "recheck was off"),        # the recheck stalled
+    ("1:0.1,3:0.6", True, "still stalled"),     # no two measurements agree
     ("", None, None),                           # nothing stalled
 ])
 def test_recheck_remeasures_and_flags_a_stall(tmp_path, monkeypatch, slow, stalled, how):
@@ -292,7 +306,7 @@ def test_recheck_remeasures_and_flags_a_stall(tmp_path, monkeypatch, slow, stall
     run_benchmark(RunConfig(backends=["numpy"], cases=["t_stall"], scale="quick", out=out,
                             timer=FAST, calibrate=False, case_files=[cases], memory=False,
                             time_limit=60, threads=1,
-                            stall_factor=4.0))  # 10x stalls; 4 ms sleeps stretch under load
+                            stall_factor=4.0))  # 25x stalls; 4 ms sleeps stretch under load
     res = read_results(out)
     recs = res.records
     if stalled is None:  # nothing off: one record, no stall field
@@ -407,6 +421,19 @@ def test_compare_does_not_cry_wolf_on_run_to_run_noise():
     rows = compare_records(_file(rng, run_noise=0.1, cells=40),
                            _file(rng, {7: 3.0}, run_noise=0.1, cells=40))
     assert [r["key"] for r in rows if r["flag"] == "REGRESSION"] == ["c7|numpy|float64|4"]
+
+
+def test_compare_flags_nothing_measured_by_a_starved_worker():
+    rng = np.random.default_rng(6)
+    old, new = _file(rng), _file(rng, {0: 1.3})
+    for recs, cores in ((old, 1.0), (new, 1.0)):
+        for r in recs.values():
+            r["backend"] = "numpy"
+            r["side_by_side"] = {"effective_cores": cores}
+    assert compare_records(old, new)[0]["flag"] == "REGRESSION"
+    new["c0|numpy|float64|4"]["side_by_side"]["effective_cores"] = 0.15
+    flag = compare_records(old, new)[0]["flag"]
+    assert flag.startswith("~ (starved: the process ran 15%")
 
 
 def test_compare_warns_about_different_runs():

@@ -15,7 +15,9 @@ The interval is ``log ratio ± z * sqrt(se_within² + spread²)`` with ``z`` for
 family-wise level ``1 - alpha`` over all compared cells (Bonferroni). A cell is a
 REGRESSION only when the whole interval lies above ``1 + threshold`` (default
 5 %), an improvement when it lies below ``1 / (1 + threshold)``, and only when
-both sides have at least ``min_samples`` samples. A change shared by every cell
+both sides have at least ``min_samples`` samples and neither side's worker was
+starved (kept less than half a core busy over its samples: it waited for the
+CPU most of the time, so its time measures the scheduler). A change shared by every cell
 (a slower machine, or a change that slows everything) is reported on its own
 line, with its interval and the load averages of both runs.
 
@@ -126,6 +128,16 @@ def _median(r: dict[str, Any]) -> float | None:
     return float(v) if v > 0 and math.isfinite(v) else None
 
 
+def _starved_cores(r: dict[str, Any]) -> float | None:
+    """The effective cores of a side-by-side record whose worker was starved, else None."""
+    from ._stats import starved
+
+    v = _get(r, "side_by_side", "effective_cores")
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    return float(v) if starved(str(r.get("backend")), float(v)) else None
+
+
 def _spread(logs: list[float]) -> tuple[float, float]:
     """(median, 1.4826 * MAD) of log ratios; (0, 0) for too few cells."""
     if len(logs) < MIN_CELLS_FOR_SPREAD:
@@ -179,8 +191,13 @@ def compare_records(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any
         r.update(lo=r["ratio"] * math.exp(-half), hi=r["ratio"] * math.exp(half),
                  shift=math.exp(shift), spread=spread, z=z)
         enough = min(r["n_old"], r["n_new"]) >= min_samples and r["se_within"] is not None
+        starved = [c for c in (_starved_cores(old[r["key"]]), _starved_cores(new[r["key"]]))
+                   if c is not None]
         if not enough:
             r["flag"] = f"~ (too few samples: {r['n_old']} and {r['n_new']})"
+        elif starved:
+            r["flag"] = (f"~ (starved: the process ran {100 * min(starved):.0f}% of the wall "
+                         "time; the times measure the scheduler)")
         elif r["lo"] > 1 + threshold:
             r["flag"] = "REGRESSION"
         elif r["hi"] < 1 / (1 + threshold):

@@ -41,8 +41,10 @@ from ._stats import (
     DEFAULT_MARGIN,
     all_pairs,
     effective_cores,
+    on_gpu,
     precise_enough,
     rotation,
+    starved,
     verdict,
 )
 from ._timer import TimerConfig
@@ -252,6 +254,17 @@ def _annotate(res: GroupResult, names: Sequence[str], wall: Mapping[str, float],
     cores = {b: effective_cores(cpu[b], wall[b]) for b in res.rounds}
     note = parallelism_note({b: cores[b] for b in good})
     v["effective_cores"] = {b: cores[b] for b in good}
+    starving = {b: c for b, c in v["effective_cores"].items() if starved(b, c)}
+    if starving and len(good) > 1:
+        # The process waited for a CPU most of the time: the times measure the
+        # scheduler, and no verdict drawn from them would hold in the next run.
+        v["starved"] = starving
+        v["fastest"] = None
+        v["tie"] = list(good)
+        worst = min(starving, key=lambda b: starving[b])
+        v["text"] = (f"no verdict: {worst} ran only {100 * starving[worst]:.0f}% of the wall "
+                     "time (the machine is oversubscribed; the times measure the scheduler)")
+        note = "; ".join(x for x in (note, v["text"]) if x)
     v["parallelism_note"] = note
     excluded = [b for b in res.rounds if b not in good]
     if excluded:
@@ -283,7 +296,7 @@ def _annotate(res: GroupResult, names: Sequence[str], wall: Mapping[str, float],
 
 # ---------------------------------------------------------------------- the run
 def _processor(backend: str) -> str:
-    return "gpu" if backend in ("torch-cuda", "jax-gpu", "cupy") else "cpu"
+    return "gpu" if on_gpu(backend) else "cpu"
 
 
 class Peaks:

@@ -32,15 +32,18 @@ __all__ = [
     "DEFAULT_LEVEL",
     "DEFAULT_MARGIN",
     "N_BOOT",
+    "STARVED_CORES",
     "all_pairs",
     "classify_stall",
     "effective_cores",
     "half_width",
+    "on_gpu",
     "paired_ratio",
     "precise_enough",
     "ratio_interval",
     "rotation",
     "stall_factor",
+    "starved",
     "verdict",
 ]
 
@@ -51,6 +54,22 @@ DEFAULT_LEVEL = 0.95
 DEFAULT_MARGIN = 1.05
 #: Bootstrap resamples.
 N_BOOT = 2000
+#: A CPU backend whose worker kept fewer cores than this busy over its samples
+#: waited for a CPU most of the time (an oversubscribed machine): its times
+#: measure the scheduler; no verdict, no regression is drawn from them.
+STARVED_CORES = 0.5
+
+
+def on_gpu(backend: str) -> bool:
+    """Whether `backend` computes on a GPU (its host process waits by design)."""
+    from ..backends import BACKEND_NAMES, get_backend
+
+    return backend in BACKEND_NAMES and bool(get_backend(backend).gpu)
+
+
+def starved(backend: str, cores: float | None) -> bool:
+    """A CPU backend that kept fewer than :data:`STARVED_CORES` cores busy."""
+    return cores is not None and cores < STARVED_CORES and not on_gpu(backend)
 
 
 def rotation(backends: Sequence[str], round_index: int) -> list[str]:
