@@ -503,6 +503,7 @@ def loop_vs_batched(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "size": str(r["size_label"]), "size_key": size_key(r),
                     "method": r["case"], "loop_case": lp["case"],
                     "loop_s": median(lp), "method_s": median(r),
+                    "loop_q": quartiles(lp), "method_q": quartiles(r),
                     "speedup": median(lp) / median(r)})  # type: ignore[operator]
     out.sort(key=lambda d: (d["method"], d["backend"], d["dtype"], d["size_key"]))
     return out

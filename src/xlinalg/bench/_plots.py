@@ -152,10 +152,13 @@ def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[di
         x = list(range(len(ds)))
         w = 0.4
         fig, ax = _fig(1.0 * len(ds) + 2, 5.0)
-        ax.bar([i - w / 2 for i in x], [d["loop_s"] for d in ds], w, label="Python loop")
-        ax.bar([i + w / 2 for i in x], [d["method_s"] for d in ds], w, label=_text(method))
+        for off, key, label in ((-w / 2, "loop", "Python loop"), (w / 2, "method", _text(method))):
+            qs = [d[f"{key}_q"] for d in ds]
+            ax.bar([i + off for i in x], [q[1] for q in qs], w, label=label,
+                   yerr=[[q[1] - q[0] for q in qs], [q[2] - q[1] for q in qs]], capsize=2,
+                   error_kw={"elinewidth": 0.8, "alpha": 0.7})
         for i, d in zip(x, ds):
-            ax.annotate(F.fmt_ratio(d["speedup"]), (i + w / 2, d["method_s"]),
+            ax.annotate(F.fmt_ratio(d["speedup"]), (i + w / 2, d["method_q"][2]),
                         ha="center", va="bottom", fontsize=8)
         ax.set_xticks(x)
         ax.set_xticklabels(labels, fontsize=8, rotation=30, ha="right")
@@ -163,7 +166,7 @@ def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[di
         _time_axis(ax.yaxis)
         ax.set_ylabel("median time for all COUNT systems")
         ax.set_xlabel("backend, COUNT x n")
-        title = f"Python loop vs {_text(method)} (speed-up on the bars)"
+        title = f"Python loop vs {_text(method)} (speed-up on the bars; error bars: IQR)"
         ax.set_title(title)
         ax.grid(True, axis="y", which="both", alpha=0.3)
         ax.legend()
