@@ -441,3 +441,21 @@ def test_verdicts_and_ratios_recorded_side_by_side_are_used_as_they_are():
     # a stalled cell is marked
     b["stall"] = {"stalled": True}
     assert F.shaky(b) == "stalled"
+
+
+def test_article_setup_prefers_one_run_and_warns_when_runs_drift(tmp_path):
+    f64 = [_rec("a1_gemm", "numpy", [128, 256, 512], 1e-3),
+           _rec("a12_precision_float32", "torch-cpu", [128, 256, 512], 0.5e-3, seed=1),
+           _rec("q1_solve_loop", "numpy", [1000, 5], 7e-3)]
+    f32 = [_rec("a1_gemm", "torch-cpu", [128, 256, 512], 5e-3, dtype="float32"),
+           _rec("q1_solve_loop", "numpy", [1000, 5], 35e-3, dtype="float32")]
+    p64, p32 = _write(tmp_path / "f64.jsonl", f64), _write(tmp_path / "f32.jsonl", f32)
+    assert _cli("report", str(p64), str(p32), "--no-plots").returncode == 0
+    md = (tmp_path / "f64-report" / "report.md").read_text(encoding="utf-8")
+    art = _section(md, "## The article side by side")
+    row = next(line for line in art.splitlines() if "GEMM 128x256x512" in line)
+    # torch's float32 from the float64 run's A12 cell (2x faster), not the busy float32 run
+    assert "one run: torch from a12" in row
+    assert "agrees: torch-cpu faster, 1.99x" in row
+    assert "differed by 5.00x between the runs" in art
+    assert "read those ratios as rough" in art

@@ -599,6 +599,12 @@ def claims(records: list[dict[str, Any]], env: dict[str, Any] | None,
                     if a["case"] == b["case"] == case and a["backend"] == "numpy"
                     and b["backend"] == "torch-cpu" and a["dtype"] == dt_np
                     and b["dtype"] == dt_t and a["size_label"] == b["size_label"]]
+            if dt_np != dt_t and case == "a1_gemm":  # within one run: A12's float32 cast
+                one = [(a, b) for a in plain if a["case"] == case and a["backend"] == "numpy"
+                       and a["dtype"] == dt_np
+                       for b in [_cell(records, "a12_precision_float32", "torch-cpu", dt_np,
+                                       str(a["size_label"]))] if b is not None and good(b)]
+                both = one or both
             if both:  # the smallest size of each GEMM case
                 pairs.append(min(both, key=lambda p: size_key(p[0])))
         if not pairs:
@@ -1027,6 +1033,32 @@ def compare_text(numpy_cell: dict[str, Any] | None, torch_cell: dict[str, Any] |
     return nums, v + tail
 
 
+#: Cells whose time hardly depends on the dtype: a streaming add (its GB/s) and the
+#: Python loop of tiny solves (per-call cost). Their float64/float32 ratio is a
+#: measure of how differently busy the machine was in the two runs.
+_DRIFT_CASES = ("calib_stream", "q1_solve_loop")
+
+
+def cross_dtype_drift(records: list[dict[str, Any]]) -> tuple[float, str] | None:
+    """How far apart the machine's speed was when the float64 and float32 cells were
+    measured (separate runs): the largest float64/float32 time ratio (either way) of a
+    dtype-neutral cell (:data:`_DRIFT_CASES`) on one backend, with a text; None when
+    no such pair is in the file."""
+    best: tuple[float, str] | None = None
+    for r in records:
+        if str(r.get("case")) not in _DRIFT_CASES or str(r.get("dtype")) != "float64":
+            continue
+        o = _cell(records, r["case"], r["backend"], "float32", str(r["size_label"]))
+        if o is None or not good(r) or not good(o):
+            continue
+        a, b = median(r), median(o)
+        x = max(a, b) / min(a, b)  # type: ignore[type-var, operator]
+        if best is None or x > best[0]:
+            best = (x, f"{r['case']} on {r['backend']}: {_fmt_ms(a)} in the float64 run, "
+                       f"{_fmt_ms(b)} in the float32 run")
+    return best
+
+
 def article_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The article's tables side by side with this file: each row measured in the
     article's own setup (NumPy float64 vs torch-cpu float32) and in fair ones (the same
@@ -1038,8 +1070,15 @@ def article_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                else f"NumPy and torch-cpu 'out of memory' / GPU {a_gpu} ms")
         a_ratio = a_np / a_tc if a_np and a_tc else None
         row: dict[str, Any] = {"section": sec, "item": item, "article": art}
-        row["own"] = compare_text(_cell(records, case, "numpy", "float64", label),
-                                  _cell(records, case, "torch-cpu", "float32", label), a_ratio)
+        np64 = _cell(records, case, "numpy", "float64", label)
+        t32 = _cell(records, "a12_precision_float32", "torch-cpu", "float64", label)
+        if sec == "A1" and np64 is not None and t32 is not None and good(t32):
+            # within one run: the float64 run's A12 cell casts torch's operands to float32
+            nums, v = compare_text(np64, t32, a_ratio)
+            row["own"] = (nums + "\n(one run: torch from a12_precision_float32)", v)
+        else:
+            row["own"] = compare_text(np64, _cell(records, case, "torch-cpu", "float32", label),
+                                      a_ratio)
         for dt in ("float64", "float32"):
             row[dt] = compare_text(_cell(records, case, "numpy", dt, label),
                                    _cell(records, case, "torch-cpu", dt, label), a_ratio)

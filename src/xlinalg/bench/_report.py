@@ -282,6 +282,17 @@ def _article_blocks(records: list[dict[str, Any]], env: dict[str, Any],
                    "here, fair float32: NumPy / torch", "verdict", "GPU"], rows),
         ("p", "The claims the article makes in words (CASES.md's list):"),
     ]
+    drift = F.cross_dtype_drift(records)
+    if drift is not None:
+        x, txt = drift
+        out.insert(2, ("p", (
+            "Caution: the float64 and float32 cells come from separate runs, so the "
+            "article's-setup column compares cells measured at different times. The "
+            f"streaming calibration (independent of the dtype) differed by {x:.2f}x between "
+            f"the runs ({txt})"
+            + (": the machine was much busier in one run, so read those ratios as rough and "
+               "prefer the fair columns, measured within one run." if x > 1.25 else
+               ": the machine ran at a similar speed in both."))))
     rows = [[c["claim"], c["verdict"], c["evidence"]] for c in F.claims(records, env, peaks)]
     out.append(("table", ["claim", "verdict", "numbers"], rows))
     return out
