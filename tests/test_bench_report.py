@@ -459,3 +459,14 @@ def test_article_setup_prefers_one_run_and_warns_when_runs_drift(tmp_path):
     assert "agrees: torch-cpu faster, 1.99x" in row
     assert "differed by 5.00x between the runs" in art
     assert "read those ratios as rough" in art
+
+
+def test_calibration_of_a_busier_run_does_not_cap_faster_gemm_cells():
+    n = 1024
+    slow_calib = _rec("calib_gemm", "numpy", n, 2 * n**3 / 5e9, flops=2 * n**3)  # 5 GFLOP/s
+    fast_cell = _rec("a1_gemm", "numpy", [512, 1024, 2048], 2 * 512 * 1024 * 2048 / 80e9,
+                     flops=2 * 512 * 1024 * 2048)  # 80 GFLOP/s, from a quiet run
+    peaks = F.calibrate_peaks([slow_calib, fast_cell])
+    assert peaks["gflops"]["float64"][0] == pytest.approx(80.0, rel=0.05)
+    assert "busier run" in peaks["source"]
+    assert F.fraction_of_peak(fast_cell, peaks)[2] == pytest.approx(1.0, rel=0.05)

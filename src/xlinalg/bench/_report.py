@@ -298,6 +298,21 @@ def _article_blocks(records: list[dict[str, Any]], env: dict[str, Any],
     return out
 
 
+def _run_line(f: Any) -> str:
+    """One results file: its name, dtype, date, calibration GEMM rate and noisy share."""
+    rs = list(f.latest().values())
+    hdr = f.headers[0] if f.headers else {}
+    dts = sorted({str(r.get("dtype")) for r in rs})
+    gemm = [f"{r['backend']} {r['throughput']['gflops']:.3g} GFLOP/s" for r in rs
+            if str(r.get("case")) == "calib_gemm" and F.good(r)
+            and isinstance((r.get("throughput") or {}).get("gflops"), (int, float))]
+    timed = [r for r in rs if F.good(r)]
+    noisy = sum(1 for r in timed if F.shaky(r))
+    return (f"{f.path}: {', '.join(dts)}, created {hdr.get('created', '?')}, "
+            f"{len(rs)} cells, {noisy} of {len(timed)} timed cells noisy or stalled; "
+            f"calibration GEMM: {', '.join(gemm) if gemm else 'not in this run'}")
+
+
 def _anchor(section: str | None) -> str:
     return "sec-" + "".join(c for c in str(section).lower() if c.isalnum())
 
@@ -342,6 +357,11 @@ def build_report(res: Any, outdir: Path, plots: bool = True,
     for f in files:
         for w in f.warnings:
             blocks.append(("p", f"Warning: {w}"))
+    if len(files) > 1:
+        blocks.append(("p", "The runs in this report, and how fast the machine was in each "
+                            "(the calibration GEMM and the share of noisy cells: numbers from "
+                            "different runs compare only as far as these agree):"))
+        blocks.append(("ul", [_run_line(f) for f in files]))
     blocks += _summary_blocks(records, env)
     toc: list[tuple[str, str]] = [("Summary", "summary"),
                                   ("The article side by side", "article"),
