@@ -470,3 +470,15 @@ def test_calibration_of_a_busier_run_does_not_cap_faster_gemm_cells():
     assert peaks["gflops"]["float64"][0] == pytest.approx(80.0, rel=0.05)
     assert "busier run" in peaks["source"]
     assert F.fraction_of_peak(fast_cell, peaks)[2] == pytest.approx(1.0, rel=0.05)
+
+
+def test_a_later_run_of_a_case_replaces_the_earlier_cells(tmp_path):
+    old = [_rec("a15_conv", "numpy", [3, 3, 3], None, status="skipped", skip_reason="stale"),
+           _rec("a1_gemm", "numpy", [64, 64, 64], 1e-5)]
+    new = [_rec("a15_conv", "numpy", [32, 3, 3, 3], 1e-3)]
+    p1, p2 = _write(tmp_path / "old.jsonl", old), _write(tmp_path / "new.jsonl", new)
+    assert _cli("report", str(p1), str(p2), "--no-plots").returncode == 0
+    md = (tmp_path / "old-report" / "report.md").read_text(encoding="utf-8")
+    assert "stale" not in md
+    assert "| 32x3x3x3 |" in md
+    assert "a1\\_gemm" in md  # cases the later run did not touch stay

@@ -144,10 +144,11 @@ def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[di
     if not rows:
         return []
     out = []
-    by_method: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_method: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for d in rows:
-        by_method[d["method"]].append(d)
-    for method, ds in sorted(by_method.items()):
+        by_method[(d["method"], d["dtype"])].append(d)
+    multi = len({d["dtype"] for d in rows}) > 1
+    for (method, dtype), ds in sorted(by_method.items()):
         labels = [f"{_text(d['backend'])}\n{_text(d['size'])}" for d in ds]
         x = list(range(len(ds)))
         w = 0.4
@@ -166,11 +167,13 @@ def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[di
         _time_axis(ax.yaxis)
         ax.set_ylabel("median time for all COUNT systems")
         ax.set_xlabel("backend, COUNT x n")
-        title = f"Python loop vs {_text(method)} (speed-up on the bars; error bars: IQR)"
+        title = (f"Python loop vs {_text(method)}, {dtype} (speed-up on the bars; "
+                 "error bars: IQR)")
         ax.set_title(title)
         ax.grid(True, axis="y", which="both", alpha=0.3)
         ax.legend()
-        out.append(_save(fig, outdir, _safe(f"loop_vs_{method}"), title, "question"))
+        name = f"loop_vs_{method}" + (f"_{dtype}" if multi else "")
+        out.append(_save(fig, outdir, _safe(name), title, "question"))
     return out
 
 

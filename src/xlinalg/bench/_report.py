@@ -333,7 +333,12 @@ def build_report(res: Any, outdir: Path, plots: bool = True,
     files = [res, *(extra or [])]
     latest: dict[str, dict[str, Any]] = {}
     for f in files:
-        latest.update(f.latest())
+        # a later file's run of a case (and dtype) replaces the earlier file's cells of
+        # it, sizes included (an update run of the cases changed since)
+        new = f.latest()
+        again = {(r.get("case"), r.get("dtype")) for r in new.values()}
+        latest = {k: r for k, r in latest.items() if (r.get("case"), r.get("dtype")) not in again}
+        latest.update(new)
     records = list(latest.values())
     header = res.headers[-1] if res.headers else {}
     env = header.get("env") or {}
