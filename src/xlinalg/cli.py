@@ -213,7 +213,7 @@ def _positive_int(text: str) -> int:
         v = 0
     if not 1 <= v <= MAX_COUNT:
         raise argparse.ArgumentTypeError(
-            f"expected a whole number from 1 to {MAX_COUNT}, got {text[:40]!r}")
+            f"expected a positive integer up to {MAX_COUNT}, got {text[:40]!r}")
     return v
 
 
