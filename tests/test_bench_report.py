@@ -438,6 +438,12 @@ def test_verdicts_and_ratios_recorded_side_by_side_are_used_as_they_are():
     for r in (a, b):
         r["verdict"] = tie_v
     assert F.verdict({"numpy": a, "torch-cpu": b})["tie"]
+    # a tie listed in any order never names the runner-up as its own rival
+    for r in (a, b):
+        r["verdict"] = {**tie_v, "tie": ["torch-cpu", "numpy"]}
+    v = F.verdict({"numpy": a, "torch-cpu": b})
+    assert v["winner"] == "numpy"
+    assert v["runner_up"] == "torch-cpu"
     # a stalled cell is marked
     b["stall"] = {"stalled": True}
     assert F.shaky(b) == "stalled"

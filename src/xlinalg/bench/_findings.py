@@ -397,7 +397,8 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
             and (recorded.get("fastest") in names or set(recorded.get("tie") or ()) & names)
             and set(recorded.get("effective_cores") or {b: 0 for b in names}) == names):
         # the runner's verdict over exactly these backends (side by side, paired rounds)
-        out["winner"] = recorded.get("fastest") or (recorded.get("tie") or [win])[0]
+        tied = [b for b in (recorded.get("tie") or []) if b != sp["over"]]
+        out["winner"] = recorded.get("fastest") or (tied or [win])[0]
         out["runner_up"] = sp["over"]
         out["margin"], out["interval"] = sp.get("ratio"), (sp.get("lo"), sp.get("hi"))
         out["tie"] = recorded.get("fastest") is None
