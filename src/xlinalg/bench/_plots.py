@@ -316,7 +316,8 @@ def plot_precision(records: list[dict[str, Any]], outdir: Path) -> list[dict[str
             _ratio_bars(ax, [_text(k) for k in keys], series)
             ax.set_xlabel("GEMM size (m x k x n)")
             ax.set_ylabel(f"float32 time / {target} time (>1: {target} faster)")
-            title = f"A12: {target} GEMM against the same backend's float32 GEMM"
+            title = (f"A12: {target} GEMM against the same backend's float32 GEMM "
+                     f"({dtype} run)")
             ax.set_title(title, fontsize=10)
             out.append(_save(fig, outdir, _safe(f"precision_{target}_{dtype}"), title, "A12"))
     return out
