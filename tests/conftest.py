@@ -202,6 +202,15 @@ def no_warnings() -> Iterator[None]:
         yield
 
 
+def solve_record(size: int = 5) -> dict[str, Any]:
+    """A minimal valid results record (numpy solve of `size`), for store and resume tests."""
+    from xlinalg.bench._store import cell_key
+
+    return {"key": cell_key("solve", "numpy", "float64", str(size)), "case": "solve",
+            "backend": "numpy", "dtype": "float64", "size": size, "size_label": str(size),
+            "status": "ok"}
+
+
 def well_conditioned(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any = np.float64) -> np.ndarray:
     """Random square matrices (stack) with condition number O(1): randn + n·I."""
     n = shape[-1]

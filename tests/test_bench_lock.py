@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import solve_record
 from xlinalg.bench import (
     ResultsFileBusyError,
     ResultStore,
     ResultsWriteError,
-    cell_key,
     read_results,
 )
 
@@ -27,21 +27,15 @@ ENV = {"python": {"version": "3.x"}, "cpu": {"model": "test"}}
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
-def _rec(size: int = 5) -> dict:
-    return {"key": cell_key("solve", "numpy", "float64", str(size)), "case": "solve",
-            "backend": "numpy", "dtype": "float64", "size": size, "size_label": str(size),
-            "status": "ok"}
-
-
 def test_a_second_store_on_the_same_file_is_refused_and_the_file_kept(tmp_path):
     p = tmp_path / "r.jsonl"
     with ResultStore(p) as first:
         first.write_header(ENV, {})
-        first.append(_rec(5))
+        first.append(solve_record(5))
         for kw in ({"resume": True}, {"overwrite": True}):
             with pytest.raises(ResultsFileBusyError, match="another xlinalg bench run"):
                 ResultStore(p, **kw)
-        first.append(_rec(6))
+        first.append(solve_record(6))
     res = read_results(p)  # intact: the refused stores touched nothing
     assert [r["size"] for r in res.records] == [5, 6]
     # released on close: the next writer gets it
@@ -85,7 +79,7 @@ def test_write_errors_are_results_write_errors(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(ResultsWriteError, match="cannot write: No space left on device"):
-        store.append(_rec())
+        store.append(solve_record())
     store.close()
 
 

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
+from conftest import solve_record
 from xlinalg.bench import (
     ResultStore,
     ResumeMismatchError,
-    cell_key,
     read_results,
     settings_differences,
 )
@@ -45,17 +45,11 @@ def test_settings_differences_names_each_difference():
         "seed: 0 in the file, 7 now"]
 
 
-def _rec(size):
-    return {"key": cell_key("solve", "numpy", "float64", str(size)), "case": "solve",
-            "backend": "numpy", "dtype": "float64", "size": size, "size_label": str(size),
-            "status": "ok"}
-
-
 def test_store_refuses_a_resume_with_other_settings_and_writes_nothing(tmp_path):
     p = tmp_path / "r.jsonl"
     with ResultStore(p) as s:
         s.write_header(ENV, RUN)
-        s.append(_rec(5))
+        s.append(solve_record(5))
     before = p.read_bytes()
     with ResultStore(p, resume=True) as s, pytest.raises(ResumeMismatchError) as info:
         s.write_header(ENV, {**RUN, "seed": 1})
