@@ -358,7 +358,7 @@ def test_bench_public_surface():
 
     assert bench.__all__ == sorted(bench.__all__)
     for mod in ("_cases", "_cell", "_env", "_memory", "_runner", "_selfcheck", "_store",
-                "_suite", "_timer", "_worker", "_stats", "_sidebyside", "_compare", "_workerproc"):
+                "cases", "_timer", "_worker", "_stats", "_sidebyside", "_compare", "_workerproc"):
         m = importlib.import_module(f"xlinalg.bench.{mod}")
         assert isinstance(m.__all__, list), mod
         for name in m.__all__:

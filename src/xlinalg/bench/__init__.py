@@ -22,7 +22,7 @@ Importing this package imports no array library but NumPy, and none of rich,
 threadpoolctl or psutil (they are imported where used).
 """
 
-from . import _suite  # noqa: F401  (registers the built-in cases, before any other)
+from . import cases  # noqa: F401  (registers the built-in cases, before any other)
 from ._casefiles import load_case_files
 from ._cases import (
     DTYPES,

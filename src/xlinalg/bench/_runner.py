@@ -239,7 +239,7 @@ def validate_config(config: RunConfig) -> RunConfig:
 
     valid_cases = case_names()
     if not config.cases:
-        from ._suite import CALIBRATION_CASES
+        from .cases import CALIBRATION_CASES
 
         # Every case; the calibration ones come from `calibrate` (plan_cells).
         config.cases = [c for c in valid_cases if c not in CALIBRATION_CASES]
@@ -269,7 +269,7 @@ def plan_cells(config: RunConfig) -> list[dict[str, Any]]:
 
     validate_config(config)
     timer = config.timer_config()
-    from ._suite import CALIBRATION_CASES
+    from .cases import CALIBRATION_CASES
 
     cases = list(config.cases or ())
     added = [c for c in CALIBRATION_CASES if config.calibrate and c not in cases]

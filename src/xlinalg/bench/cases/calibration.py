@@ -1,0 +1,51 @@
+"""Calibration (run first on every backend): the peaks that "% of peak" is measured against."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._cases import Case, register_case
+from ._common import bf16_skip
+
+__all__ = ["CALIBRATION_CASES"]
+
+# Run first on every backend (see RunConfig.calibrate): the peak that "% of peak"
+# is measured against. A square GEMM for arithmetic (GFLOP/s) and a streaming
+# add c = a + b for memory bandwidth (GB/s: 2 arrays read, 1 written), on arrays
+# far larger than any cache. Both are the library's native calls, so the peak
+# is what this machine and this library reach, not a vendor figure.
+CALIBRATION_CASES = ("calib_gemm", "calib_stream")
+
+register_case(
+    Case(
+        name="calib_gemm", section="Calibration", units="GFLOP/s",
+        doc="calibration: square GEMM matmul(a, b), n x n (this machine's arithmetic peak)",
+        sizes={"quick": [256], "default": [1024], "full": [2048]},
+        size_names=("n",),
+        setup=lambda rng, n: (rng.standard_normal((n, n)), rng.standard_normal((n, n))),
+        op=lambda ctx, a, b: ctx.xp.matmul(a, b),
+        reference=np.matmul,
+        flops=lambda n: 2.0 * n**3,
+        bytes=lambda n, itemsize: 3.0 * itemsize * n * n,
+        dtypes=("float64", "float32", "float16", "bfloat16"),
+        skip_if=bf16_skip,
+        rtol=lambda dtype, n: {"float64": 1e-10, "float32": 1e-4, "float16": 2e-2,
+                               "bfloat16": 1e-1}[dtype],
+    )
+)
+register_case(
+    Case(
+        name="calib_stream", section="Calibration", units="GB/s",
+        doc="calibration: streaming add c = a + b on vectors far beyond the caches "
+            "(this machine's memory bandwidth)",
+        sizes={"quick": [2**21], "default": [2**23], "full": [2**24]},
+        size_names=("n",),
+        setup=lambda rng, n: (rng.standard_normal(n), rng.standard_normal(n)),
+        op=lambda ctx, a, b: a + b,
+        reference=np.add,
+        flops=lambda n: 1.0 * n,
+        bytes=lambda n, itemsize: 3.0 * itemsize * n,
+        dtypes=("float64", "float32", "float16", "bfloat16"),
+        skip_if=bf16_skip,
+    )
+)

@@ -1,0 +1,264 @@
+"""The question's cases (question-gpu-linear-systems.txt): Q1-Q4."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._cases import Case, register_case
+from ._common import diagonal_shift, own, prepared, solve_setup
+
+__all__: list[str] = []
+
+
+_DASK_LOOP = ("a Python loop of tiny lazy solves times Dask's graph building and "
+              "scheduler per system, not solving")
+_DASK_BATCHED = "dask.array.linalg.solve is 2-D only (no batched stacks)"
+
+
+def _well_conditioned(rng: np.random.Generator, count: int, n: int) -> np.ndarray:
+    return rng.standard_normal((count, n, n)) + diagonal_shift(n) * np.eye(n)
+
+
+def _loop_setup(rng: np.random.Generator, s: Any) -> tuple[np.ndarray, ...]:
+    count, n = s
+    return _well_conditioned(rng, count, n), rng.standard_normal((count, n))
+
+
+def _loop_ref(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.linalg.solve(a, b[..., None])[..., 0]
+
+
+def _split_systems(ctx: Any) -> Any:
+    xp = ctx.xp
+
+    def prep(a: Any, b: Any) -> Any:
+        return ([own(xp, a[i, ...]) for i in range(a.shape[0])],
+                [own(xp, b[i, ...]) for i in range(b.shape[0])])
+
+    return prep
+
+
+def _build_solve_loop(ctx: Any) -> Any:
+    xp = ctx.xp
+    solve = xp.linalg.solve
+
+    def run(p: Any) -> Any:
+        return xp.stack([solve(ai, bi) for ai, bi in zip(*p)])
+
+    return prepared(_split_systems(ctx), run)
+
+
+def _count_n(size: Any) -> tuple[int, int]:
+    if isinstance(size, int):
+        return (1000, size)
+    if len(size) != 2:
+        raise ValueError(f"size must be n or COUNTxN, got {size!r}")
+    return (size[0], size[1])
+
+
+def _solve_flops(s: Any) -> float:
+    count, n = s
+    return count * (2.0 / 3.0 * n**3 + 2.0 * n**2)
+
+
+def _solve_bytes(s: Any, itemsize: int) -> float:
+    count, n = s
+    return itemsize * count * (n * n + 2 * n)
+
+
+register_case(
+    Case(
+        name="q1_solve_loop", section="Q1", units="GFLOP/s",
+        doc="Q1: Python loop of COUNT solve(A, b), A n x n, b a vector; each system its own "
+            "arrays, split from the stack in the first call (recorded apart); results stacked once",
+        sizes={"quick": [(100, 5)], "default": [(1000, 5)], "full": [(1000, 5)]},
+        size_names=("count", "n"),
+        normalize_size=_count_n,
+        setup=_loop_setup,
+        build=_build_solve_loop,
+        reference=_loop_ref,
+        flops=_solve_flops,
+        bytes=_solve_bytes,
+        skip={"dask": _DASK_LOOP},
+    )
+)
+
+
+def _numba_skip(backend: str, dtype: str, size: Any) -> str | None:
+    import importlib.util
+
+    if importlib.util.find_spec("numba") is None:
+        return "numba not installed"
+    if backend != "numpy":
+        return "numba compiles NumPy code: numpy backend only"
+    if dtype not in ("float64", "float32"):
+        return f"numba's np.linalg.solve supports float32/float64, not {dtype}"
+    return None
+
+
+def _build_numba(ctx: Any) -> Any:
+    import numba
+
+    @numba.njit(cache=False)
+    def loop(a: Any, b: Any) -> Any:  # pragma: no cover - needs numba
+        out = np.empty_like(b)
+        for i in range(a.shape[0]):
+            out[i] = np.linalg.solve(a[i], b[i])
+        return out
+
+    # the first call compiles; the timer records it apart (first_call_s)
+    return loop
+
+
+register_case(
+    Case(
+        name="q2_numba", section="Q2", units="GFLOP/s",
+        doc="Q2: numba @njit loop of COUNT np.linalg.solve(A, b) (numpy backend); the first "
+            "call's compilation is recorded apart, never timed with the solves",
+        sizes={"quick": [(100, 5)], "default": [(1000, 5)], "full": [(1000, 5)]},
+        size_names=("count", "n"),
+        normalize_size=_count_n,
+        setup=_loop_setup,
+        build=_build_numba,
+        reference=_loop_ref,
+        flops=_solve_flops,
+        bytes=_solve_bytes,
+        skip_if=_numba_skip,
+    )
+)
+
+register_case(
+    Case(
+        name="q3_solve_sweep", section="Q3", units="GFLOP/s",
+        doc="Q3: solve(A, b) sweep over n (the document's n = 5, 10, ..., 500, which holds "
+            "10, 20, ..., 500); inputs made outside the timed region, statistics per point",
+        sizes={
+            "quick": [10, 50],
+            "default": [10, 50, 100, 200, 500],
+            "full": list(range(5, 501, 5)),
+        },
+        size_names=("n",),
+        setup=solve_setup,
+        op=lambda ctx, a, b: ctx.xp.linalg.solve(a, b),
+        reference=np.linalg.solve,
+        flops=lambda n: 2.0 / 3.0 * n**3 + 2.0 * n**2,
+        bytes=lambda n, itemsize: itemsize * (n * n + 2 * n),
+    )
+)
+
+_Q4_N = (2, 5, 10, 20, 50, 100)
+_Q4_SIZES = {
+    "quick": [(100, 5), (100, 20)],
+    "default": [(1000, n) for n in (2, 5, 20, 100)],
+    "full": [(1000, n) for n in _Q4_N],
+}
+
+
+def _batched_setup(rng: np.random.Generator, s: Any) -> tuple[np.ndarray, ...]:
+    count, n = s
+    return _well_conditioned(rng, count, n), rng.standard_normal((count, n, 1))
+
+
+register_case(
+    Case(
+        name="q4_batched", section="Q4", units="GFLOP/s",
+        doc="Q4: one batched solve of a (COUNT, n, n) stack, b (COUNT, n, 1), native "
+            "linalg.solve (compare with q4_loop for the crossover)",
+        sizes=_Q4_SIZES,
+        size_names=("count", "n"),
+        normalize_size=_count_n,
+        setup=_batched_setup,
+        op=lambda ctx, a, b: ctx.xp.linalg.solve(a, b),
+        reference=np.linalg.solve,
+        flops=_solve_flops,
+        bytes=_solve_bytes,
+        skip={"dask": _DASK_BATCHED},
+    )
+)
+
+register_case(
+    Case(
+        name="q4_loop", section="Q4", units="GFLOP/s",
+        doc="Q4: Python loop of COUNT native solve(A, b) at the q4_batched sizes; systems "
+            "split from the stack in the first call (recorded apart); results stacked once",
+        sizes=_Q4_SIZES,
+        size_names=("count", "n"),
+        normalize_size=_count_n,
+        setup=_loop_setup,
+        build=_build_solve_loop,
+        reference=_loop_ref,
+        flops=_solve_flops,
+        bytes=_solve_bytes,
+        skip={"dask": _DASK_LOOP},
+    )
+)
+
+
+def _build_solve_many(ctx: Any) -> Any:
+    xp, xl = ctx.xp, ctx.xl
+
+    def run(p: Any) -> Any:
+        return xp.stack(xl.solve_many(*p))
+
+    return prepared(_split_systems(ctx), run)
+
+
+register_case(
+    Case(
+        name="q4_solve_many", section="Q4", units="GFLOP/s",
+        doc="Q4: xlinalg.solve_many on a list of COUNT systems (own arrays, made in the first "
+            "call, recorded apart); solutions stacked once",
+        sizes=_Q4_SIZES,
+        size_names=("count", "n"),
+        normalize_size=_count_n,
+        setup=_loop_setup,
+        build=_build_solve_many,
+        reference=_loop_ref,
+        flops=_solve_flops,
+        bytes=_solve_bytes,
+        skip={"dask": _DASK_LOOP},
+    )
+)
+
+
+def _unrolled_skip(backend: str, dtype: str, size: Any) -> str | None:
+    if size[1] > 8:
+        return "solve_unrolled handles n <= 8 only"
+    return None
+
+
+def _build_unrolled(ctx: Any) -> Any:
+    from ... import _unrolled
+
+    # torch: eager (compile=False); torch.compile of the unrolled code costs tens of
+    # seconds per (n, dtype) on CPU, too slow for this suite. JAX: jax.jit (compiled
+    # on the first call, recorded apart). Others: eager.
+    compile_ = False if ctx.backend.startswith("torch") else None
+
+    def fn(a: Any, b: Any) -> Any:
+        return _unrolled.solve_unrolled(a, b, errors="nan", compile=compile_)
+
+    return fn
+
+
+register_case(
+    Case(
+        name="q4_unrolled", section="Q4", units="GFLOP/s",
+        doc="Q4: xlinalg._unrolled.solve_unrolled on the (COUNT, n, n) stack, n <= 8 "
+            "(jax.jit on JAX; torch eager: torch.compile is too slow to build here)",
+        sizes={"quick": [(100, 5)], "default": [(1000, 2), (1000, 5)],
+               "full": [(1000, 2), (1000, 5), (1000, 8)]},
+        size_names=("count", "n"),
+        normalize_size=_count_n,
+        setup=_batched_setup,
+        build=_build_unrolled,
+        reference=np.linalg.solve,
+        flops=_solve_flops,
+        bytes=_solve_bytes,
+        skip={"dask": "the unrolled straight-line code on Dask builds a graph of hundreds "
+                      "of tiny tasks: it times the scheduler, not the solve"},
+        skip_if=_unrolled_skip,
+    )
+)
