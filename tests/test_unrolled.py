@@ -32,6 +32,7 @@ from hypothesis.extra import numpy as hnp
 import xlinalg as xl
 from conftest import BackendCase, require_backend, tolerance
 from xlinalg import _unrolled as U
+from xlinalg._unrolled import _libs, _schedule, _selection
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "unrolled-cpu.json"
@@ -302,7 +303,7 @@ def test_jax_under_jit_gives_nan() -> None:
 @pytest.mark.parametrize("nb", [50, 53])  # an even split, and a remainder
 def test_jax_chunks(monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator, nb: int) -> None:
     _, jnp = _jax()
-    monkeypatch.setattr(U, "_JAX_CPU_CHUNK", 7)
+    monkeypatch.setattr(_libs, "_JAX_CPU_CHUNK", 7)
     U.clear_cache()
     try:
         a = rng.standard_normal((nb, 3, 3))
@@ -335,7 +336,7 @@ def test_torch_compiled() -> None:
     import torch
 
     if not U.torch_compile_available("cpu"):
-        pytest.skip(f"torch-cpu: {U._torch_compile_reason('cpu')}")
+        pytest.skip(f"torch-cpu: {_libs._torch_compile_reason('cpu')}")
     a = np.stack([np.array([[0.0, 2.0], [1.0, 1.0]]), np.zeros((2, 2)), 4 * np.eye(2)])
     b = np.array([2.0, 2.0])
     x = U.solve_unrolled(torch.from_numpy(a), torch.from_numpy(b), errors="nan", compile=True)
@@ -372,7 +373,7 @@ def c_kernels(tmp_path_factory: pytest.TempPathFactory):
     cases = [(n, lay, t) for n in (1, 2, 3, 5, U.MAX_N) for lay in U.LAYOUTS for t in ("double", "float")]
     src = [_HARNESS]
     for n, lay, t in cases:
-        body = U._c_source(n, lay).replace("\n", " \\\n")
+        body = _schedule._c_source(n, lay).replace("\n", " \\\n")
         src.append(f"KERNEL(k_{n}_{lay.replace('-', '_')}_{t}, {t}, {body})\n")
     d = tmp_path_factory.mktemp("ckern")
     (d / "k.cpp").write_text("\n".join(src))
@@ -453,11 +454,11 @@ def test_selection_file_is_checked(tmp_path: pathlib.Path) -> None:
     good = json.loads((ROOT / "src" / "xlinalg" / "_unrolled_selection.json").read_text())
     path = tmp_path / "sel.json"
     path.write_text(json.dumps(good))
-    assert U._load_selection(str(path)) == U.SELECTION
+    assert _selection._load_selection(str(path)) == U.SELECTION
     good["rules"][0]["batch_min"] = good["rules"][0]["batch_min"][:-1]
     path.write_text(json.dumps(good))
     with pytest.raises(ValueError, match=r"sel\.json.*malformed"):
-        U._load_selection(str(path))
+        _selection._load_selection(str(path))
 
 
 def test_cache_and_ops() -> None:

@@ -1,0 +1,113 @@
+"""What every unrolled kernel is made of, whatever the library.
+
+A kernel (:class:`_Kernel`) wraps a ``run(a, bm) -> (x, singular)`` function
+built for one (backend, n, dtype, device, layout, compiled) key. The library
+modules build ``run`` from the generated code (:mod:`._schedule`) with
+:func:`_eager_run` (flatten the batch, solve, assemble the rows); a library with
+no builder of its own gets :func:`_make_generic` (the standard's functions,
+eagerly).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .._lib import _validate
+from ._schedule import _assemble, _python_function, _std_namespace
+
+
+class _Kernel:
+    """A solver for one (backend, n, dtype, device, layout, compiled) key.
+
+    ``run(a, bm)`` takes `a` ``(..., n, n)`` and `bm` ``(..., n, K)`` of one dtype
+    and returns ``(x, singular)``: `x` ``(*batch, n, K)`` with NaN for singular
+    members, `singular` a ``batch``-shaped mask (batch = broadcast batch shape).
+    """
+
+    def __init__(self, key: tuple[Any, ...], run: Callable[..., tuple[Any, Any]]) -> None:
+        self.key = key
+        self.run = run
+        #: whether ``run(a, b, vector=True)`` takes a vector `b` itself (JAX: inside the program)
+        self.takes_vector = bool(getattr(run, "takes_vector", False))
+        #: whether ``run`` returns, next to `x`, one flag "some member of x is NaN"
+        #: (JAX) rather than the per-member zero-pivot mask
+        self.flag_only = bool(getattr(run, "flag_only", False))
+        self.calls = 0
+        #: numbers of systems solved (bounded)
+        self.batches: set[int] = set()
+        #: seconds of the first call of each input signature (compile + run)
+        self.first_call_s: dict[tuple[Any, ...], float] = {}
+
+    def __call__(self, a: Any, bm: Any, signature: tuple[Any, ...], vector: bool = False) -> tuple[Any, Any]:
+        """Solve; with `vector` (only where ``run.takes_vector``), `bm` is ``(n,)`` and `x` too."""
+        self.calls += 1
+        args = (a, bm, True) if vector else (a, bm)
+        if signature in self.first_call_s:
+            return self.run(*args)
+        t0 = time.perf_counter()
+        out = self.run(*args)
+        if len(self.first_call_s) < 64:  # bounded: a record, not a cache
+            self.first_call_s[signature] = time.perf_counter() - t0
+            self.batches.add(math.prod(_validate.broadcast_shapes(signature[0][:-2], signature[1][:-2])))
+        return out
+
+
+def _flatten(ns: Any, a: Any, bm: Any, n: int) -> tuple[Any, Any, tuple[int, ...], int, int]:
+    """Broadcast the batch dimensions and flatten them: ``(B, n, n)``, ``(B, n, K)``."""
+    sa, sb = tuple(a.shape[:-2]), tuple(bm.shape[:-2])
+    batch = sa if sa == sb else _validate.broadcast_shapes(sa, sb)
+    k = int(bm.shape[-1])
+    nb = math.prod(batch)
+    if sa != batch:
+        a = ns.broadcast_to(a, (*batch, n, n))
+    if sb != batch:
+        bm = ns.broadcast_to(bm, (*batch, n, k))
+    if len(batch) != 1:
+        a = ns.reshape(a, (nb, n, n))
+        bm = ns.reshape(bm, (nb, n, k))
+    return a, bm, batch, nb, k
+
+
+def _eager_run(ns: Any, core: Callable[..., Any], n: int, layout: str, consts: Callable[[Any], tuple[Any, Any]], assemble_inside: bool) -> Callable[[Any, Any], tuple[Any, Any]]:
+    """Wrap a generated (possibly compiled) core: flatten, solve, assemble, unflatten."""
+
+    def run(a: Any, bm: Any) -> tuple[Any, Any]:
+        a3, b3, batch, _nb, k = _flatten(ns, a, bm, n)
+        one, nan = consts(a)
+        if assemble_inside:
+            x3, bad = core(a3, b3, one, nan)
+        else:
+            rows, bad = core(a3, b3, one, nan)
+            x3 = _assemble(ns, rows, layout)
+        if len(batch) != 1:
+            x3 = ns.reshape(x3, (*batch, n, k))
+            bad = ns.reshape(bad, batch)
+        return x3, bad
+
+    return run
+
+
+def _make_generic(ad: Any, n: int, layout: str, dtype: Any, device: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
+    xp = ad.xp
+    ns = _std_namespace(xp)
+    core = _python_function(n, layout, ns)
+    one = xp.asarray(1, dtype=dtype, device=device)
+    nan = xp.asarray(float("nan"), dtype=dtype, device=device)
+    return _eager_run(ns, core, n, layout, lambda a: (one, nan), False)
+
+
+def _chunks(nb: int, target: int) -> tuple[int, int]:
+    """(m, c): m chunks of c systems, c near `target`, m*c == nb where a divisor allows.
+
+    A remainder (fewer than m systems) is solved by a second copy of the program
+    and concatenated: measured 20-40% slower than an even split, hence the search.
+    """
+    m0 = -(-nb // target)
+    for dm in range(m0):  # m0, m0+1, m0-1, m0+2, ... within a factor of 2 of the target
+        for m in (m0 + dm, m0 - dm):
+            if m >= 2 and m <= 2 * m0 and 2 * m >= m0 and nb % m == 0:
+                return m, nb // m
+    return max(m0, 2), nb // max(m0, 2)

@@ -1,0 +1,108 @@
+"""The cache of unrolled kernels: one per (backend, n, dtype, device, layout, compiled)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._lib._adapters import Adapter
+from ._build import _Kernel, _make_generic
+from ._libs import (
+    _COMPILERS,
+    _make_cupy,
+    _make_jax,
+    _make_numpy,
+    _make_torch,
+    _torch_compile_reason,
+)
+from ._schedule import _LOCK
+
+_KERNELS: dict[tuple[Any, ...], _Kernel] = {}
+#: solve_adapter's arguments -> kernel (see there)
+_RESOLVED: dict[tuple[Any, ...], _Kernel] = {}
+
+
+def clear_cache() -> None:
+    """Forget every generated and compiled solver (the backends' own caches stay)."""
+    with _LOCK:
+        _KERNELS.clear()
+        _RESOLVED.clear()
+
+
+def compiled_cache_info() -> list[dict[str, Any]]:
+    """One entry per cached solver: its key, calls and first-call (compile) seconds."""
+    with _LOCK:
+        items = list(_KERNELS.values())
+    return [
+        {
+            "backend": k.key[0],
+            "n": k.key[1],
+            "dtype": k.key[2],
+            "device": k.key[3],
+            "layout": k.key[4],
+            "compiled": k.key[5],
+            "calls": k.calls,
+            "first_call_s": {str(s): round(t, 4) for s, t in k.first_call_s.items()},
+        }
+        for k in items
+    ]
+
+
+def _resolve_compile(backend: str, compile: bool | None, complex_: bool) -> bool:
+    if compile is not None and compile not in (True, False):
+        raise TypeError(f"`compile` must be None, True or False, got {compile!r}")
+    compiler = _COMPILERS.get(backend)
+    if backend == "cupy" and complex_:
+        compiler = None  # the CUDA kernel is real-only; complex runs the eager schedule
+    if compiler is None:
+        if compile:
+            raise ValueError(
+                f"solve_unrolled: no compiler for the {backend} backend"
+                + (" with complex dtypes" if backend == "cupy" else "")
+                + f"; compiled backends: {', '.join(sorted(_COMPILERS))}. Pass compile=None or False"
+            )
+        return False
+    if compile is False:
+        return False
+    if compiler == "torch.compile":
+        reason = _torch_compile_reason(backend.split("-", 1)[1])
+        if reason is not None:
+            if compile:
+                raise RuntimeError(f"solve_unrolled: compile=True needs torch.compile, but {reason}")
+            return False
+    return True
+
+
+def _kernel(ad: Adapter, backend: str, n: int, a: Any, layout: str, compiled: bool) -> _Kernel:
+    dtype = a.dtype
+    dname = ad.dtype_name(dtype)
+    device = ad.device(a)
+    key = (backend, n, dname, str(device), layout, compiled)
+    kern = _KERNELS.get(key)
+    if kern is not None:
+        return kern
+    if backend == "numpy":
+        run = _make_numpy(n, layout, dtype)
+    elif backend.startswith("torch"):
+        run = _make_torch(n, layout, dtype, device, compiled)
+    elif backend.startswith("jax"):
+        run = _make_jax(n, layout, compiled, cpu=backend == "jax-cpu")
+    elif backend == "cupy" and compiled:
+        run = _make_cupy(n, layout, dtype)
+    else:
+        run = _make_generic(ad, n, layout, dtype, device)
+    with _LOCK:
+        kern = _KERNELS.setdefault(key, _Kernel(key, run))
+    return kern
+
+
+def is_warm(backend: str, n: int, dtype_name: str, batch: int | None = None) -> bool:
+    """Whether a compiled solver for (backend, n, dtype) has run (JAX: for `batch` systems).
+
+    torch compiles with dynamic shapes (one program for every batch size); JAX
+    compiles per input shape, so there `batch` (number of systems) must match.
+    """
+    with _LOCK:
+        kernels = [k for k in _KERNELS.values() if k.key[:3] == (backend, n, dtype_name) and k.key[5]]
+    if batch is None or not backend.startswith("jax"):
+        return any(k.calls for k in kernels)
+    return any(batch in k.batches for k in kernels)
