@@ -222,7 +222,13 @@ def header_differences(old: dict[str, Any] | None, new: dict[str, Any] | None) -
     """What differs between the two runs' headers that makes times incomparable."""
     old, new = old or {}, new or {}
     out = []
-    for label, path in (("machine", ("env", "host")), ("CPU", ("env", "cpu", "model")),
+    for key in ("machine_id", "host"):  # "host": files written before 2026-12-04
+        a, b = _get(old, "env", key), _get(new, "env", key)
+        if a is not None and b is not None:
+            if a != b:  # the values are not shown: a host name is nobody's business
+                out.append("machine: the two files come from different machines")
+            break
+    for label, path in (("CPU", ("env", "cpu", "model")),
                         ("usable cores", ("env", "cpu", "usable_cores")),
                         ("scale", ("run", "scale")), ("dtype", ("run", "dtype")),
                         ("threads", ("run", "threads")), ("TF32", ("run", "allow_tf32")),

@@ -6,15 +6,24 @@ cheap. :func:`configure_backend` and :func:`backend_state` run inside the
 process that times a backend: they apply the fairness settings (threads,
 float32 matmul precision, JAX's 64-bit mode) and read back what is in effect,
 which every result records.
+
+Results files are shared, so nothing that names a person or a machine goes in
+them (:func:`shareable`): no host name, no user name, no absolute path (the
+interpreter's, ``argv[0]``, ``--out``, case files, paths inside environment
+variables or error messages). What identifies the machine for ``--resume`` and
+``compare`` is :func:`machine_id`, a keyed hash of ``/etc/machine-id`` that
+tells two machines apart and reveals nothing about either.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import importlib.metadata
 import os
 import platform
-import sys
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +33,9 @@ __all__ = [
     "blas_info",
     "collect_env",
     "configure_backend",
+    "machine_id",
+    "shareable",
+    "shareable_argv",
 ]
 
 #: Environment variables that change what is measured; recorded when set.
@@ -67,6 +79,70 @@ def _dist_version(names: str | tuple[str, ...]) -> str | None:
             return importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
+    return None
+
+
+#: An absolute path (POSIX, or a Windows drive path): two or more components, not
+#: inside a word or a URL ("GB/s", "https://...", "a/b" stay as they are).
+_ABS_PATH = re.compile(
+    r"(?<![\w.~/\\-])/(?:[^\s/\\\"'=:,;()\[\]{}<>]+/)+[^\s/\\\"'=:,;()\[\]{}<>]*"
+    r"|\b[A-Za-z]:\\(?:[^\s\\\"'=:,;()\[\]{}<>]+\\)*[^\s\\\"'=:,;()\[\]{}<>]*"
+)
+
+
+def _short_path(m: re.Match[str]) -> str:
+    parts = [p for p in re.split(r"[/\\]", m.group(0)) if p]
+    return ".../" + parts[-1] if parts else m.group(0)
+
+
+def shareable(value: Any) -> Any:
+    """`value` with the home directory written ``~`` and every other absolute path
+    cut to ``.../<file name>``, in every string of nested dicts and lists (keys
+    included); other values unchanged.
+
+    Results files are shared: an absolute path names the user (``/home/<user>``)
+    and the machine's layout; the file name is what a reader needs.
+    """
+    home = os.path.expanduser("~").rstrip("/\\")
+    return _shareable(value, home if len(home) > 1 and home != "~" else None)
+
+
+def _shareable(value: Any, home: str | None) -> Any:
+    if isinstance(value, str):
+        if "/" not in value and "\\" not in value:
+            return value
+        if home:  # the home directory itself ends in the user name: "~" keeps no name
+            value = re.sub(re.escape(home) + r"(?![^/\\\s\"'=:,;])", "~", value)
+        return _ABS_PATH.sub(_short_path, value)
+    if isinstance(value, dict):
+        return {_shareable(k, home): _shareable(v, home) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_shareable(v, home) for v in value]
+    return value
+
+
+def shareable_argv(argv: list[str]) -> list[str]:
+    """The command line as recorded in a results file: the program as ``xlinalg``
+    (``argv[0]`` is an absolute path: the interpreter's, or ``.../__main__.py``),
+    the arguments through :func:`shareable`."""
+    return ["xlinalg", *shareable([str(a) for a in argv[1:]])]
+
+
+def machine_id() -> str | None:
+    """An opaque id of this machine: HMAC-SHA256 of ``/etc/machine-id`` (the
+    systemd id, random per installation) keyed for xlinalg, 16 hex digits, as
+    systemd's ``sd_id128_get_machine_app_specific`` does. Two files from one
+    machine have the same id; the id reveals neither the machine-id nor the host
+    name. None where no machine-id is readable (then machines are told apart by
+    CPU model and cores only)."""
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        try:
+            with open(path, "rb") as f:
+                raw = f.read(256).strip()
+        except OSError:
+            continue
+        if raw:
+            return hmac.new(raw, b"xlinalg bench machine", hashlib.sha256).hexdigest()[:16]
     return None
 
 
@@ -150,14 +226,13 @@ def collect_env() -> dict[str, Any]:
             "version": platform.python_version(),
             "implementation": platform.python_implementation(),
             "build": " ".join(platform.python_build()),
-            "executable": sys.executable,
         },
         "os": {
             "platform": platform.platform(),
             "system": platform.system(),
             "release": platform.release(),
         },
-        "host": platform.node(),
+        "machine_id": machine_id(),  # not the host name: results files are shared
         "cpu": {
             "model": _cpu_model(),
             "machine": platform.machine(),
@@ -170,7 +245,7 @@ def collect_env() -> dict[str, Any]:
         "numpy": np.__version__,
         "packages": {k: _dist_version(v) for k, v in _DISTRIBUTIONS.items()},
         "blas": blas_info(),
-        "env_vars": {k: os.environ[k] for k in ENV_VARS if k in os.environ},
+        "env_vars": {k: shareable(os.environ[k]) for k in ENV_VARS if k in os.environ},
     }
 
 

@@ -330,7 +330,7 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
         Propagated after the workers are stopped and the file is closed; every
         finished cell is already in the file.
     """
-    from ._env import collect_env
+    from ._env import collect_env, shareable, shareable_argv
 
     cells = plan_cells(config)
     store = ResultStore(config.out, resume=config.resume, overwrite=config.overwrite)
@@ -343,8 +343,8 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
         )
         todo = [c for c in cells if c["key"] not in done]
         summary.already_done = len(cells) - len(todo)
-        run_info = config.to_dict()
-        run_info["argv"] = sys.argv[:]
+        run_info = shareable(config.to_dict())  # case files' paths: no user, no layout
+        run_info["argv"] = shareable_argv(sys.argv)
         run_info["isolation"] = "a worker process per backend" if config.isolate else "in-process"
         run_info["execution"] = (
             "side by side: each (case, size, dtype) on every backend in rotated rounds"
@@ -376,7 +376,9 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
 
 def _emit(store: ResultStore, summary: RunSummary, rec: dict[str, Any],
           progress: Progress | None, i: int, total: int) -> None:
-    full = store.append(rec)
+    from ._env import shareable
+
+    full = store.append(shareable(rec))  # error messages carry paths: the file is shared
     summary.records.append(full)
     if progress:
         progress("result", full, i, total)

@@ -100,7 +100,7 @@ RESUME_RUN_KEYS: tuple[str, ...] = (
 )
 RESUME_ENV_KEYS: tuple[str, ...] = (
     "xlinalg", "python.version", "python.implementation", "numpy", "packages", "host",
-    "cpu.model", "cpu.usable_cores",
+    "machine_id", "cpu.model", "cpu.usable_cores",
 )
 
 
