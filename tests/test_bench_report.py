@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -282,7 +283,7 @@ def test_report_opens_with_summary_and_contents(report):
     for sec in ("q1", "q3", "q4", "a1", "a10", "a15"):
         assert f"(#sec-{sec})" in toc, sec
         assert f'id="sec-{sec}"' in html, sec
-    assert '<nav><ul><li><a href="#summary">' in html
+    assert re.search(r'<nav>\s*<ul>\s*<li><a href="#summary">', html)
 
 
 def test_report_sets_the_article_beside_this_machine(tmp_path):
@@ -401,9 +402,12 @@ def test_skips_are_not_doubled_and_are_counted(report):
 
 def test_names_from_the_file_are_escaped(tmp_path):
     evil = "a1_<script>alert(1)</script>|x"
+    quote = 'q" onload="alert(1)'
     rs = [_rec("a1_gemm", "numpy", [64, 64, 64], 1e-5),
           _rec("a1_gemm", evil, [64, 64, 64], 2e-5, seed=1),
-          _rec(evil, "numpy", 7, 1e-5, doc="<img src=x onerror=alert(1)> [link](http://x)")]
+          _rec("a1_gemm", quote + "\x1b[31m", [64, 64, 64], 3e-5, seed=2),
+          _rec(evil, "numpy", 7, 1e-5, doc="<img src=x onerror=alert(1)> [link](http://x)"),
+          _rec(quote, "numpy", 7, 1e-5, dtype="$x$<b>")]
     _write(tmp_path / "r.jsonl", rs)
     p = _cli("report", str(tmp_path / "r.jsonl"))
     assert p.returncode == 0, p.stderr
@@ -413,8 +417,14 @@ def test_names_from_the_file_are_escaped(tmp_path):
     for text in (html, md):
         assert "<script>" not in text
         assert "<img src=x" not in text
+        assert "<b>" not in text
+        assert "\x1b" not in text  # the escape character itself, not its visible form
+    assert 'onload="' not in html  # the quote cannot end an attribute
+    assert re.search(r"q&(quot|#34); onload=&(quot|#34);alert\(1\)", html)
+    assert "\\x1b[31m" in html  # the control character shown, not sent
     assert "[link](http://x)" not in md
-    assert all("<" not in p.name and "|" not in p.name for p in out.iterdir())
+    assert all("<" not in p.name and "|" not in p.name and '"' not in p.name
+               for p in out.iterdir())
 
 
 def test_verdicts_and_ratios_recorded_side_by_side_are_used_as_they_are():

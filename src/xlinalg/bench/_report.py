@@ -5,7 +5,8 @@ documents, with its margin or "tie within noise"), a table of contents, the
 article's tables side by side with this machine's (in the article's own setup
 and in fair ones), the question's answer, then one section per document
 section with size x backend tables (median, first call, verdict) and plots
-(:mod:`._plots`). Analysis is in :mod:`._findings`. The HTML file is
+(:mod:`._plots`). Analysis is in :mod:`._findings`. The HTML comes from the
+Jinja2 template ``templates/report.html`` (autoescape on) and is
 self-contained: plots are inlined as base64 PNG.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _findings as F
-from ._escape import html_text, markdown, terminal
+from ._escape import markdown, terminal
 from ._units import format_bytes as _fmt_bytes
 from ._units import format_time as _fmt_time
 
@@ -473,63 +474,44 @@ def render_md(blocks: list[Block], outdir: Path) -> str:
     return "\n".join(lines)
 
 
-_CSS = """body{font-family:sans-serif;max-width:1400px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:0.5em 0 1em;font-size:13px}
-th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f0f0f0;position:sticky;top:0}tr:nth-child(even){background:#fafafa}
-td:first-child{white-space:nowrap}
-img{max-width:100%;border:1px solid #eee}figure{margin:1em 0}
-h2{border-bottom:1px solid #ccc;margin-top:2em}details{margin:0.5em 0 1.5em}
-summary{cursor:pointer;color:#245}nav ul{columns:2}"""
+def _jinja_env() -> Any:
+    """The Jinja2 environment of the HTML template, autoescape on; every ``{{ value }}``
+    passes :func:`._escape.terminal` first (control characters made visible)."""
+    import jinja2
+    from markupsafe import Markup
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("xlinalg.bench", "templates"),
+        autoescape=True,
+        finalize=lambda v: v if isinstance(v, Markup) else terminal(v),
+        trim_blocks=False,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.tests["link"] = lambda c: isinstance(c, tuple) and len(c) == 3 and c[0] == "link"
+    env.filters["lines"] = lambda s: str(s).split("\n")
+    return env
 
 
-def _html_cell(c: Any) -> str:
-    e = html_text
-    if isinstance(c, tuple) and c and c[0] == "link":
-        return f'<a href="#{e(c[2])}">{e(c[1])}</a>'
-    return "<br>".join(e(part) for part in str(c).split("\n"))
-
-
-def _html_blocks(blocks: list[Block]) -> list[str]:
-    e = html_text
-    parts: list[str] = []
+def _html_ready(blocks: list[Block]) -> list[Block]:
+    """`blocks` with each plot as the template shows it: the PNG inlined as a data URI
+    (the HTML file is self-contained)."""
+    out: list[Block] = []
     for b in blocks:
-        if b[0] == "h":
-            anchor = f' id="{e(b[3])}"' if len(b) > 3 else ""
-            parts.append(f"<h{b[1]}{anchor}>{e(b[2])}</h{b[1]}>")
-        elif b[0] == "p":
-            parts.append(f"<p>{e(b[1])}</p>")
-        elif b[0] == "ul":
-            parts.append("<ul>" + "".join(f"<li>{e(x)}</li>" for x in b[1]) + "</ul>")
-        elif b[0] == "toc":
-            parts.append("<nav><ul>" + "".join(f'<li><a href="#{e(a)}">{e(t)}</a></li>'
-                                               for t, a in b[1]) + "</ul></nav>")
+        if b[0] == "img":
+            p = b[1]
+            data = base64.b64encode(Path(p["png"]).read_bytes()).decode("ascii")
+            out.append(("img", {"src": f"data:image/png;base64,{data}", "title": p["title"],
+                                "width": "", "height": ""}))
         elif b[0] == "details":
-            parts.append(f"<details><summary>{e(b[1])}</summary>")
-            parts += _html_blocks(b[2])
-            parts.append("</details>")
-        elif b[0] == "table":
-            parts.append("<table><thead><tr>" + "".join(f"<th>{_html_cell(h)}</th>"
-                                                        for h in b[1])
-                         + "</tr></thead><tbody>")
-            for row in b[2]:
-                parts.append("<tr>" + "".join(f"<td>{_html_cell(c)}</td>" for c in row)
-                             + "</tr>")
-            parts.append("</tbody></table>")
-        elif b[0] == "img":
-            data = base64.b64encode(Path(b[1]["png"]).read_bytes()).decode("ascii")
-            parts.append(f"<figure><img alt=\"{e(b[1]['title'])}\" "
-                         f"src=\"data:image/png;base64,{data}\">"
-                         f"<figcaption>{e(b[1]['title'])}</figcaption></figure>")
-    return parts
+            out.append(("details", b[1], _html_ready(b[2])))
+        else:
+            out.append(b)
+    return out
 
 
 def render_html(blocks: list[Block]) -> str:
-    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-             "<title>xlinalg benchmark report</title>", f"<style>{_CSS}</style></head><body>"]
-    parts += _html_blocks(blocks)
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    """The report as HTML, from the package's template ``templates/report.html``."""
+    return str(_jinja_env().get_template("report.html").render(blocks=_html_ready(blocks)))
 
 
 def write_report(results: list[str | Path], outdir: Path | None = None, plots: bool = True,
