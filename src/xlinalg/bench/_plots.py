@@ -1,11 +1,12 @@
 """Plots of a results file (matplotlib, Agg backend, imported lazily).
 
-Each plot is written as PNG and SVG, at most :data:`MAX_WIDTH_PX` wide (one
-plot per case rather than one strip per section), with the interquartile
+Each plot is written as one palette PNG, at most :data:`MAX_WIDTH_PX` wide
+(one plot per case rather than one strip per section), with the interquartile
 range drawn as error bars or bands, units and sizes on the axes, and noisy or
 stalled cells marked. :func:`make_plots` returns a list of ``{"name",
-"title", "png", "svg", "section"}`` for the report to embed ("section": a
-document section such as ``"A1"``, or ``"question"`` for Q1-Q4 together).
+"title", "png", "section", "width", "height"}`` for the report to link
+("section": a document section such as ``"A1"``, or ``"question"`` for Q1-Q4
+together; width and height in pixels).
 """
 
 from __future__ import annotations
@@ -40,15 +41,27 @@ def _fig(width_in: float, height_in: float = 4.5) -> tuple[Any, Any]:
     return _plt().subplots(figsize=(min(max(width_in, 6.0), _MAX_W_IN), height_in))
 
 
-def _save(fig: Any, outdir: Path, name: str, title: str, section: str) -> dict[str, str]:
+def _save(fig: Any, outdir: Path, name: str, title: str, section: str) -> dict[str, Any]:
+    """`fig` as ``name.png``: a 256-colour palette PNG (the plots are flat colours and
+    text, so nothing visible is lost and the file is about a third of matplotlib's RGBA
+    PNG; SVG was larger still). The report's HTML and Markdown link this one file."""
+    import io
+
+    from PIL import Image
+
     png = outdir / f"{name}.png"
-    svg = outdir / f"{name}.svg"
     fig.tight_layout()
-    fig.savefig(png, dpi=_DPI)  # figsize x dpi: never wider than MAX_WIDTH_PX
-    fig.savefig(svg)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=_DPI)  # figsize x dpi: never wider than MAX_WIDTH_PX
     _plt().close(fig)
-    return {"name": name, "title": title, "png": str(png), "svg": str(svg),
-            "section": section}
+    buf.seek(0)
+    with Image.open(buf) as im:
+        pal = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT,
+                                         dither=Image.Dither.NONE)
+        pal.save(png, format="PNG", optimize=True)
+        width, height = im.size
+    return {"name": name, "title": title, "png": str(png), "section": section,
+            "width": width, "height": height}
 
 
 def _time_axis(axis: Any) -> None:
@@ -95,7 +108,7 @@ def _color(backend: str) -> str:
     return _COLORS.get(backend, f"C{(7 + sum(map(ord, backend))) % 10}")
 
 
-def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, str]]:
+def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, Any]]:
     """Runtime against matrix side n, one line per backend, IQR band, log-log (Q3)."""
     sw = [r for r in F.sweep_records(records) if F.good(r) and F.side(r) is not None]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -138,7 +151,7 @@ def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, st
     return out
 
 
-def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, str]]:
+def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, Any]]:
     """Loop vs one call per stack, per backend and size (IQR error bars, speed-up written)."""
     rows = F.loop_vs_batched(records)
     if not rows:
@@ -252,7 +265,7 @@ def _ratio(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, fl
 
 
 def plot_speedups(records: list[dict[str, Any]], outdir: Path,
-                  baseline: str = "numpy") -> list[dict[str, str]]:
+                  baseline: str = "numpy") -> list[dict[str, Any]]:
     """Per case and dtype: each backend's speed-up over `baseline` at each size."""
     out = []
     cases: dict[tuple[str, str, str], dict[str, dict[str, dict[str, Any]]]] = defaultdict(
@@ -288,7 +301,7 @@ def plot_speedups(records: list[dict[str, Any]], outdir: Path,
     return out
 
 
-def plot_precision(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, str]]:
+def plot_precision(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, Any]]:
     """A12: each reduced precision against the same backend's float32 GEMM (its own
     baseline), per size: NumPy has no bfloat16, so a NumPy baseline would drop it."""
     rs = [r for r in records if F.section_of(r) == "A12" and F.good(r)]
@@ -323,7 +336,7 @@ def plot_precision(records: list[dict[str, Any]], outdir: Path) -> list[dict[str
     return out
 
 
-def make_plots(records: list[dict[str, Any]], outdir: str | Path) -> list[dict[str, str]]:
+def make_plots(records: list[dict[str, Any]], outdir: str | Path) -> list[dict[str, Any]]:
     """All plots of the report into ``outdir``."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)

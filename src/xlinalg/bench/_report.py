@@ -6,14 +6,13 @@ article's tables side by side with this machine's (in the article's own setup
 and in fair ones), the question's answer, then one section per document
 section with size x backend tables (median, first call, verdict) and plots
 (:mod:`._plots`). Analysis is in :mod:`._findings`. The HTML comes from the
-Jinja2 template ``templates/report.html`` (autoescape on) and is
-self-contained: plots are inlined as base64 PNG.
+Jinja2 template ``templates/report.html`` (autoescape on); it and the
+Markdown link the plots' PNG files beside them.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import sys
 from pathlib import Path
 from typing import Any
@@ -468,9 +467,7 @@ def render_md(blocks: list[Block], outdir: Path) -> str:
             lines.append("")
         elif b[0] == "img":
             p = b[1]
-            png = Path(p["png"]).name
-            svg = Path(p["svg"]).name
-            lines += [f"![{_md_text(p['title'])}]({png})", "", f"([SVG]({svg}))", ""]
+            lines += [f"![{_md_text(p['title'])}]({Path(p['png']).name})", ""]
     return "\n".join(lines)
 
 
@@ -493,15 +490,15 @@ def _jinja_env() -> Any:
 
 
 def _html_ready(blocks: list[Block]) -> list[Block]:
-    """`blocks` with each plot as the template shows it: the PNG inlined as a data URI
-    (the HTML file is self-contained)."""
+    """`blocks` with each plot as the template links it: the PNG's file name beside
+    report.html (no copy of the image inside the HTML) and its size in pixels."""
     out: list[Block] = []
     for b in blocks:
         if b[0] == "img":
             p = b[1]
-            data = base64.b64encode(Path(p["png"]).read_bytes()).decode("ascii")
-            out.append(("img", {"src": f"data:image/png;base64,{data}", "title": p["title"],
-                                "width": "", "height": ""}))
+            out.append(("img", {"src": Path(p["png"]).name, "title": p["title"],
+                                "width": int(p.get("width") or 0) or "",
+                                "height": int(p.get("height") or 0) or ""}))
         elif b[0] == "details":
             out.append(("details", b[1], _html_ready(b[2])))
         else:
@@ -554,5 +551,5 @@ def run(args: argparse.Namespace) -> int:
                        f"{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_USAGE
     print(terminal(f"wrote {outdir / 'report.md'}, {outdir / 'report.html'} and {n} plot(s) "
-                   f"(PNG + SVG) in {outdir}"))
+                   f"(PNG) in {outdir}"))
     return EXIT_OK
