@@ -165,7 +165,7 @@ def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[di
         labels = [f"{_text(d['backend'])}\n{_text(d['size'])}" for d in ds]
         x = list(range(len(ds)))
         w = 0.4
-        fig, ax = _fig(1.0 * len(ds) + 2, 5.0)
+        fig, ax = _fig(1.0 * len(ds) + 3.5, 5.0)
         for off, key, label in ((-w / 2, "loop", "Python loop"), (w / 2, "method", _text(method))):
             qs = [d[f"{key}_q"] for d in ds]
             ax.bar([i + off for i in x], [q[1] for q in qs], w, label=label,
@@ -180,11 +180,14 @@ def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[di
         _time_axis(ax.yaxis)
         ax.set_ylabel("median time for all COUNT systems")
         ax.set_xlabel("backend, COUNT x n")
-        title = (f"Python loop vs {_text(method)}, {dtype} (speed-up on the bars; "
+        title = (f"Python loop vs {_text(method)}, {_text(dtype)} (speed-up on the bars; "
                  "error bars: IQR)")
-        ax.set_title(title)
+        # two lines: a narrow plot (few bars) cut the one-line title off
+        ax.set_title(f"Python loop vs {_text(method)}, {_text(dtype)}\n(speed-up on the bars; "
+                     "error bars: IQR)", fontsize=11)
         ax.grid(True, axis="y", which="both", alpha=0.3)
-        ax.legend()
+        # beside the axes: inside, it covered short bars
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         name = f"loop_vs_{method}" + (f"_{dtype}" if multi else "")
         out.append(_save(fig, outdir, _safe(name), title, "question"))
     return out
@@ -330,7 +333,7 @@ def plot_precision(records: list[dict[str, Any]], outdir: Path) -> list[dict[str
             ax.set_xlabel("GEMM size (m x k x n)")
             ax.set_ylabel(f"float32 time / {target} time (>1: {target} faster)")
             title = (f"A12: {target} GEMM against the same backend's float32 GEMM "
-                     f"({dtype} run)")
+                     f"({_text(dtype)} run)")
             ax.set_title(title, fontsize=10)
             out.append(_save(fig, outdir, _safe(f"precision_{target}_{dtype}"), title, "A12"))
     return out
