@@ -32,6 +32,7 @@ CASES = textwrap.dedent('''
 
     for name in NAMES.values():
         register_case(Case(name=name, doc="hostile <b>name</b> $x$ [red]doc[/]",
+                           section="Q3", tags=("sweep",),
                            sizes={{"quick": [4, 8]}}, setup=_setup,
                            op=lambda ctx, a, b: ctx.xp.linalg.solve(a, b),
                            reference=np.linalg.solve,

@@ -133,3 +133,39 @@ def test_layout_on_jax_says_why_there_is_no_strided_cell() -> None:
 
 def test_torch_compile_runs_on_cpu() -> None:
     assert get_case("a13_fusion_compiled").skip_reason("torch-cpu", "float64", (256, 256)) is None
+
+
+def test_records_carry_what_the_case_declares() -> None:
+    # a skipped cell and a run cell: both records say section, tags, units, peak, dtype
+    c = get_case("a12_precision_bfloat16")
+    skipped = execute_cell(make_cell(c, "numpy", c.sizes_for("quick")[0], timer=FAST,
+                                     memory=False))
+    assert skipped["status"] == "skipped"
+    assert {k: skipped[k] for k in ("section", "tags", "units", "peak", "compute_dtype")} == {
+        "section": "A12", "tags": ["gemm"], "units": "GFLOP/s", "peak": "arithmetic",
+        "compute_dtype": "bfloat16"}
+    add = get_case("a4_add")
+    rec = execute_cell(make_cell(add, "numpy", add.sizes_for("quick")[0], dtype="float32",
+                                 timer=FAST, memory=False))
+    assert rec["status"] == "ok"
+    assert (rec["section"], rec["units"], rec["peak"], rec["compute_dtype"]) == (
+        "A4", "GB/s", "bandwidth", "float32")
+    assert rec["tags"] == ["stream"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [("section", "a10", "section must be"), ("section", "Q0", "section must be"),
+     ("tags", ("gemm", "fast"), "unknown tags"), ("units", "ms", "units must be"),
+     ("peak", "gpu", "peak must be"), ("compute_dtype", "int8", "compute_dtype must be")],
+)
+def test_case_fields_are_checked_when_declared(field: str, value: object, message: str) -> None:
+    from xlinalg.bench import Case
+
+    kw = {"name": "t_fields", "sizes": {"quick": [2]}, "setup": lambda rng, n: (),
+          "op": lambda ctx: None, field: value}
+    with pytest.raises(ValueError, match=message):
+        Case(**kw)
+    ok = Case(name="t_fields", sizes={"quick": [2]}, setup=lambda rng, n: (),
+              op=lambda ctx: None, units="GB/s")
+    assert (ok.section, ok.tags, ok.peak) == ("Other", (), "bandwidth")

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +47,11 @@ import numpy as np
 
 __all__ = [
     "DTYPES",
+    "KNOWN_TAGS",
+    "NAMED_SECTIONS",
+    "PEAKS",
     "SCALES",
+    "UNITS",
     "Case",
     "Ctx",
     "case_names",
@@ -56,6 +61,7 @@ __all__ = [
     "native_namespace",
     "register_case",
     "unregister_case",
+    "valid_section",
 ]
 
 #: Scales of a run, smallest first.
@@ -64,6 +70,16 @@ SCALES: tuple[str, ...] = ("quick", "default", "full")
 DTYPES: tuple[str, ...] = ("float64", "float32", "float16", "bfloat16")
 
 Size = int | tuple[int, ...]
+
+#: The figures of merit a case's rate can have.
+UNITS: tuple[str, ...] = ("GFLOP/s", "GB/s")
+#: Which calibrated peak a case's rate is a fraction of.
+PEAKS: tuple[str, ...] = ("arithmetic", "bandwidth", "none")
+#: Sections that are not a document id (Q1..Q4, A1..A15).
+NAMED_SECTIONS: tuple[str, ...] = ("Calibration", "Extra", "Other")
+_DOC_SECTION = re.compile(r"[QA][1-9][0-9]{0,2}")
+#: The tags the report reads (see :class:`Case`).
+KNOWN_TAGS: tuple[str, ...] = ("calibration", "gemm", "stream", "loop", "sweep")
 
 #: Largest size component a command line may ask for (8 TiB of float64 for a
 #: vector: past every machine; larger values would also not fit the results schema).
@@ -155,13 +171,25 @@ class Case:
         singular values of an ``SVDResult``, or ``U @ diag(S) @ Vh`` (signs of
         singular vectors are not unique).
     section : str
-        The document section the case measures (``"Q1"``..``"Q4"``,
-        ``"A1"``..``"A15"``, ``"Calibration"``, or ``"Extra"`` for a case that
-        repeats another's operation); empty: the report reads it from the name
-        (``a10_layout`` -> A10).
+        The document section the case measures: ``"Q1"``..``"Q4"``,
+        ``"A1"``..``"A15"`` (CASES.md's ids), ``"Calibration"``, ``"Extra"`` (an
+        operation beyond the documents) or ``"Other"`` (the default). The report
+        groups cells by it.
+    tags : tuple of str
+        What the report may rely on beyond the section (:data:`KNOWN_TAGS`):
+        ``"calibration"`` (run first; sets the peak named by `peak`), ``"gemm"``
+        (a matrix product: a source of the arithmetic peak when a run has no
+        calibration), ``"stream"`` (memory-bound: a source of the bandwidth
+        peak), ``"loop"`` (a Python loop of solves: the baseline of the
+        loop-vs-batched comparison), ``"sweep"`` (the solve-by-size sweep).
     units : str
-        The figure of merit of the case's rate: ``"GFLOP/s"`` (arithmetic) or
-        ``"GB/s"`` (memory traffic); empty: the report decides by section.
+        The figure of merit of the case's rate: ``"GFLOP/s"`` (arithmetic, the
+        default) or ``"GB/s"`` (memory traffic).
+    peak : str
+        Which calibrated peak the rate is a fraction of: ``"arithmetic"`` (the
+        GEMM peak of the compute dtype), ``"bandwidth"`` (the streaming peak) or
+        ``"none"``; empty (the default): ``"arithmetic"`` for GFLOP/s,
+        ``"bandwidth"`` for GB/s.
     compute_dtype : str
         The dtype the operation computes in when it is not the run's (A12's
         casts); empty: the run's.
@@ -187,8 +215,10 @@ class Case:
     parse_size: Callable[[str], Any] | None = None
     normalize_size: Callable[[Any], Any] | None = None
     result_for_check: Callable[[Any], Any] | None = None
-    section: str = ""
-    units: str = ""
+    section: str = "Other"
+    tags: tuple[str, ...] = ()
+    units: str = "GFLOP/s"
+    peak: str = ""
     compute_dtype: str = ""
     notes: Mapping[str, str] = field(default_factory=dict)
 
@@ -202,9 +232,32 @@ class Case:
             raise ValueError(f"case {self.name!r}: unknown scales {sorted(unknown)}; valid: {SCALES}")
         if not any(self.sizes.get(s) for s in SCALES):
             raise ValueError(f"case {self.name!r}: no sizes")
-        if self.units not in ("", "GFLOP/s", "GB/s"):
+        if self.units not in UNITS:
             raise ValueError(f"case {self.name!r}: units must be 'GFLOP/s' or 'GB/s', "
                              f"got {self.units!r}")
+        if not valid_section(self.section):
+            raise ValueError(f"case {self.name!r}: section must be Q1..Q4, A1..A15, "
+                             f"{', '.join(NAMED_SECTIONS)}; got {self.section!r}")
+        self.tags = tuple(self.tags)
+        bad = [x for x in self.tags if x not in KNOWN_TAGS]
+        if bad:
+            raise ValueError(f"case {self.name!r}: unknown tags {bad}; known: "
+                             f"{', '.join(KNOWN_TAGS)}")
+        if not self.peak:
+            self.peak = "bandwidth" if self.units == "GB/s" else "arithmetic"
+        if self.peak not in PEAKS:
+            raise ValueError(f"case {self.name!r}: peak must be one of {', '.join(PEAKS)}, "
+                             f"got {self.peak!r}")
+        if self.compute_dtype and self.compute_dtype not in DTYPES:
+            raise ValueError(f"case {self.name!r}: compute_dtype must be one of "
+                             f"{', '.join(DTYPES)}, got {self.compute_dtype!r}")
+
+    def describe(self, dtype: str) -> dict[str, Any]:
+        """What every result record of this case says about it (cell run in `dtype`):
+        ``case_doc``, ``section``, ``tags``, ``units``, ``peak``, ``compute_dtype``."""
+        return {"case_doc": self.doc, "section": self.section, "tags": list(self.tags),
+                "units": self.units, "peak": self.peak,
+                "compute_dtype": self.compute_dtype or dtype}
 
     # -------------------------------------------------------------- sizes
     def sizes_for(self, scale: str) -> list[Any]:
@@ -273,6 +326,15 @@ class Case:
         if len(names) != len(comps):
             names = tuple(f"d{i}" for i in range(len(comps)))
         return dict(zip(names, comps))
+
+
+def valid_section(section: object) -> bool:
+    """Whether `section` is a section a case can declare (``"Q3"``, ``"A12"``, ``"Extra"``...)."""
+    if not isinstance(section, str):
+        return False
+    if section in NAMED_SECTIONS:
+        return True
+    return _DOC_SECTION.fullmatch(section) is not None
 
 
 def format_size(size: Any) -> str:

@@ -312,7 +312,7 @@ def execute_cell(
         "size": list(size) if isinstance(size, tuple) else size,
         "size_label": label,
         "params": case.params(size),
-        "case_doc": case.doc,
+        **case.describe(dtype),
     }
     state = backend_state or {}
     rec["backend_info"] = {k: state.get(k) for k in ("version", "device")}

@@ -105,6 +105,12 @@ RESULT_PROPERTIES: dict[str, Any] = {
     "seed": {"type": ["integer", "null"]},
     "params": {"type": ["object", "null"], "additionalProperties": _NUM},
     "case_doc": _OPT_TEXT,
+    # what the case declares (bench/_cases.Case); older files lack them
+    "section": _NAME,
+    "tags": {"type": "array", "items": _NAME, "maxItems": 64},
+    "units": {"enum": ["GFLOP/s", "GB/s"]},
+    "peak": {"enum": ["arithmetic", "bandwidth", "none"]},
+    "compute_dtype": _NAME,
     "skip_reason": _OPT_TEXT,
     "cell_wall_s": _NONNEG,
     "calibration": _BOOL,

@@ -240,7 +240,7 @@ def failed_record(cell: dict[str, Any], kind: str, message: str, wall: float) ->
         "size": cell["size"],
         "size_label": format_size(size),
         "params": case.params(size),
-        "case_doc": case.doc,
+        **case.describe(cell["dtype"]),
         "status": "failed",
         "error": {"kind": kind, "type": kind, "message": message[:500]},
         "cell_wall_s": wall,

@@ -42,7 +42,7 @@ _A13_COMMON: dict[str, Any] = dict(
 
 register_case(
     Case(
-        name="a13_fusion_eager", section="A13", units="GB/s",
+        name="a13_fusion_eager", section="A13", units="GB/s", tags=("stream",),
         doc="A13: elementwise chain (2x + 1) * tanh(x) - exp(-x^2), eager (one pass per op)",
         op=lambda ctx, x: _chain(ctx.xp, x),
         **_A13_COMMON,
@@ -65,7 +65,7 @@ def _build_fused(ctx: Any) -> Any:
 
 register_case(
     Case(
-        name="a13_fusion_compiled", section="A13", units="GB/s",
+        name="a13_fusion_compiled", section="A13", units="GB/s", tags=("stream",),
         doc="A13: the same chain compiled (jax.jit; torch.compile, Inductor, on CPU and CUDA); "
             "the first call (compilation) recorded apart",
         build=_build_fused,
@@ -80,7 +80,7 @@ register_case(
 # ---------------------------------------------------------------------- einsum (A14)
 register_case(
     Case(
-        name="a14_einsum", section="A14", units="GFLOP/s",
+        name="a14_einsum", section="A14", units="GFLOP/s", tags=("gemm",),
         doc="A14: einsum('ij,jk->ik', a, b) at the A1 sizes, each library's plain einsum call "
             "(NumPy's default optimize=False does not call BLAS)",
         sizes=A1_SIZES, size_names=("m", "k", "n"), normalize_size=mkn,

@@ -20,10 +20,10 @@ from ._common import (
 
 __all__: list[str] = []
 
-def _gemm_case(name: str, doc: str, sizes: Any, **kw: Any) -> Case:
+def _gemm_case(name: str, section: str, doc: str, sizes: Any, **kw: Any) -> Case:
     args: dict[str, Any] = dict(
         name=name, doc=doc, sizes=sizes, size_names=("m", "k", "n"), normalize_size=mkn,
-        section=name.split("_")[0].upper(), units="GFLOP/s",
+        section=section, units="GFLOP/s", tags=("gemm",),
         setup=gemm_setup, op=lambda ctx, a, b: ctx.xp.matmul(a, b), reference=np.matmul,
         flops=gemm_flops, bytes=gemm_bytes, dtypes=F16_DTYPES, skip_if=bf16_skip,
         rtol=gemm_rtol,
@@ -32,9 +32,9 @@ def _gemm_case(name: str, doc: str, sizes: Any, **kw: Any) -> Case:
     return register_case(Case(**args))
 
 
-_gemm_case("a1_gemm", "A1: GEMM matmul(a, b), a (m, k), b (k, n)", A1_SIZES)
+_gemm_case("a1_gemm", "A1", "A1: GEMM matmul(a, b), a (m, k), b (k, n)", A1_SIZES)
 _A2 = [(32, 128, 256), (128, 512, 1024), (512, 2048, 4096)]
-_gemm_case("a2_fc", "A2: fully-connected layer shapes: x (batch m, in k) @ W (in k, out n)",
+_gemm_case("a2_fc", "A2", "A2: fully-connected layer shapes: x (batch m, in k) @ W (in k, out n)",
            {"quick": _A2[:2], "default": _A2, "full": _A2})
 
 

@@ -19,7 +19,7 @@ def _ew2_case(name: str, doc: str, op: Any, ref: Any) -> None:
     register_case(
         Case(
             name=name, doc=doc, sizes=_A4_SIZES, size_names=("rows", "cols"),
-            section="A4", units="GB/s",
+            section="A4", units="GB/s", tags=("stream",),
             normalize_size=shape2,
             setup=lambda rng, s: (rng.standard_normal(s), rng.standard_normal(s)),
             op=op, reference=ref,
@@ -34,7 +34,7 @@ _ew2_case("a4_add", "A4: elementwise a + b", lambda ctx, a, b: a + b, np.add)
 _ew2_case("a4_multiply", "A4: elementwise a * b", lambda ctx, a, b: a * b, np.multiply)
 register_case(
     Case(
-        name="a4_sigmoid", section="A4", units="GB/s",
+        name="a4_sigmoid", section="A4", units="GB/s", tags=("stream",),
         doc="A4: elementwise xlinalg.sigmoid (native where the library has one)",
         sizes=_A4_SIZES,
         size_names=("rows", "cols"),
@@ -59,7 +59,7 @@ def _bcast_setup(rng: np.random.Generator, s: Any) -> tuple[np.ndarray, ...]:
 
 register_case(
     Case(
-        name="a5_broadcast", section="A5", units="GB/s",
+        name="a5_broadcast", section="A5", units="GB/s", tags=("stream",),
         doc="A5: broadcast add; full=0: (rows, 1) + (1, cols); full=1: (rows, 1) broadcast "
             "over a (rows, cols) matrix",
         sizes={s: [(128, 256, 0), (128, 1024, 1)] for s in ("quick", "default", "full")},
@@ -77,7 +77,7 @@ register_case(
 
 register_case(
     Case(
-        name="a6_broadcast_trap", section="A6", units="GB/s",
+        name="a6_broadcast_trap", section="A6", units="GB/s", tags=("stream",),
         doc="A6: the broadcast trap (n, 1) + (1, n): an n x n result from 2n inputs "
             "(peak memory recorded; a size that does not fit is recorded as oom)",
         sizes={"quick": [1000], "default": [1000, 4000], "full": [1000, 4000, 10000]},

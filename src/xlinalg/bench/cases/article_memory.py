@@ -134,7 +134,8 @@ def _transfer_case(name: str, doc: str, build: Any, *, pipeline: bool = False,
     register_case(
         Case(
             name=name, doc=doc + _CPU_NOTE, sizes=A1_SIZES, size_names=("m", "k", "n"),
-            section="A11", units="GFLOP/s" if pipeline else "GB/s", notes=_A11_NOTES,
+            section="A11", units="GFLOP/s" if pipeline else "GB/s", tags=("stream",),
+            notes=_A11_NOTES,
             normalize_size=mkn, setup=gemm_setup, build=build,
             reference=np.matmul if pipeline else (lambda a, b: (a, b)),
             flops=gemm_flops if pipeline else (lambda s: 0.0),
@@ -214,7 +215,7 @@ def _build_precision(target: str) -> Any:
 for _target in ("float32", "float16", "bfloat16"):
     register_case(
         Case(
-            name=f"a12_precision_{_target}", section="A12", units="GFLOP/s",
+            name=f"a12_precision_{_target}", section="A12", units="GFLOP/s", tags=("gemm",),
             compute_dtype=_target,
             doc=f"A12: the A1 GEMM with a, b cast (in the first call, recorded apart) to "
                 f"{_target}, whatever the run's dtype",

@@ -19,6 +19,7 @@ CALIBRATION_CASES = ("calib_gemm", "calib_stream")
 register_case(
     Case(
         name="calib_gemm", section="Calibration", units="GFLOP/s",
+        tags=("calibration", "gemm"),
         doc="calibration: square GEMM matmul(a, b), n x n (this machine's arithmetic peak)",
         sizes={"quick": [256], "default": [1024], "full": [2048]},
         size_names=("n",),
@@ -36,6 +37,7 @@ register_case(
 register_case(
     Case(
         name="calib_stream", section="Calibration", units="GB/s",
+        tags=("calibration", "stream"),
         doc="calibration: streaming add c = a + b on vectors far beyond the caches "
             "(this machine's memory bandwidth)",
         sizes={"quick": [2**21], "default": [2**23], "full": [2**24]},

@@ -11,7 +11,7 @@ __all__: list[str] = []
 
 register_case(
     Case(
-        name="solve", section="Extra", units="GFLOP/s",
+        name="solve", section="Extra", units="GFLOP/s", tags=("sweep",),
         doc="extra: generic solve(A, b), A n x n, b a vector (the engine's example; the "
             "documents' loop and sweep are q1_solve_loop and q3_solve_sweep)",
         sizes={
@@ -33,7 +33,7 @@ register_case(
 
 register_case(
     Case(
-        name="matmul", section="Extra", units="GFLOP/s",
+        name="matmul", section="Extra", units="GFLOP/s", tags=("gemm",),
         doc="extra: generic GEMM a @ b, a (m, k), b (k, n), any size (the engine's example; "
             "the article's GEMM is a1_gemm)",
         sizes={

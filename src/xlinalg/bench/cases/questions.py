@@ -70,7 +70,7 @@ def _solve_bytes(s: Any, itemsize: int) -> float:
 
 register_case(
     Case(
-        name="q1_solve_loop", section="Q1", units="GFLOP/s",
+        name="q1_solve_loop", section="Q1", units="GFLOP/s", tags=("loop",),
         doc="Q1: Python loop of COUNT solve(A, b), A n x n, b a vector; each system its own "
             "arrays, split from the stack in the first call (recorded apart); results stacked once",
         sizes={"quick": [(100, 5)], "default": [(1000, 5)], "full": [(1000, 5)]},
@@ -131,7 +131,7 @@ register_case(
 
 register_case(
     Case(
-        name="q3_solve_sweep", section="Q3", units="GFLOP/s",
+        name="q3_solve_sweep", section="Q3", units="GFLOP/s", tags=("sweep",),
         doc="Q3: solve(A, b) sweep over n (the document's n = 5, 10, ..., 500, which holds "
             "10, 20, ..., 500); inputs made outside the timed region, statistics per point",
         sizes={
@@ -180,7 +180,7 @@ register_case(
 
 register_case(
     Case(
-        name="q4_loop", section="Q4", units="GFLOP/s",
+        name="q4_loop", section="Q4", units="GFLOP/s", tags=("loop",),
         doc="Q4: Python loop of COUNT native solve(A, b) at the q4_batched sizes; systems "
             "split from the stack in the first call (recorded apart); results stacked once",
         sizes=_Q4_SIZES,
