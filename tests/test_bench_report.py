@@ -156,7 +156,12 @@ def test_plots_are_palette_pngs_of_a_sane_size(report):
 def test_sections_and_peaks():
     rs = _records()
     assert F.section_of({"case": "a10_layout"}) == "A10"
-    assert F.section_of({"case": "mygemm", "case_doc": "A1: GEMM"}) == "A1"
+    # a record's declared section is used; an old record without one gets its case's
+    # (the registry's, by name): never one guessed from the name or the doc
+    assert F.section_of({"case": "mygemm", "section": "A2"}) == "A2"
+    assert F.section_of({"case": "a10_layout", "section": "A99x"}) == "A10"  # invalid: legacy
+    assert F.section_of({"case": "mygemm", "case_doc": "A1: GEMM"}) == "Other"
+    assert F.section_of({"case": "a1_nothing"}) == "Other"
     assert F.section_of({"case": "matmul", "case_doc": "A1: GEMM"}) == "Extra"  # declared
     assert F.section_of({"case": "foo"}) == "Other"
     assert list(F.sections(rs))[:3] == ["Q1", "Q3", "Q4"]
@@ -506,3 +511,25 @@ def test_a_later_run_of_a_case_replaces_the_earlier_cells(tmp_path):
     assert "stale" not in md
     assert "| 32x3x3x3 |" in md
     assert "a1\\_gemm" in md  # cases the later run did not touch stay
+
+
+def test_an_old_results_file_reads_through_the_legacy_path():
+    # the committed files predate the case fields: each record gets its case's fields
+    # from the registry by name, and the declared fields, when present, win
+    from xlinalg.bench import get_case, read_results
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    recs = read_results(root / "cpu-default-update.jsonl").records
+    assert recs
+    assert not any("section" in r for r in recs)  # an old file (else this tests nothing)
+    for r in recs:
+        c = get_case(r["case"])
+        assert F.section_of(r) == c.section
+        assert F.units_of(r) == c.units
+        assert F.compute_dtype(r) == (c.compute_dtype or r["dtype"])
+    r = dict(recs[0], section="A3", tags=["loop"], units="GB/s", peak="none",
+             compute_dtype="float16")
+    assert (F.section_of(r), F.units_of(r), F.peak_of(r), F.compute_dtype(r)) == (
+        "A3", "GB/s", "none", "float16")
+    assert F.has_tag(r, "loop")
+    assert F.fraction_of_peak(r, F.calibrate_peaks(recs))[2] is None  # peak "none"

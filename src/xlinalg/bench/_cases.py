@@ -60,6 +60,8 @@ __all__ = [
     "load_case_file",
     "native_namespace",
     "register_case",
+    "retire_case",
+    "retired_case",
     "unregister_case",
     "valid_section",
 ]
@@ -356,6 +358,23 @@ def register_case(case: Case, *, replace: bool = False) -> Case:
     return case
 
 
+#: Cases that were removed: name -> (the case to use instead, the case as it was
+#: declared). The declaration is kept for reports of old results files (the legacy
+#: path of :mod:`._findings`); running one is an error naming its replacement.
+_RETIRED: dict[str, tuple[str, Case]] = {}
+
+
+def retire_case(case: Case, instead: str) -> None:
+    """Record that `case` was removed and `instead` replaces it (see :func:`get_case`)."""
+    _RETIRED[case.name] = (instead, case)
+
+
+def retired_case(name: str) -> Case | None:
+    """The declaration of the removed case `name`, or None."""
+    entry = _RETIRED.get(name)
+    return entry[1] if entry else None
+
+
 def unregister_case(name: str) -> None:
     """Remove a case from the registry (tests, plugins); no error if absent."""
     _CASES.pop(name, None)
@@ -366,7 +385,11 @@ def get_case(name: str) -> Case:
     try:
         return _CASES[name]
     except KeyError:
-        raise ValueError(f"unknown case {name!r}; valid cases: {', '.join(case_names())}") from None
+        pass
+    if name in _RETIRED:
+        raise ValueError(f"case {name!r} was removed: it repeated {_RETIRED[name][0]!r}, "
+                         f"use that instead") from None
+    raise ValueError(f"unknown case {name!r}; valid cases: {', '.join(case_names())}") from None
 
 
 def case_names() -> list[str]:

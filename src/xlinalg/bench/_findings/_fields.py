@@ -1,0 +1,254 @@
+"""What a result record says about its cell: its case's declared fields, its numbers.
+
+Every other findings module reads a record through these functions, never by
+looking at the case's name. A record written since the cases declared their
+fields (:meth:`xlinalg.bench.Case.describe`) carries ``section``, ``tags``,
+``units``, ``peak`` and ``compute_dtype``; :func:`fields` returns them, each
+checked (the file is data from strangers).
+
+**The legacy path.** Results files written before that (``benchmarks/results/*.jsonl``
+among them) lack those fields. :func:`_legacy_fields` is the only place that fills
+them in: from the case of the same name in the current registry, else from the
+registered record of a retired case (:func:`xlinalg.bench._cases.retired_case`),
+else the defaults of a :class:`~xlinalg.bench.Case` that declares nothing
+(section "Other", no tags, GFLOP/s). It never guesses from the name's spelling.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import defaultdict
+from typing import Any, NamedTuple
+
+from .._cases import (
+    DTYPES,
+    KNOWN_TAGS,
+    PEAKS,
+    UNITS,
+    Case,
+    get_case,
+    retired_case,
+    valid_section,
+)
+
+__all__ = [
+    "SECTION_TITLES",
+    "CaseFields",
+    "case_notes",
+    "compute_dtype",
+    "device_class",
+    "fields",
+    "find_cell",
+    "good",
+    "has_tag",
+    "is_calibration",
+    "is_gpu",
+    "median",
+    "median_or_inf",
+    "peak_of",
+    "section_of",
+    "section_order",
+    "sections",
+    "side",
+    "size_key",
+    "units_of",
+]
+
+SECTION_TITLES: dict[str, str] = {
+    "Calibration": "this machine's peaks: a square GEMM and a streaming add, run first on "
+                   "each backend",
+    "Q1": "solve(A, b), n = 5, 1000 calls in a Python loop",
+    "Q2": "the same loop under numba @njit",
+    "Q3": "solve sweep: runtime against matrix side n",
+    "Q4": "many systems: batched solve vs the Python loop",
+    "A1": "GEMM matmul(a, b)",
+    "A2": "fully-connected layer shapes (GEMM)",
+    "A3": "attention-head shapes",
+    "A4": "elementwise add, multiply, sigmoid",
+    "A5": "broadcast add",
+    "A6": "the inefficient-broadcast trap",
+    "A7": "SVD",
+    "A8": "QR",
+    "A9": "batched matmul",
+    "A10": "memory layout: non-contiguous vs contiguous operand",
+    "A11": "host-device transfer in a hybrid pipeline",
+    "A12": "mixed precision GEMM",
+    "A13": "operator fusion: eager vs compiled",
+    "A14": "einsum in place of a nested loop",
+    "A15": "convolution-kernel shapes",
+    "Extra": "the engine's generic cases (they repeat Q3, A1 and A4 operations; never "
+             "counted as a second winner)",
+    "Other": "cases without a document id",
+}
+
+_GOOD = ("ok", "unchecked")
+_GPU_HINTS = ("cuda", "cupy", "gpu", "mps", "rocm")
+
+
+class CaseFields(NamedTuple):
+    """What a case declares, as its record (or the legacy path) says it."""
+
+    section: str
+    tags: tuple[str, ...]
+    units: str
+    peak: str
+    compute_dtype: str  # empty: the run's dtype
+
+
+@functools.lru_cache(maxsize=4096)
+def _legacy_fields(case: str) -> CaseFields:
+    """THE LEGACY PATH: the fields of a record written before records carried them.
+
+    From the registered case called `case`, else from the retired case of that name
+    (the fields it declared when it was removed), else a case that declares nothing.
+    """
+    c: Case | None
+    try:
+        c = get_case(case)
+    except ValueError:
+        c = retired_case(case)
+    if c is None:
+        return CaseFields("Other", (), "GFLOP/s", "arithmetic", "")
+    return CaseFields(c.section, tuple(c.tags), c.units, c.peak, c.compute_dtype)
+
+
+def fields(r: dict[str, Any]) -> CaseFields:
+    """The case fields of record `r`: each one the record declares (when valid), else
+    the legacy path's (:func:`_legacy_fields`)."""
+    old = _legacy_fields(str(r.get("case", "")))
+    sec, tags, units = r.get("section"), r.get("tags"), r.get("units")
+    peak, cdt = r.get("peak"), r.get("compute_dtype")
+    return CaseFields(
+        sec if isinstance(sec, str) and valid_section(sec) else old.section,
+        tuple(t for t in tags if t in KNOWN_TAGS) if isinstance(tags, list) else old.tags,
+        units if units in UNITS else old.units,
+        peak if peak in PEAKS else old.peak,
+        cdt if cdt in DTYPES else old.compute_dtype)
+
+
+def case_notes(case: str) -> dict[str, str]:
+    """backend -> what a reader must know about its cells of `case` (declared by the
+    registered case; none for a case not registered here)."""
+    try:
+        return dict(get_case(str(case)).notes)
+    except ValueError:
+        return {}
+
+
+def has_tag(r: dict[str, Any], tag: str) -> bool:
+    return tag in fields(r).tags
+
+
+def is_calibration(r: dict[str, Any]) -> bool:
+    """A calibration cell: its case is tagged ``calibration`` (or the record says so)."""
+    return has_tag(r, "calibration") or r.get("calibration") is True
+
+
+def section_of(r: dict[str, Any]) -> str:
+    """``"Calibration"``, ``"Q1"``..``"Q4"``, ``"A1"``..``"A15"``, ``"Extra"`` or ``"Other"``."""
+    if is_calibration(r):
+        return "Calibration"
+    return fields(r).section
+
+
+def units_of(r: dict[str, Any]) -> str:
+    """``"GFLOP/s"`` or ``"GB/s"``: the case's declared figure of merit."""
+    return fields(r).units
+
+
+def peak_of(r: dict[str, Any]) -> str:
+    """``"arithmetic"``, ``"bandwidth"`` or ``"none"``: the peak the cell's rate is a
+    fraction of, as its case declares."""
+    return fields(r).peak
+
+
+def compute_dtype(r: dict[str, Any]) -> str:
+    """The dtype a cell computes in: the run's, except for cases that cast (A12's
+    ``a12_precision_bfloat16`` computes in bfloat16 whatever the run's dtype)."""
+    return fields(r).compute_dtype or str(r.get("dtype"))
+
+
+def section_order(s: str) -> tuple[int, int]:
+    if s == "Calibration":  # not a document section: after them
+        return (4, 0)
+    if s == "Extra":
+        return (2, 0)
+    if s == "Other":
+        return (3, 0)
+    return (0 if s[0] == "Q" else 1, int(s[1:]))
+
+
+def sections(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Records grouped by section, in document order (questions, then article)."""
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        out[section_of(r)].append(r)
+    return {k: out[k] for k in sorted(out, key=section_order)}
+
+
+def size_key(r: dict[str, Any]) -> tuple[float, str]:
+    """Sort key of a cell's size: product of its numbers, then the label."""
+    s = r.get("size")
+    nums: list[float] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, bool):
+            return
+        if isinstance(v, (int, float)):
+            nums.append(float(v))
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+
+    walk(s)
+    prod = math.prod(nums) if nums else 0.0
+    return (prod, str(r.get("size_label", "")))
+
+
+def side(r: dict[str, Any]) -> float | None:
+    """The matrix side n of a cell (its ``size`` if an int, else ``params['n']``)."""
+    s = r.get("size")
+    if isinstance(s, (int, float)) and not isinstance(s, bool):
+        return float(s)
+    p = r.get("params") or {}
+    n = p.get("n")
+    if isinstance(n, (int, float)) and not isinstance(n, bool):
+        return float(n)
+    return None
+
+
+def good(r: dict[str, Any]) -> bool:
+    """A cell with a usable time (ran and was not wrong)."""
+    return r.get("status") in _GOOD and median(r) is not None
+
+
+def median(r: dict[str, Any]) -> float | None:
+    v = (r.get("time") or {}).get("median_s")
+    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+
+
+def median_or_inf(r: dict[str, Any]) -> float:
+    """The median, or inf for a cell without one: sorts cells with no time last."""
+    m = median(r)
+    return math.inf if m is None else m
+
+
+def is_gpu(backend: str) -> bool:
+    b = backend.lower()
+    return any(h in b for h in _GPU_HINTS)
+
+
+def device_class(r: dict[str, Any]) -> str:
+    """``"gpu"`` or ``"cpu"``: the processor a cell's backend computes on."""
+    return "gpu" if is_gpu(str(r.get("backend", ""))) else "cpu"
+
+
+def find_cell(records: list[dict[str, Any]], case: str, backend: str, dtype: str,
+              label: str) -> dict[str, Any] | None:
+    """The record of one cell (case, backend, dtype, size label), or None."""
+    return next((r for r in records if r.get("case") == case and r.get("backend") == backend
+                 and str(r.get("dtype")) == dtype and str(r.get("size_label")) == label), None)

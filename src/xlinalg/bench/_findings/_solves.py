@@ -1,0 +1,101 @@
+"""The question's comparisons: the Python loop against batched solves (Q1, Q4) and the
+solve sweep's crossovers (Q3)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from ._fields import good, has_tag, median, section_of, side, size_key
+from ._verdicts import quartiles
+
+__all__ = ["crossovers", "loop_vs_batched", "sweep_records"]
+
+
+def loop_vs_batched(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Loop vs batched solves per backend, dtype and size: speedup = loop / other.
+
+    Loop cells: Q1/Q4 cases tagged ``loop``; every other Q4 case
+    (batched, solve_many, unrolled, ...) is compared against the loop cell of
+    the same backend, dtype and size label (a Q4 loop first, else Q1's).
+    """
+    q = [r for r in records if section_of(r) in ("Q1", "Q4") and good(r)]
+    loops: dict[tuple[str, str, str], dict[str, Any]] = {}
+    by_params: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+    def pkey(r: dict[str, Any]) -> tuple[str, str, str]:
+        return (r["backend"], str(r["dtype"]), repr(sorted((r.get("params") or {}).items())))
+
+    for r in sorted(q, key=lambda r: section_of(r) == "Q4"):  # Q4 loops override Q1
+        if has_tag(r, "loop"):
+            loops[(r["backend"], str(r["dtype"]), str(r["size_label"]))] = r
+            if r.get("params"):
+                by_params[pkey(r)] = r
+    out = []
+    for r in q:
+        if section_of(r) != "Q4" or has_tag(r, "loop"):
+            continue
+        lp = loops.get((r["backend"], str(r["dtype"]), str(r["size_label"])))
+        if lp is None and r.get("params"):  # same parameters, another size label
+            lp = by_params.get(pkey(r))
+        if lp is None:
+            continue
+        out.append({"backend": r["backend"], "dtype": str(r["dtype"]),
+                    "size": str(r["size_label"]), "size_key": size_key(r),
+                    "method": r["case"], "loop_case": lp["case"],
+                    "loop_s": median(lp), "method_s": median(r),
+                    "loop_q": quartiles(lp), "method_q": quartiles(r),
+                    "speedup": median(lp) / median(r)})  # type: ignore[operator]
+    out.sort(key=lambda d: (d["method"], d["backend"], d["dtype"], d["size_key"]))
+    return out
+
+
+# ---------------------------------------------------------------------- crossover
+def sweep_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cells of the solve sweep: Q3 cases, else cases tagged ``sweep`` with a side n."""
+    q3 = [r for r in records if section_of(r) == "Q3"]
+    if q3:
+        return q3
+    return [r for r in records if has_tag(r, "sweep") and side(r) is not None
+            and section_of(r) != "Q4"]
+
+
+def crossovers(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per sweep case and dtype: the fastest backend at each n, and the n where it changes."""
+    out = []
+    sw = [r for r in sweep_records(records) if good(r) and side(r) is not None]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in sw:
+        groups[(r["case"], str(r["dtype"]))].append(r)
+    for (case, dtype), rs in groups.items():
+        by_n: dict[float, dict[str, float]] = defaultdict(dict)
+        for r in rs:
+            n, tm = side(r), median(r)
+            if n is not None and tm is not None:  # always: `sw` holds good cells with a side
+                by_n[n][r["backend"]] = tm
+        backends = sorted({r["backend"] for r in rs})
+        if len(backends) < 2:
+            continue
+        seq = []
+        for n in sorted(by_n):
+            t = by_n[n]
+            if len(t) < 2:
+                continue
+            w = min(t, key=t.__getitem__)
+            seq.append((n, w))
+        if not seq:
+            continue
+        ranges: list[dict[str, Any]] = []
+        for n, w in seq:
+            if ranges and ranges[-1]["winner"] == w:
+                ranges[-1]["to"] = n
+            else:
+                ranges.append({"winner": w, "from": n, "to": n})
+        first_win: dict[str, float] = {}
+        for n, w in seq:
+            first_win.setdefault(w, n)
+        out.append({"case": case, "dtype": dtype, "ranges": ranges,
+                    "first_win": first_win, "backends": backends,
+                    "never_wins": [b for b in backends if b not in first_win]})
+    return out
+

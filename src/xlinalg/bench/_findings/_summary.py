@@ -1,0 +1,217 @@
+"""One line per workload of the documents: what this file shows, in reading order."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from ._fields import good, has_tag, is_gpu, median, median_or_inf, section_of, side, size_key
+from ._solves import sweep_records
+from ._verdicts import MIN_MARGIN, fmt_ratio, ratio, verdict, verdict_text, winners
+
+__all__ = ["WORKLOADS", "machine_line", "summary"]
+
+
+#: The documents' workloads, in reading order: (anchor, title, sections).
+WORKLOADS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("many-small-solves", "Many small solves", ("Q1", "Q2", "Q4")),
+    ("solve-by-size", "One solve, by matrix size", ("Q3",)),
+    ("gemm", "GEMM (and fully-connected shapes)", ("A1", "A2")),
+    ("attention", "Attention heads", ("A3",)),
+    ("elementwise", "Elementwise", ("A4",)),
+    ("broadcasting", "Broadcasting", ("A5", "A6")),
+    ("svd-qr", "SVD and QR", ("A7", "A8")),
+    ("batched-matmul", "Batched matmul", ("A9",)),
+    ("layout", "Memory layout", ("A10",)),
+    ("transfer", "Host-device transfer", ("A11",)),
+    ("precision", "Precision", ("A12",)),
+    ("fusion", "Operator fusion", ("A13",)),
+    ("einsum", "einsum", ("A14",)),
+    ("convolution", "Convolution", ("A15",)),
+)
+
+
+def machine_line(env: dict[str, Any] | None, records: list[dict[str, Any]]) -> str:
+    """The machine and setup a summary holds for, in one line."""
+    env = env or {}
+    cpu = env.get("cpu") or {}
+    gpus = env.get("gpus") or []
+    mem = env.get("memory_bytes")
+    dts = sorted({str(r.get("dtype")) for r in records if good(r)})
+    bes = sorted({str(r.get("backend")) for r in records})
+    gpu = ", ".join(str(g.get("name")) for g in gpus) if gpus else "no GPU"
+    memt = f", {mem / 2**30:.0f} GiB" if isinstance(mem, (int, float)) else ""
+    return (f"{cpu.get('model', 'unknown CPU')}, {cpu.get('usable_cores', '?')} usable cores"
+            f"{memt}, {gpu}; dtypes {', '.join(dts) or '-'}; backends {', '.join(bes)}")
+
+
+def _pair_line(pairs: dict[str, tuple[dict[str, Any], dict[str, Any]]], what: str) -> str:
+    """"numpy 1.8x [1.6-2.0], torch-cpu tie (1.02x)": slow/fast per backend."""
+    parts = []
+    for b, (slow, fast) in sorted(pairs.items()):
+        rr = ratio(slow, fast)
+        if rr is None:
+            continue
+        lo, x, hi = rr
+        tie = lo <= 1.0 <= hi or abs(x - 1) < MIN_MARGIN - 1
+        parts.append(f"{b} {fmt_ratio(x)} [{lo:.2f}-{hi:.2f}]" + (" (within noise)" if tie else ""))
+    return f"{what}: " + ("; ".join(parts) if parts else "no pair measured")
+
+
+def _generic_line(rows: list[dict[str, Any]]) -> str:
+    multi = [w for w in rows if w["n_backends"] > 1]
+    if not multi:
+        return "no cell ran on two backends"
+    ties = [w for w in multi if w.get("tie")]
+    wins: dict[str, list[float]] = defaultdict(list)
+    for w in multi:
+        if not w.get("tie"):
+            wins[w["winner"]].append(w["margin"])
+    if not wins:
+        return f"tie within noise in all {len(multi)} cells"
+    order = sorted(wins.items(), key=lambda kv: -len(kv[1]))
+    b, ms = order[0]
+    lead = (f"{b}: fastest in {len(ms)} of {len(multi)} cells "
+            f"({fmt_ratio(min(ms))}-{fmt_ratio(max(ms))} over the runner-up)"
+            if len(ms) > 1 else
+            f"{b}: fastest in {len(ms)} of {len(multi)} cells ({fmt_ratio(ms[0])} over the "
+            "runner-up)")
+    rest = [f"{o} in {len(m)}" for o, m in order[1:]]
+    if rest:
+        lead += "; also fastest: " + ", ".join(rest)
+    if ties:
+        lead += f"; {len(ties)} tie(s) within noise"
+    return lead
+
+
+def _small_solves_line(records: list[dict[str, Any]]) -> str:
+    """The fastest way here to solve COUNT tiny systems (the question), any case and backend."""
+    cand = [r for r in records if section_of(r) in ("Q1", "Q2", "Q4") and good(r)]
+    by_size: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in cand:
+        by_size[f"{r['size_label']} {r['dtype']}"][f"{r['case']} on {r['backend']}"] = r
+    if not by_size:
+        return "not measured"
+    # the question's own size: n = 5 (else the smallest n), most systems
+    def rank(k: str) -> tuple[int, int]:
+        any_r = next(iter(by_size[k].values()))
+        p = any_r.get("params") or {}
+        n, count = p.get("n"), p.get("count", 0)
+        return (0 if n == 5 else 1, -int(count or 0))
+
+    key = min(by_size, key=rank)
+    v = verdict(by_size[key])
+    loops = {lbl: r for lbl, r in by_size[key].items() if has_tag(r, "loop")}
+    fastest_loop = min(loops.items(), key=lambda kv: median_or_inf(kv[1]))[0] if loops else None
+    txt = f"at count x n = {key}: " + verdict_text(v)
+    if v and fastest_loop:
+        txt += (f"; {fmt_ratio(median(loops[fastest_loop]) / v['median_s'])} faster than the "
+                f"fastest Python loop ({fastest_loop})")
+    return txt
+
+
+def _crossover_line(records: list[dict[str, Any]]) -> str:
+    """Per dtype of the sweep: where each backend wins beyond the noise, and the ties."""
+    sw = [r for r in sweep_records(records) if side(r) is not None]
+    parts = []
+    for dtype in sorted({str(r["dtype"]) for r in sw}):
+        by_n: dict[float, dict[str, dict[str, Any]]] = defaultdict(dict)
+        for r in sw:
+            if str(r["dtype"]) == dtype:
+                by_n[side(r)][r["backend"]] = r  # type: ignore[index]
+        wins: dict[str, list[float]] = defaultdict(list)
+        ties = total = 0
+        for n, by in sorted(by_n.items()):
+            v = verdict(by)
+            if v is None or v["n"] < 2:
+                continue
+            total += 1
+            if v["tie"]:
+                ties += 1
+            else:
+                wins[v["winner"]].append(n)
+        if not total:
+            continue
+        order = sorted(wins.items(), key=lambda kv: min(kv[1]))
+        txt = ", ".join(f"{b} at {len(ns)} size(s) (n = {min(ns):g}-{max(ns):g})"
+                        if len(ns) > 1 else f"{b} at n = {ns[0]:g}" for b, ns in order)
+        parts.append(f"{dtype}: fastest beyond the noise: {txt or 'none'}; "
+                     f"tie within noise at {ties} of {total} sizes")
+    return "; ".join(parts) or "not measured"
+
+
+def summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One line per workload: ``{"anchor", "title", "sections", "line"}``."""
+    rows = winners(records)
+    out = []
+    for anchor, title, secs in WORKLOADS:
+        rs = [r for r in records if section_of(r) in secs]
+        if not rs:
+            out.append({"anchor": anchor, "title": title, "sections": secs,
+                        "line": "not in this file"})
+            continue
+        if not any(good(r) for r in rs):
+            reasons = sorted({str(r.get("skip_reason") or (r.get("error") or {}).get("kind")
+                                  or r.get("status")) for r in rs})
+            out.append({"anchor": anchor, "title": title, "sections": secs,
+                        "line": "no time: " + "; ".join(reasons)[:300]})
+            continue
+        line = _generic_line([w for w in rows if w["section"] in secs])
+        if anchor == "many-small-solves":
+            line = _small_solves_line(records)
+        elif anchor == "solve-by-size":
+            line = _crossover_line(records)
+        elif anchor == "layout":
+            line = _pair_line(_layout_pairs(rs), "strided / contiguous time per backend "
+                                                 "(>1: the strided operand costs more)")
+        elif anchor == "fusion":
+            line = _pair_line(_pairs(rs, "a13_fusion_eager", "a13_fusion_compiled"),
+                              "eager / compiled time per backend (>1: compiling pays)")
+        elif anchor == "precision":
+            line = "; ".join(
+                _pair_line(_pairs(rs, "a12_precision_float32", f"a12_precision_{t}"),
+                           f"float32 / {t} GEMM time on the same backend (>1: {t} faster)")
+                for t in ("float16", "bfloat16"))
+        elif anchor == "transfer" and not any(is_gpu(str(r.get("backend"))) for r in rs):
+            line = "no device transfer on this machine (CPU backends only); " + line
+        out.append({"anchor": anchor, "title": title, "sections": secs, "line": line})
+    return out
+
+
+def _largest(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cells of the largest size present in `rs`."""
+    if not rs:
+        return []
+    top = max(size_key(r) for r in rs)
+    return [r for r in rs if size_key(r) == top]
+
+
+def _pairs(rs: list[dict[str, Any]], slow_case: str, fast_case: str,
+           ) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """backend -> (slow cell, fast cell) of two cases at the largest common size and dtype."""
+    out = {}
+    for b in sorted({r["backend"] for r in rs}):
+        for r in sorted(_largest([x for x in rs if x["backend"] == b and x["case"] == fast_case
+                                  and good(x)]), key=lambda x: str(x["dtype"])):
+            slow = next((x for x in rs if x["backend"] == b and x["case"] == slow_case
+                         and x["dtype"] == r["dtype"] and x["size_label"] == r["size_label"]
+                         and good(x)), None)
+            if slow is not None:
+                out[b if len({x["dtype"] for x in rs}) == 1 else f"{b} {r['dtype']}"] = (slow, r)
+    return out
+
+
+def _layout_pairs(rs: list[dict[str, Any]]) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    out = {}
+    for r in rs:
+        p = r.get("params") or {}
+        if section_of(r) != "A10" or p.get("contiguous") != 0 or not good(r):
+            continue
+        c = next((x for x in rs if x["backend"] == r["backend"] and x["dtype"] == r["dtype"]
+                  and (x.get("params") or {}).get("contiguous") == 1
+                  and (x.get("params") or {}).get("n") == p.get("n") and good(x)), None)
+        if c is not None:
+            multi = len({x["dtype"] for x in rs}) > 1
+            out[r["backend"] + (f" {r['dtype']}" if multi else "")] = (r, c)
+    return out
+

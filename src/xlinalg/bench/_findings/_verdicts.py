@@ -1,0 +1,182 @@
+"""Who is faster: the one place that names a winner, with its margin and interval."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from ._fields import good, median, median_or_inf, section_of, section_order, size_key
+
+__all__ = ["MIN_MARGIN", "cells", "case_winners", "fmt_ratio", "quartiles", "ratio", "shaky",
+           "verdict", "verdict_text", "winners"]
+
+
+def cells(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(case, dtype, size_label) -> {backend: record}."""
+    out: dict[tuple[str, str, str], dict[str, Any]] = defaultdict(dict)
+    for r in records:
+        out[(r["case"], str(r["dtype"]), str(r["size_label"]))][r["backend"]] = r
+    return out
+
+
+#: A winner is named only when it is at least this much faster than the runner-up
+#: and the interval of the ratio excludes 1 (else: "tie within noise").
+MIN_MARGIN = 1.05
+
+
+def quartiles(r: dict[str, Any]) -> tuple[float, float, float] | None:
+    """(q1, median, q3) of a cell's time per call, from whatever the record holds."""
+    med = median(r)
+    if med is None:
+        return None
+    t = r.get("time") or {}
+    q1, q3 = t.get("q1_s"), t.get("q3_s")
+    if isinstance(q1, (int, float)) and isinstance(q3, (int, float)) and 0 < q1 <= q3:
+        return float(q1), med, float(q3)
+    raw = sorted(x for x in (t.get("raw_s") or []) if isinstance(x, (int, float)) and x > 0)
+    if len(raw) >= 4:
+        n = len(raw) - 1
+        return raw[round(0.25 * n)], med, raw[round(0.75 * n)]
+    iqr = t.get("iqr_s")
+    h = float(iqr) / 2 if isinstance(iqr, (int, float)) and iqr >= 0 else 0.0
+    return max(med - h, med * 1e-3), med, med + h
+
+
+def shaky(r: dict[str, Any]) -> str:
+    """``"stalled"``, ``"noisy"`` or ``""``: how far a cell's own time can be trusted."""
+    t = r.get("time") or {}
+    st = r.get("stall")
+    if (isinstance(st, dict) and st.get("stalled")) or r.get("stalled") or t.get("stalled"):
+        return "stalled"
+    return "noisy" if t.get("noisy") else ""
+
+
+def ratio(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, float] | None:
+    """time(slow) / time(fast) with an interval: (low, ratio, high), or None.
+
+    Cells measured side by side carry the runner's paired-round ratio with its
+    bootstrap interval (``record["ratios"][other backend]``), used as it is.
+    Otherwise (cells measured apart, e.g. in two runs) the interval spans the
+    two cells' quartiles (slow q1 / fast q3 .. slow q3 / fast q1).
+    """
+    paired = (slow.get("ratios") or {}).get(fast.get("backend"))
+    same_cell = all(slow.get(k) == fast.get(k) for k in ("case", "dtype", "size_label"))
+    if isinstance(paired, dict) and same_cell and all(
+            isinstance(paired.get(k), (int, float)) and paired[k] > 0
+            for k in ("lo", "ratio", "hi")):
+        return float(paired["lo"]), float(paired["ratio"]), float(paired["hi"])
+    a, b = quartiles(slow), quartiles(fast)
+    if a is None or b is None:
+        return None
+    return a[0] / b[2], a[1] / b[1], a[2] / b[0]
+
+
+def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The one place that names a winner among `by` (label -> record of one cell).
+
+    Returns ``{"winner", "runner_up", "median_s", "margin", "interval", "tie",
+    "n", "shaky", "text"}`` or None when fewer than one label has a time. The
+    fastest median wins; it is named only when ``margin >= MIN_MARGIN`` and
+    the ratio's interval (:func:`ratio`) lies above 1, else ``tie`` is True.
+    A verdict the runner recorded with the cells (``record["verdict"]``:
+    ``{"fastest", "tie", "speedup": {"over", "ratio", "lo", "hi"}}``, from
+    paired rounds) is used as it is when it speaks of the same backends.
+    """
+    ok = sorted(((median_or_inf(r), b) for b, r in by.items() if good(r)), key=lambda t: t[0])
+    if not ok:
+        return None
+    recorded = next((r.get("verdict") for r in by.values()
+                     if isinstance(r.get("verdict"), dict)), None)
+    win = ok[0][1]
+    out: dict[str, Any] = {"winner": win, "runner_up": None, "median_s": ok[0][0],
+                           "margin": None, "interval": None, "tie": False, "n": len(ok),
+                           "shaky": sorted({b for b, r in by.items() if good(r) and shaky(r)})}
+    names = {b for b, r in by.items() if good(r)}
+    sp = recorded.get("speedup") if isinstance(recorded, dict) else None
+    if (isinstance(recorded, dict) and isinstance(sp, dict) and sp.get("over") in names
+            and (recorded.get("fastest") in names or set(recorded.get("tie") or ()) & names)
+            and set(recorded.get("effective_cores") or {b: 0 for b in names}) == names):
+        # the runner's verdict over exactly these backends (side by side, paired rounds)
+        tied = [b for b in (recorded.get("tie") or []) if b != sp["over"]]
+        out["winner"] = recorded.get("fastest") or (tied or [win])[0]
+        out["runner_up"] = sp["over"]
+        out["margin"], out["interval"] = sp.get("ratio"), (sp.get("lo"), sp.get("hi"))
+        out["tie"] = recorded.get("fastest") is None
+        out["note"] = recorded.get("parallelism_note") or ""
+        out["source"] = "recorded"
+    elif len(ok) > 1:
+        ru = ok[1][1]
+        rr = ratio(by[ru], by[win])
+        out["runner_up"] = ru
+        if rr is not None:
+            out["margin"], out["interval"] = rr[1], (rr[0], rr[2])
+            out["tie"] = rr[1] < MIN_MARGIN or rr[0] <= 1.0
+    out["text"] = verdict_text(out)
+    return out
+
+
+def fmt_ratio(x: float) -> str:
+    """1.234 -> "1.23x", 141.6 -> "142x" (never "1.4e+02x")."""
+    if x >= 100:
+        return f"{x:.0f}x"
+    if x >= 10:
+        return f"{x:.1f}x"
+    if x >= 0.1:
+        return f"{x:.2f}x"
+    return f"{x:.2g}x"
+
+
+def verdict_text(v: dict[str, Any] | None) -> str:
+    """One line: "numpy, 1.31x [1.20-1.45] over torch-cpu" or "tie within noise (...)"."""
+    if v is None:
+        return "no time"
+    if v.get("runner_up") is None:
+        return f"{v['winner']} (only backend with a time)"
+    iv = v.get("interval")
+    ivt = f" [{iv[0]:.2f}-{iv[1]:.2f}]" if iv else ""
+    m = float(v.get("margin") or 0.0)
+    note = f"; {v['note']}" if v.get("note") else ""
+    if v.get("tie"):
+        return (f"tie within noise ({v['winner']} {fmt_ratio(m)}{ivt} vs {v['runner_up']})"
+                if m else "tie within noise") + note
+    return f"{v['winner']}, {fmt_ratio(m)}{ivt} over {v['runner_up']}{note}"
+
+
+def winners(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per cell (case, dtype, size) with a time: :func:`verdict` plus where it is."""
+    rows = []
+    by_cell = cells(records)
+    for (case, dtype, label), by in sorted(
+        by_cell.items(),
+        key=lambda kv: (section_order(section_of(next(iter(kv[1].values())))), kv[0][0],
+                        kv[0][1], size_key(next(iter(kv[1].values()))))):
+        v = verdict(by)
+        if v is None:
+            continue
+        rows.append({"section": section_of(next(iter(by.values()))), "case": case,
+                     "dtype": dtype, "size": label, "n_backends": v["n"], **v})
+    return rows
+
+
+def case_winners(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per case: decisive wins per backend across its sizes (ties counted apart);
+    the Extra section (repeats of other cases) is left out."""
+    agg: dict[tuple[str, str, str], dict[str, int]] = {}
+    for w in rows:
+        if w["n_backends"] < 2 or w["section"] == "Extra":
+            continue
+        if w.get("tie"):
+            agg.setdefault((w["section"], w["case"], w["dtype"]), {})
+            d = agg[(w["section"], w["case"], w["dtype"])]
+            d["tie"] = d.get("tie", 0) + 1
+            continue
+        agg.setdefault((w["section"], w["case"], w["dtype"]), {})
+        d = agg[(w["section"], w["case"], w["dtype"])]
+        d[w["winner"]] = d.get(w["winner"], 0) + 1
+    out = []
+    for (sec, case, dtype), d in agg.items():
+        best = max(d.items(), key=lambda kv: (kv[0] != "tie", kv[1]))
+        out.append({"section": sec, "case": case, "dtype": dtype, "winner": best[0],
+                    "wins": best[1], "of": sum(d.values()), "all": d})
+    return out
+
