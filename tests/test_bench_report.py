@@ -533,3 +533,18 @@ def test_an_old_results_file_reads_through_the_legacy_path():
         "A3", "GB/s", "none", "float16")
     assert F.has_tag(r, "loop")
     assert F.fraction_of_peak(r, F.calibrate_peaks(recs))[2] is None  # peak "none"
+
+
+def test_ratio_axis_is_log_only_over_a_wide_span():
+    from xlinalg.bench import _plots
+
+    plt = _plots._plt()
+    for vals, scale in (([(0.9, 1.0, 1.1, ""), (1.1, 1.2, 1.3, "noisy")], "linear"),
+                        ([(0.01, 0.02, 0.03, ""), (4.0, 5.0, 6.0, "")], "log")):
+        fig, ax = plt.subplots()
+        _plots._ratio_bars(ax, ["512"], {"numpy": vals[:1], "torch-cpu": vals[1:]})
+        assert ax.get_yscale() == scale, vals
+        # a linear axis still labels more than the 1 line
+        labels = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
+        assert len(labels) >= 3, labels
+        plt.close(fig)

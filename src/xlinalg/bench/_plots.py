@@ -204,6 +204,10 @@ def _thin(keys: list[Any]) -> tuple[list[Any], bool]:
     return [keys[i] for i in idx], True
 
 
+#: Ratio bars use a log axis when their values span at least this factor (1 included).
+_LOG_SPAN = 3.0
+
+
 def _bar_width_in(n_bars: int) -> float:
     """Figure width for `n_bars` bars: room for a label over each, within the limit."""
     return 3.5 + 0.65 * n_bars
@@ -248,8 +252,12 @@ def _ratio_bars(ax: Any, groups: list[str], series: dict[str, list[tuple[float, 
         handles.append(Patch(facecolor="white", edgecolor="k", hatch="//",
                              label="noisy (~) or stalled"))
     ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_yscale("log")
-    _plain_axis(ax.yaxis)
+    ends = [e for vs in series.values() for v in vs if v is not None for e in (v[0], v[2])
+            if e > 0]
+    if ends and max(ends + [1.0]) / min(ends + [1.0]) >= _LOG_SPAN:
+        ax.set_yscale("log")
+        _plain_axis(ax.yaxis)
+    # else linear: a log axis over less than a factor of 3 shows one labelled tick ("1")
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups, fontsize=8, rotation=30 if len(groups) > 6 else 0)
     ax.grid(True, axis="y", which="both", alpha=0.3)
