@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 __all__ = ["main"]
 
@@ -485,7 +485,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     # the table shows every planned cell, including those done before a resume
     try:
         written = read_results(summary.path, warn=False)
-        latest = written.latest()
+        # the table's helpers take plain dicts (typed records are a subtype in practice)
+        latest = cast("dict[str, dict[str, Any]]", written.latest())
         fence = (written.headers[-1].get("run") or {}).get("fence_selfcheck") or {}
     except ResultsFileError:  # pragma: no cover - we just wrote it
         latest = {r["key"]: r for r in summary.records}

@@ -33,6 +33,7 @@ import argparse
 import math
 import statistics
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from ._escape import terminal
@@ -114,21 +115,21 @@ def p_value(a: list[float], b: list[float]) -> tuple[float | None, str]:
     return float(mannwhitneyu(a, b, alternative="two-sided").pvalue), "Mann-Whitney U"
 
 
-def _samples(r: dict[str, Any]) -> list[float]:
+def _samples(r: Mapping[str, Any]) -> list[float]:
     raw = (r.get("time") or {}).get("raw_s") or []
     return [float(x) for x in raw
             if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
             and math.isfinite(x)]
 
 
-def _median(r: dict[str, Any]) -> float | None:
+def _median(r: Mapping[str, Any]) -> float | None:
     v = (r.get("time") or {}).get("median_s")
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     return float(v) if v > 0 and math.isfinite(v) else None
 
 
-def _starved_cores(r: dict[str, Any]) -> float | None:
+def _starved_cores(r: Mapping[str, Any]) -> float | None:
     """The effective cores of a side-by-side record whose worker was starved, else None."""
     from ._stats import starved
 
@@ -146,9 +147,9 @@ def _spread(logs: list[float]) -> tuple[float, float]:
     return med, 1.4826 * statistics.median(abs(x - med) for x in logs)
 
 
-def compare_records(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]], *,
-                    alpha: float = 0.05, threshold: float = 0.05,
-                    min_samples: int = 5) -> list[dict[str, Any]]:
+def compare_records(old: Mapping[str, Mapping[str, Any]],
+                    new: Mapping[str, Mapping[str, Any]], *, alpha: float = 0.05,
+                    threshold: float = 0.05, min_samples: int = 5) -> list[dict[str, Any]]:
     """One row per cell key in either file (see the module docstring).
 
     Each compared row has ``ratio``, ``lo``, ``hi`` (the interval), ``se_within``
@@ -218,7 +219,8 @@ def _get(d: Any, *path: str) -> Any:
     return d
 
 
-def header_differences(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+def header_differences(old: Mapping[str, Any] | None,
+                       new: Mapping[str, Any] | None) -> list[str]:
     """What differs between the two runs' headers that makes times incomparable."""
     old, new = old or {}, new or {}
     out = []
@@ -245,7 +247,7 @@ def header_differences(old: dict[str, Any] | None, new: dict[str, Any] | None) -
     return out
 
 
-def _load(records: dict[str, dict[str, Any]]) -> float | None:
+def _load(records: Mapping[str, Mapping[str, Any]]) -> float | None:
     vals = [v for r in records.values()
             if isinstance(v := _get(r, "side_by_side", "load_avg_1min", "mean"), (int, float))]
     return statistics.median(vals) if vals else None

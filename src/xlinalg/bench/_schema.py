@@ -7,7 +7,9 @@ code sees it, so that a wrong type (``"time": "fast"``, ``"case": 7``) is a
 one-line ``file:line: what is wrong`` error, never a traceback further on.
 
 Extending a record: add the field to :data:`RESULT_PROPERTIES` (or
-:data:`HEADER_PROPERTIES`) with its type. Unknown fields are allowed (a newer
+:data:`HEADER_PROPERTIES`) with its type, and to :class:`ResultRecord` (or
+:class:`HeaderRecord`), the same record as a type for the code that reads it
+(tests/test_bench_schema.py checks that the two agree, field by field). Unknown fields are allowed (a newer
 writer may add some), known fields must have their declared type.
 The validator is :mod:`jsonschema` (Draft 2020-12), imported on first use.
 
@@ -22,15 +24,17 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 __all__ = [
     "HEADER_PROPERTIES",
+    "HeaderRecord",
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
     "RESULT_PROPERTIES",
     "RESULT_STATUSES",
     "RecordError",
+    "ResultRecord",
     "parse_line",
     "record_problem",
 ]
@@ -119,7 +123,11 @@ RESULT_PROPERTIES: dict[str, Any] = {
         "flops": _NONNEG, "gflops": _NONNEG, "bytes": _NONNEG, "gbs": _NONNEG}},
     "check": _CHECK,
     "memory": {"type": ["object", "null"], "properties": {
-        "measured": {"type": "array", "items": _TEXT}, "error": _ERROR}},
+        "measured": {"type": "array", "items": _TEXT}, "error": _ERROR,
+        **{k: _COUNT for k in ("tracemalloc_peak_bytes", "rss_peak_delta_bytes",
+                               "cuda_max_allocated_bytes", "cupy_pool_peak_bytes",
+                               "jax_peak_bytes_in_use")},
+        "rss_method": _OPT_TEXT}},
     "error": _ERROR,
     "fairness": _OPT_OBJ,
     "backend_info": _OPT_OBJ,
@@ -194,9 +202,241 @@ HEADER_PROPERTIES: dict[str, Any] = {
         "stall_factor": _NONNEG,
         "execution": _OPT_TEXT,
         "argv": {"type": ["array", "null"], "items": _TEXT},
+        "check": _BOOL,
+        "memory": _BOOL,
+        "calibrate": _BOOL,
+        "isolation": _OPT_TEXT,
+        "fence_selfcheck": _OPT_OBJ,
     }},
 }
 HEADER_REQUIRED = ("type", "schema_version", "run_id", "created", "env")
+
+
+# ---------------------------------------------------------------------- the types
+# The records above as types for the code that reads them (store, report, plots,
+# compare). total=False: a field may be absent (older files, skipped cells); the
+# required fields are in the total=True bases. Keep each field's type the schema's.
+Num = float | None
+Count = int | None
+Flag = bool | None
+Text = str | None
+
+
+class DeviceTime(TypedDict, total=False):
+    median_s: Num
+    iqr_s: Num
+    min_s: Num
+    clock: Text
+    raw_s: list[Num]
+
+
+class TimeStats(TypedDict, total=False):
+    median_s: Num
+    iqr_s: Num
+    q1_s: Num
+    q3_s: Num
+    min_s: Num
+    max_s: Num
+    mean_s: Num
+    stdev_s: Num
+    iqr_over_median: Num
+    first_call_s: Num
+    warmup_s: Num
+    total_s: Num
+    samples: Count
+    number: Count
+    total_calls: Count
+    warmup_calls: Count
+    calibration_blocks: Count
+    noisy: Flag
+    stalled: Flag
+    warnings: list[str]
+    clock: Text
+    raw_s: list[Num]
+    device: DeviceTime
+
+
+class CheckResult(TypedDict, total=False):
+    verdict: Literal["ok", "wrong", "unchecked"]
+    rtol: Num
+    max_rel_err: Num
+    max_abs_err: Num
+    message: Text
+    reference: Text
+    members: list[dict[str, Any]]
+
+
+class ErrorInfo(TypedDict, total=False):
+    kind: str
+    type: str
+    message: str
+    where: str
+
+
+class Throughput(TypedDict, total=False):
+    flops: Num
+    gflops: Num
+    bytes: Num
+    gbs: Num
+
+
+class MemoryInfo(TypedDict, total=False):
+    measured: list[str]
+    error: ErrorInfo
+    tracemalloc_peak_bytes: Count
+    rss_peak_delta_bytes: Count
+    cuda_max_allocated_bytes: Count
+    cupy_pool_peak_bytes: Count
+    jax_peak_bytes_in_use: Count
+    rss_method: Text
+
+
+class Interval(TypedDict, total=False):
+    ratio: Num
+    lo: Num
+    hi: Num
+
+
+class Speedup(Interval, total=False):
+    over: Text
+
+
+class RecordedVerdict(TypedDict, total=False):
+    fastest: Text
+    tie: list[str] | None
+    speedup: Speedup | None
+    effective_cores: dict[str, Any] | None
+    parallelism_note: Text
+
+
+class Stall(TypedDict, total=False):
+    stalled: Flag
+    first_median_s: Num
+    recheck_median_s: Num
+    remeasured_median_s: Num
+    factor: Num
+    threshold: Num
+    how: Text
+
+
+class LoadAverage(TypedDict, total=False):
+    min: Num
+    max: Num
+    mean: Num
+    samples: Count
+
+
+class SideBySide(TypedDict, total=False):
+    backends: list[str]
+    rounds: Count
+    order: list[list[str]]
+    round_s: list[Num] | None
+    block_s: list[list[Num] | None] | None
+    stop: Text
+    group_elapsed_s: Num
+    wall_s: Num
+    cpu_s: Num
+    effective_cores: Num
+    load_avg_1min: LoadAverage | None
+
+
+class _ResultRequired(TypedDict):
+    type: Literal["result"]
+    schema_version: int
+    run_id: str
+    key: str
+    case: str
+    backend: str
+    dtype: str
+    size: int | str | list[int]
+    size_label: str
+    status: Literal["ok", "wrong", "unchecked", "skipped", "failed"]
+
+
+class ResultRecord(_ResultRequired, total=False):
+    """One cell of a results file (a ``result`` line), as :data:`RESULT_PROPERTIES`
+    declares it."""
+
+    finished: Text
+    seed: Count
+    params: dict[str, Num] | None
+    case_doc: Text
+    section: str
+    tags: list[str]
+    units: Literal["GFLOP/s", "GB/s"]
+    peak: Literal["arithmetic", "bandwidth", "none"]
+    compute_dtype: str
+    skip_reason: Text
+    cell_wall_s: Num
+    calibration: Flag
+    time: TimeStats
+    throughput: Throughput | None
+    check: CheckResult
+    memory: MemoryInfo | None
+    error: ErrorInfo
+    fairness: dict[str, Any] | None
+    backend_info: dict[str, Any] | None
+    verdict: RecordedVerdict | None
+    ratios: dict[str, Interval | None] | None
+    stall: Stall | None
+    stalled: Flag
+    side_by_side: SideBySide | None
+
+
+class Env(TypedDict, total=False):
+    xlinalg: Text
+    python: dict[str, Any] | None
+    os: dict[str, Any] | None
+    host: Text
+    cpu: dict[str, Any] | None
+    memory_bytes: Num
+    gpus: list[dict[str, Any]] | None
+    numpy: Text
+    packages: dict[str, Text] | None
+    blas: list[dict[str, Any]] | None
+    env_vars: dict[str, Text] | None
+
+
+class RunSettings(TypedDict, total=False):
+    backends: list[str] | None
+    cases: list[str] | None
+    dtype: Text
+    scale: Text
+    sizes: list[str] | None
+    threads: Count
+    allow_tf32: Flag
+    time_limit: Num
+    isolate: Flag
+    seed: Count
+    case_files: list[str] | None
+    memory_limit: Count
+    timer: dict[str, Any] | None
+    margin: Num
+    recheck: Flag
+    stall_factor: Num
+    execution: Text
+    argv: list[str] | None
+    check: Flag
+    memory: Flag
+    calibrate: Flag
+    isolation: Text
+    fence_selfcheck: dict[str, Any] | None
+
+
+class _HeaderRequired(TypedDict):
+    type: Literal["header"]
+    schema_version: int
+    run_id: str
+    created: str
+    env: Env
+
+
+class HeaderRecord(_HeaderRequired, total=False):
+    """The first line of a run in a results file, as :data:`HEADER_PROPERTIES`
+    declares it."""
+
+    resumed: Flag
+    run: RunSettings | None
 
 
 def _schema(props: dict[str, Any], required: tuple[str, ...]) -> dict[str, Any]:

@@ -33,12 +33,12 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ._schema import HEADER_REQUIRED, RESULT_REQUIRED
+from ._schema import HEADER_REQUIRED, RESULT_REQUIRED, HeaderRecord, ResultRecord
 
 __all__ = [
     "RESULT_FIELDS",
@@ -122,8 +122,8 @@ def _flat(prefix: str, v: Any) -> dict[str, Any]:
     return {prefix: v}
 
 
-def settings_differences(header: dict[str, Any], run: dict[str, Any],
-                         env: dict[str, Any]) -> list[str]:
+def settings_differences(header: Mapping[str, Any], run: Mapping[str, Any],
+                         env: Mapping[str, Any]) -> list[str]:
     """How `run` and `env` differ from a file's `header` in what must match to
     resume (:data:`RESUME_RUN_KEYS`, :data:`RESUME_ENV_KEYS`): ``"seed: 0 in
     the file, 1 now"`` per difference. A setting missing on either side (an
@@ -193,7 +193,7 @@ def _clean(obj: Any) -> Any:
     return str(obj)
 
 
-def dumps_record(record: dict[str, Any]) -> str:
+def dumps_record(record: Mapping[str, Any]) -> str:
     """One JSON line (no newline), strict JSON (no NaN)."""
     return json.dumps(_clean(record), allow_nan=False, separators=(",", ":"), sort_keys=False)
 
@@ -210,10 +210,11 @@ class ResultsFile:
     Attributes
     ----------
     path : str
-    headers : list of dict
-        One per run or resumed run, in file order.
-    records : list of dict
-        Every result record, in file order.
+    headers : list of HeaderRecord
+        One per run or resumed run, in file order (each checked against the schema,
+        so it has the types :class:`._schema.HeaderRecord` declares).
+    records : list of ResultRecord
+        Every result record, in file order (checked likewise).
     warnings : list of str
         Problems that were tolerated (a truncated last line).
     good_bytes : int
@@ -221,14 +222,14 @@ class ResultsFile:
     """
 
     path: str
-    headers: list[dict[str, Any]] = field(default_factory=list)
-    records: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[HeaderRecord] = field(default_factory=list)
+    records: list[ResultRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     good_bytes: int = 0
 
-    def latest(self) -> dict[str, dict[str, Any]]:
+    def latest(self) -> dict[str, ResultRecord]:
         """The last record of each cell key (a resumed or re-run cell supersedes)."""
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, ResultRecord] = {}
         for r in self.records:
             out[r["key"]] = r
         return out
