@@ -32,7 +32,7 @@ from hypothesis.extra import numpy as hnp
 import xlinalg as xl
 from conftest import BackendCase, require_backend, tolerance
 from xlinalg import _unrolled as U
-from xlinalg._unrolled import _libs, _schedule, _selection
+from xlinalg._unrolled import _inplace, _libs, _schedule, _selection
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "unrolled-cpu.json"
@@ -280,6 +280,44 @@ def test_complex() -> None:
     a = rng.standard_normal((5, 3, 3)) + 1j * rng.standard_normal((5, 3, 3))
     b = rng.standard_normal((3,)) + 0j
     np.testing.assert_allclose(U.solve_unrolled(a, b), np.linalg.solve(a, b[None, :, None])[..., 0], rtol=1e-10)
+
+
+# ---------------------------------------------------------------------- NumPy's in-place program
+@pytest.mark.parametrize("n", range(1, U.MAX_N + 1))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_numpy_inplace_program_is_the_schedule(monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator,
+                                                n: int, dtype: type) -> None:
+    """NumPy's batch-last kernel (the schedule as ufunc calls into reused buffers, by
+    chunks) gives the Python rendering's results: bit for bit on real dtypes
+    (same operations, same order), within rounding on complex (NumPy's complex
+    loops differ between strided and contiguous arrays), with chunk boundaries
+    and a short last chunk, singular members, NaN and inf inputs."""
+    monkeypatch.setattr(_libs, "_NUMPY_CHUNK", 7)
+    U.clear_cache()
+    nb, k = 53, 2
+    a = rng.standard_normal((nb, n, n)) + (1j * rng.standard_normal((nb, n, n)) if dtype is np.complex128 else 0)
+    a = a.astype(dtype)
+    a[:, 0, 0] *= 1e-9  # pivoting needed
+    a[3] = 0.0
+    a[10, :, 0] = 0.0
+    a[20, 0, 0] = np.nan
+    a[52, n - 1, :] = np.inf
+    b = rng.standard_normal((nb, n, k)).astype(dtype)
+    try:
+        fast = U.solve_unrolled(a, b, errors="nan", layout="batch-last")
+        plain = U.solve_unrolled(a, b, errors="nan", layout="batch-first")  # the Python rendering
+    finally:
+        U.clear_cache()
+    assert fast.shape == plain.shape == (nb, n, k)
+    assert fast.dtype == plain.dtype == dtype
+    assert np.isnan(fast[[3, 10]]).all()
+    if dtype is np.complex128:
+        np.testing.assert_allclose(fast, plain, rtol=1e-12, atol=1e-300)
+    else:
+        assert np.array_equal(fast, plain, equal_nan=True)
+    _, buffers = _inplace.inplace_function(n, np)
+    # buffers are reused: about one per matrix entry, not one per statement (n³)
+    assert len(buffers) <= n * n + 4 * n
 
 
 # ---------------------------------------------------------------------- JAX specifics

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._lib import _env
 from ._build import _chunks, _eager_run, _flatten
+from ._inplace import inplace_function
 from ._schedule import (
     _LOCK,
     _assemble,
@@ -129,17 +130,53 @@ _JAX_CPU_CHUNK = 10000
 
 
 
+#: NumPy, batch-last: systems per chunk of the in-place program (its buffers
+#: stay in the cache; see docs/unrolled.md)
+_NUMPY_CHUNK = 4096
+
+
 def _make_numpy(n: int, layout: str, dtype: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
+    """NumPy's own functions, eagerly; batch-last runs the in-place program by chunks."""
     ns = _numpy_namespace()
-    core = _python_function(n, layout, ns)
     one, nan = np.asarray(1, dtype=dtype), np.asarray(np.nan, dtype=dtype)
-    run = _eager_run(ns, core, n, layout, lambda a: (one, nan), False)
+    if layout == "batch-last":
+        run = _numpy_chunked(ns, n, dtype, one, nan)
+    else:
+        run = _eager_run(ns, _python_function(n, layout, ns), n, layout, lambda a: (one, nan), False)
 
     def quiet(a: Any, bm: Any) -> tuple[Any, Any]:
         with np.errstate(all="ignore"):  # inf/NaN inputs: IEEE results, no warnings
             return run(a, bm)
 
     return quiet
+
+
+def _numpy_chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
+    """The in-place program (:mod:`._inplace`) over chunks of :data:`_NUMPY_CHUNK` systems."""
+    fn, kinds = inplace_function(n, np)
+    types_ = {"T": np.dtype(dtype), "R": np.empty(0, dtype).real.dtype, "B": np.dtype(bool)}
+
+    def run(a: Any, bm: Any) -> tuple[Any, Any]:
+        a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
+        c = max(1, min(nb, _NUMPY_CHUNK))
+        x = np.empty((nb, n, k), dtype)
+        bad = np.empty(nb, bool)
+        at, bt = np.empty((n * n, c), dtype), np.empty((n, k, c), dtype)
+        xt, bc = np.empty((n, k, c), dtype), np.empty(c, bool)
+        buf = [np.empty((c,) if s == "e" else (k, c), types_[t]) for t, s in kinds]
+        for s0 in range(0, nb, c):
+            m = min(c, nb - s0)
+            if m < c:  # the last chunk: views of the first m columns
+                at, bt, xt, bc = at[:, :m], bt[..., :m], xt[..., :m], bc[:m]
+                buf = [v[..., :m] for v in buf]
+            np.copyto(at, np.reshape(a3[s0:s0 + m], (m, n * n)).T)
+            np.copyto(bt, np.transpose(b3[s0:s0 + m], (1, 2, 0)))
+            fn(at, bt, xt, bc, one, nan, buf)
+            np.copyto(x[s0:s0 + m], np.transpose(xt, (2, 0, 1)))
+            bad[s0:s0 + m] = bc
+        return np.reshape(x, (*batch, n, k)), np.reshape(bad, batch)
+
+    return run
 
 
 def _make_torch(n: int, layout: str, dtype: Any, device: Any, compiled: bool) -> Callable[[Any, Any], tuple[Any, Any]]:
