@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import _findings as F
 from ._escape import markdown, terminal
 from ._units import format_bytes as _fmt_bytes
 from ._units import format_time as _fmt_time
+
+if TYPE_CHECKING:
+    from ._schema import HeaderRecord, ResultRecord
+    from ._store import ResultsFile
 
 __all__ = ["add_arguments", "build_report", "run", "write_report"]
 
@@ -85,7 +90,7 @@ def _section_table(rs: list[dict[str, Any]], peaks: dict[str, Any]) -> tuple[lis
     return hdr, rows
 
 
-def _env_lines(hdr: dict[str, Any] | None) -> list[str]:
+def _env_lines(hdr: HeaderRecord | None) -> list[str]:
     if not hdr:
         return []
     env = hdr.get("env") or {}
@@ -298,17 +303,17 @@ def _article_blocks(records: list[dict[str, Any]], env: dict[str, Any],
     return out
 
 
-def _run_line(f: Any) -> str:
+def _run_line(f: ResultsFile) -> str:
     """One results file: its name, dtype, date, calibration GEMM rate and noisy share."""
-    rs = list(f.latest().values())
-    hdr = f.headers[0] if f.headers else {}
+    rs = _plain(f.latest().values())
+    hdr = f.headers[0] if f.headers else None
     dts = sorted({str(r.get("dtype")) for r in rs})
     gemm = [f"{r['backend']} {r['throughput']['gflops']:.3g} GFLOP/s" for r in rs
             if str(r.get("case")) == "calib_gemm" and F.good(r)
             and isinstance((r.get("throughput") or {}).get("gflops"), (int, float))]
     timed = [r for r in rs if F.good(r)]
     noisy = sum(1 for r in timed if F.shaky(r))
-    return (f"{f.path}: {', '.join(dts)}, created {hdr.get('created', '?')}, "
+    return (f"{f.path}: {', '.join(dts)}, created {hdr['created'] if hdr else '?'}, "
             f"{len(rs)} cells, {noisy} of {len(timed)} timed cells noisy or stalled; "
             f"calibration GEMM: {', '.join(gemm) if gemm else 'not in this run'}")
 
@@ -326,12 +331,18 @@ def _skip_counts(records: list[dict[str, Any]]) -> list[str]:
     return [f"{n} x {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])]
 
 
-def build_report(res: Any, outdir: Path, plots: bool = True,
-                 extra: list[Any] | None = None) -> tuple[list[Block], list[dict]]:
+def _plain(records: Iterable[ResultRecord]) -> list[dict[str, Any]]:
+    """Records as the findings read them (plain dicts: their functions take
+    ``dict[str, Any]``); the same objects, no copy."""
+    return cast("list[dict[str, Any]]", list(records))
+
+
+def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
+                 extra: list[ResultsFile] | None = None) -> tuple[list[Block], list[dict]]:
     """The document blocks and plot list for a :class:`ResultsFile` (and `extra` files
     of the same machine, e.g. the float32 run next to the float64 one)."""
     files = [res, *(extra or [])]
-    latest: dict[str, dict[str, Any]] = {}
+    latest: dict[str, ResultRecord] = {}
     for f in files:
         # a later file's run of a case (and dtype) replaces the earlier file's cells of
         # it, sizes included (an update run of the cases changed since)
@@ -339,9 +350,9 @@ def build_report(res: Any, outdir: Path, plots: bool = True,
         again = {(r.get("case"), r.get("dtype")) for r in new.values()}
         latest = {k: r for k, r in latest.items() if (r.get("case"), r.get("dtype")) not in again}
         latest.update(new)
-    records = list(latest.values())
-    header = res.headers[-1] if res.headers else {}
-    env = header.get("env") or {}
+    records = _plain(latest.values())
+    header = res.headers[-1] if res.headers else None
+    env: dict[str, Any] = dict(header["env"]) if header else {}
     peaks = F.calibrate_peaks(records)
     plot_list: list[dict] = []
     if plots and records:
