@@ -548,3 +548,20 @@ def test_ratio_axis_is_log_only_over_a_wide_span():
         labels = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
         assert len(labels) >= 3, labels
         plt.close(fig)
+
+
+def test_peak_memory_includes_the_gpu_allocator_peak(tmp_path):
+    gpu = _rec("a1_gemm", "torch-cuda", [64, 64, 64], 1e-5)
+    gpu["memory"] = {"tracemalloc_peak_bytes": 2**20, "cuda_max_allocated_bytes": 3 * 2**30,
+                     "measured": ["cuda_max_allocated_bytes", "tracemalloc_peak_bytes"]}
+    host = _rec("a1_gemm", "numpy", [64, 64, 64], 2e-5, seed=1)
+    host["memory"] = {"tracemalloc_peak_bytes": 5 * 2**20, "rss_peak_delta_bytes": 2**20,
+                      "rss_method": "VmHWM (exact)",
+                      "measured": ["rss_peak_delta_bytes", "tracemalloc_peak_bytes"]}
+    _write(tmp_path / "r.jsonl", [gpu, host])
+    assert _cli("report", str(tmp_path / "r.jsonl"), "--no-plots").returncode == 0
+    md = (tmp_path / "r-report" / "report.md").read_text(encoding="utf-8")
+    row = next(line for line in md.splitlines() if line.startswith("| a1\\_gemm | torch-cuda"))
+    assert "| 3\\.0 GiB |" in row  # (a leading "3." is escaped: no list)
+    row = next(line for line in md.splitlines() if line.startswith("| a1\\_gemm | numpy"))
+    assert "| 5\\.0 MiB |" in row

@@ -48,10 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _peak_mem(r: dict[str, Any]) -> str:
+    """The largest peak the cell measured: each name in ``memory.measured`` is a byte
+    count the memory probe wrote (host tracemalloc and RSS, and a GPU library's own
+    allocator peak such as ``cuda_max_allocated_bytes``)."""
     m = r.get("memory") or {}
-    vals = [m.get(k) for k in ("device_peak_bytes", "tracemalloc_peak_bytes",
-                               "rss_peak_delta_bytes")]
-    nums = [v for v in vals if isinstance(v, (int, float))]
+    names = [k for k in m.get("measured") or [] if isinstance(k, str) and k.endswith("_bytes")]
+    nums = [v for v in (m.get(k) for k in names)
+            if isinstance(v, (int, float)) and not isinstance(v, bool)]
     return _fmt_bytes(max(nums)) if nums else "-"
 
 
