@@ -141,7 +141,9 @@ class Stats:
         xs = sorted(float(s) for s in samples)
         if not xs:
             raise ValueError("no samples")
-        q1, med, q3 = (_quantile(xs, q) for q in (0.25, 0.5, 0.75))
+        # "inclusive" is NumPy's default (linear) interpolation; one sample is all three
+        q1, med, q3 = (statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1
+                       else (xs[0],) * 3)
         return cls(
             median=med,
             q1=q1,
@@ -158,18 +160,6 @@ class Stats:
     def relative_iqr(self) -> float:
         """``IQR / median`` (0 when the median is 0)."""
         return self.iqr / self.median if self.median > 0 else 0.0
-
-
-def _quantile(sorted_xs: Sequence[float], q: float) -> float:
-    """The q-quantile of sorted data, linear interpolation (NumPy's 'linear')."""
-    n = len(sorted_xs)
-    if n == 1:
-        return sorted_xs[0]
-    pos = q * (n - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, n - 1)
-    frac = pos - lo
-    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * frac
 
 
 @dataclass
