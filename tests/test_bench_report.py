@@ -565,3 +565,12 @@ def test_peak_memory_includes_the_gpu_allocator_peak(tmp_path):
     assert "| 3\\.0 GiB |" in row  # (a leading "3." is escaped: no list)
     row = next(line for line in md.splitlines() if line.startswith("| a1\\_gemm | numpy"))
     assert "| 5\\.0 MiB |" in row
+
+
+def test_small_ratios_keep_their_digits_in_intervals():
+    assert F.fmt_interval(0.0081, 0.0097) == "[0.0081-0.0097]"
+    assert F.fmt_interval(1.2, 1.456) == "[1.20-1.46]"
+    numpy_cell = _rec("a1_gemm", "numpy", [64, 64, 64], 1e-3)
+    torch_cell = _rec("a1_gemm", "torch-cpu", [64, 64, 64], 0.12, seed=1)
+    nums, _ = F.compare_text(numpy_cell, torch_cell, None)
+    assert "0.0083x [0.0082-0.0084]" in nums, nums  # was "[0.01-0.01]"

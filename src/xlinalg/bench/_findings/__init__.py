@@ -47,6 +47,7 @@ from ._summary import WORKLOADS, machine_line, summary
 from ._verdicts import (
     MIN_MARGIN,
     case_winners,
+    fmt_interval,
     fmt_ratio,
     quartiles,
     ratio,
@@ -75,6 +76,7 @@ __all__ = [
     "device_class",
     "fields",
     "find_cell",
+    "fmt_interval",
     "fmt_ratio",
     "fraction_of_peak",
     "good",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._fields import find_cell, good, is_gpu, median
-from ._verdicts import MIN_MARGIN, fmt_ratio, ratio, shaky
+from ._verdicts import MIN_MARGIN, fmt_interval, fmt_ratio, ratio, shaky
 
 __all__ = ["ARTICLE_SETUP", "ARTICLE_TABLES", "article_rows", "compare_text", "cross_dtype_drift",
            "fmt_ms"]
@@ -60,7 +60,7 @@ def compare_text(numpy_cell: dict[str, Any] | None, torch_cell: dict[str, Any] |
     assert rr is not None
     lo, x, hi = rr
     nums = (f"{fmt_ms(median(numpy_cell))} / {fmt_ms(median(torch_cell))} = "
-            f"{fmt_ratio(x)} [{lo:.2f}-{hi:.2f}]")
+            f"{fmt_ratio(x)} {fmt_interval(lo, hi)}")
     noise = [c["backend"] for c in (numpy_cell, torch_cell) if shaky(c)]
     tail = f" ({', '.join(noise)} cell noisy)" if noise else ""
     claim = ("" if article is None else

@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from ._fields import find_cell, good, has_tag, is_gpu, median, section_of, size_key
-from ._verdicts import cells, ratio
+from ._verdicts import cells, fmt_interval, ratio
 
 __all__ = ["claims"]
 
@@ -70,7 +70,7 @@ def _claim_small(records: list[Record]) -> Record:
         verdicts.append(f"{setup}: {v} ({_ratio_text(gm)}){_noise_note(used)}")
         evidence.append(f"{setup}: " + "; ".join(
             f"{a['case']} {a['size_label']}: numpy/torch-cpu time = {_ratio_text(x[1])} "
-            f"[{x[0]:.2f}-{x[2]:.2f}]" for (a, _), x in zip(pairs, rats) if x)
+            f"{fmt_interval(x[0], x[2])}" for (a, _), x in zip(pairs, rats) if x)
             + f"; geometric mean {_ratio_text(gm)} (>1: torch-cpu faster)")
     if not verdicts:
         c1.update(verdict="not measurable on this machine",

@@ -7,7 +7,7 @@ from typing import Any
 
 from ._fields import good, has_tag, is_gpu, median, median_or_inf, section_of, side, size_key
 from ._solves import sweep_records
-from ._verdicts import MIN_MARGIN, fmt_ratio, ratio, verdict, verdict_text, winners
+from ._verdicts import MIN_MARGIN, fmt_interval, fmt_ratio, ratio, verdict, verdict_text, winners
 
 __all__ = ["WORKLOADS", "machine_line", "summary"]
 
@@ -54,7 +54,8 @@ def _pair_line(pairs: dict[str, tuple[dict[str, Any], dict[str, Any]]], what: st
             continue
         lo, x, hi = rr
         tie = lo <= 1.0 <= hi or abs(x - 1) < MIN_MARGIN - 1
-        parts.append(f"{b} {fmt_ratio(x)} [{lo:.2f}-{hi:.2f}]" + (" (within noise)" if tie else ""))
+        parts.append(f"{b} {fmt_ratio(x)} {fmt_interval(lo, hi)}"
+                     + (" (within noise)" if tie else ""))
     return f"{what}: " + ("; ".join(parts) if parts else "no pair measured")
 
 

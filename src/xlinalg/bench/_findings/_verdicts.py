@@ -7,7 +7,7 @@ from typing import Any
 
 from ._fields import good, median, median_or_inf, section_of, section_order, size_key
 
-__all__ = ["MIN_MARGIN", "cells", "case_winners", "fmt_ratio", "quartiles", "ratio", "shaky",
+__all__ = ["MIN_MARGIN", "cells", "case_winners", "fmt_interval", "fmt_ratio", "quartiles", "ratio", "shaky",
            "verdict", "verdict_text", "winners"]
 
 
@@ -126,6 +126,12 @@ def fmt_ratio(x: float) -> str:
     return f"{x:.2g}x"
 
 
+def fmt_interval(lo: float, hi: float) -> str:
+    """(0.0081, 0.0097) -> "[0.0081-0.0097]": each end as :func:`fmt_ratio` writes a
+    ratio (never "[0.01-0.01]" for small ratios, nor "[0.00-0.00]")."""
+    return f"[{fmt_ratio(lo)[:-1]}-{fmt_ratio(hi)[:-1]}]"
+
+
 def verdict_text(v: dict[str, Any] | None) -> str:
     """One line: "numpy, 1.31x [1.20-1.45] over torch-cpu" or "tie within noise (...)"."""
     if v is None:
@@ -133,7 +139,7 @@ def verdict_text(v: dict[str, Any] | None) -> str:
     if v.get("runner_up") is None:
         return f"{v['winner']} (only backend with a time)"
     iv = v.get("interval")
-    ivt = f" [{iv[0]:.2f}-{iv[1]:.2f}]" if iv else ""
+    ivt = f" {fmt_interval(iv[0], iv[1])}" if iv else ""
     m = float(v.get("margin") or 0.0)
     note = f"; {v['note']}" if v.get("note") else ""
     if v.get("tie"):
