@@ -81,7 +81,7 @@ def test_faults_are_recorded_and_the_run_goes_on(tmp_path, case_file):
     out = tmp_path / "r.jsonl"
     cfg = RunConfig(
         backends=["numpy"],
-        cases=["t_boom", "solve", "t_sleepy", "t_hog", "t_die", "matmul"],
+        cases=["t_boom", "q3_solve_sweep", "t_sleepy", "t_hog", "t_die", "a1_gemm"],
         sizes=["4"], out=out, case_files=[case_file], timer=FAST,
         time_limit=3.0, memory_limit=3 * 2**30, calibrate=False,
     )
@@ -111,36 +111,36 @@ def test_faults_are_recorded_and_the_run_goes_on(tmp_path, case_file):
     assert "SIGKILL" in die["error"]["message"]
 
     # the cells after each fault ran normally (a new worker after the timeout and the crash)
-    assert got["solve"]["status"] == "ok"
-    assert got["matmul"]["status"] == "ok"
+    assert got["q3_solve_sweep"]["status"] == "ok"
+    assert got["a1_gemm"]["status"] == "ok"
     assert len(summary.failed) == 4
 
 
 def test_a_size_too_big_for_memory_is_recorded_as_oom(tmp_path):
     """The real matmul case at n=300000 (720 GB per operand in float64)."""
     out = tmp_path / "r.jsonl"
-    run_benchmark(RunConfig(backends=["numpy"], cases=["matmul", "solve"],
+    run_benchmark(RunConfig(backends=["numpy"], cases=["a1_gemm", "q3_solve_sweep"],
                             sizes=["300000", "4"], out=out, timer=FAST,
                             memory_limit=3 * 2**30))
     recs = {(r["case"], r["size_label"]): r for r in read_results(out).records}
-    big = recs[("matmul", "300000x300000x300000")]
+    big = recs[("a1_gemm", "300000x300000x300000")]
     assert big["status"] == "failed"
     assert big["error"]["kind"] == "oom"
-    assert recs[("matmul", "4x4x4")]["status"] == "ok"
+    assert recs[("a1_gemm", "4x4x4")]["status"] == "ok"
     # the solve at n=300000 fails the same way; the small one after it runs
-    assert recs[("solve", "300000")]["error"]["kind"] == "oom"
-    assert recs[("solve", "4")]["status"] == "ok"
+    assert recs[("q3_solve_sweep", "300000")]["error"]["kind"] == "oom"
+    assert recs[("q3_solve_sweep", "4")]["status"] == "ok"
 
 
 def test_in_process_time_limit_and_errors(tmp_path, case_file):
     out = tmp_path / "r.jsonl"
-    run_benchmark(RunConfig(backends=["numpy"], cases=["t_sleepy", "t_boom", "solve"],
+    run_benchmark(RunConfig(backends=["numpy"], cases=["t_sleepy", "t_boom", "q3_solve_sweep"],
                             sizes=["4"], out=out, case_files=[case_file], timer=FAST,
                             time_limit=1.0, isolate=False))
     got = _by_case(read_results(out).records)
     assert got["t_sleepy"]["error"]["kind"] == "timeout"
     assert got["t_boom"]["error"]["kind"] == "error"
-    assert got["solve"]["status"] == "ok"
+    assert got["q3_solve_sweep"]["status"] == "ok"
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
@@ -189,7 +189,7 @@ def test_worker_does_not_outlive_a_killed_runner(tmp_path, case_file):
     out = tmp_path / "r.jsonl"
     script = textwrap.dedent(f"""
         from xlinalg.bench import RunConfig, TimerConfig, run_benchmark
-        run_benchmark(RunConfig(backends=["numpy"], cases=["solve", "t_sleepy"], sizes=["4"],
+        run_benchmark(RunConfig(backends=["numpy"], cases=["q3_solve_sweep", "t_sleepy"], sizes=["4"],
                                 out={str(out)!r}, case_files=[{str(case_file)!r}],
                                 time_limit=120, timer=TimerConfig(min_run_time=0.01),
                                 calibrate=False))
@@ -210,7 +210,7 @@ def test_worker_does_not_outlive_a_killed_runner(tmp_path, case_file):
             break
         time.sleep(0.05)
     assert not any(_alive(c) for c in children)
-    assert [r["case"] for r in read_results(out).records] == ["solve"]
+    assert [r["case"] for r in read_results(out).records] == ["q3_solve_sweep"]
 
 
 def _children(pid: int) -> list[int]:

@@ -128,7 +128,7 @@ def _bench(out: Path, *extra: str) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=SRC)
     return subprocess.Popen(
         [sys.executable, "-m", "xlinalg", "bench", "--quick", "--backends", "numpy",
-         "--cases", "solve", "--no-calibrate", "--no-progress", "--out", str(out),
+         "--cases", "q3_solve_sweep", "--no-calibrate", "--no-progress", "--out", str(out),
          "--no-recheck",  # a cell remeasured after a stall (a loaded machine) adds a record
          *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -163,4 +163,4 @@ def test_cli_two_runs_started_together_one_wins_the_file_stays_valid(tmp_path):
     assert len([ln for ln in loser_err.strip().splitlines() if ": warning: " not in ln]) == 1, loser_err
     res = read_results(p)
     assert len(res.headers) == 1
-    assert sorted(r["size_label"] for r in res.records) == ["5", "64"]
+    assert sorted(r["size_label"] for r in res.records) == ["10", "50"]

@@ -19,7 +19,7 @@ from xlinalg.cli import main
 
 RUN = {"dtype": "float64", "scale": "quick", "threads": None, "seed": 0, "allow_tf32": False,
        "isolate": True, "memory_limit": None, "timer": {"min_samples": 3}, "check": True,
-       "memory": True, "backends": ["numpy"], "cases": ["solve"], "time_limit": 300.0}
+       "memory": True, "backends": ["numpy"], "cases": ["q3_solve_sweep"], "time_limit": 300.0}
 ENV = {"xlinalg": "1.0", "python": {"version": "3.11.7", "implementation": "CPython"},
        "numpy": "2.0", "packages": {"numpy": "2.0", "torch": "2.13"}, "host": "h",
        "cpu": {"model": "m", "usable_cores": 2}}
@@ -28,7 +28,7 @@ ENV = {"xlinalg": "1.0", "python": {"version": "3.11.7", "implementation": "CPyt
 def test_settings_differences_names_each_difference():
     assert settings_differences({"run": RUN, "env": ENV}, RUN, ENV) == []
     # what only picks cells may change: backends, cases, the time limit
-    other_cells = {**RUN, "backends": ["torch-cpu"], "cases": ["matmul"], "time_limit": 9.0}
+    other_cells = {**RUN, "backends": ["torch-cpu"], "cases": ["a1_gemm"], "time_limit": 9.0}
     assert settings_differences({"run": RUN, "env": ENV}, other_cells, ENV) == []
     run = {**RUN, "threads": 1, "seed": 7, "scale": "full", "dtype": "float32",
            "allow_tf32": True, "timer": {"min_samples": 9}}
@@ -70,7 +70,7 @@ def _cli(*argv):
 
 def test_cli_resume_with_other_settings_exits_2_naming_them(tmp_path):
     out = tmp_path / "r.jsonl"
-    base = ["bench", "--backends", "numpy", "--cases", "solve", "--sizes", "4",
+    base = ["bench", "--backends", "numpy", "--cases", "q3_solve_sweep", "--sizes", "4",
             "--no-calibrate", "--no-progress", "--no-isolate", "--no-report", "--out", str(out)]
     code, err = _cli(*base, "--quick")
     assert code == 0, err

@@ -46,15 +46,22 @@ def run_cell(case, backend, size, **kw):
 
 # ---------------------------------------------------------------------- cases
 def test_builtin_cases():
-    assert {"solve", "matmul", "sigmoid"} <= set(case_names())
-    mm = get_case("matmul")
+    assert {"q3_solve_sweep", "a1_gemm", "a4_sigmoid"} <= set(case_names())
+    mm = get_case("a1_gemm")
     assert mm.parse("64") == (64, 64, 64)
     assert mm.parse("2x3x4") == (2, 3, 4)
     assert mm.params((2, 3, 4)) == {"m": 2, "k": 3, "n": 4}
-    assert get_case("solve").sizes_for("full")[0] == 5
-    assert len(get_case("solve").sizes_for("full")) > len(get_case("solve").sizes_for("quick"))
-    with pytest.raises(ValueError, match="valid cases: calib_gemm, calib_stream, solve"):
+    sweep = get_case("q3_solve_sweep")
+    assert sweep.sizes_for("full")[0] == 5
+    assert len(sweep.sizes_for("full")) > len(sweep.sizes_for("quick"))
+    with pytest.raises(ValueError, match="valid cases: calib_gemm, calib_stream, q1_solve_loop"):
         get_case("nope")
+    # the retired duplicates say what replaces them
+    for old, new in (("matmul", "a1_gemm"), ("sigmoid", "a4_sigmoid"),
+                     ("solve", "q3_solve_sweep")):
+        assert old not in case_names()
+        with pytest.raises(ValueError, match=f"'{old}' was removed.*use '{new}' instead"):
+            get_case(old)
     with pytest.raises(ValueError, match="not an integer"):
         mm.parse("abc")
 
@@ -114,7 +121,7 @@ def test_case_validation():
 # ---------------------------------------------------------------------- cells
 @pytest.mark.parametrize("backend", CPU)
 def test_solve_cell_on_every_cpu_backend(backend):
-    r = run_cell("solve", backend, 8)
+    r = run_cell("q3_solve_sweep", backend, 8)
     assert r["status"] == "ok", r.get("error")
     assert r["check"]["verdict"] == "ok"
     assert r["check"]["max_rel_err"] <= r["check"]["rtol"]
@@ -126,31 +133,31 @@ def test_solve_cell_on_every_cpu_backend(backend):
     f = r["fairness"]
     assert f["dtype"] == "float64"
     assert f["layout"][0]["shape"] == [8, 8]
-    assert f["inputs_sha256"] == run_cell("solve", "numpy", 8)["fairness"]["inputs_sha256"]
+    assert f["inputs_sha256"] == run_cell("q3_solve_sweep", "numpy", 8)["fairness"]["inputs_sha256"]
     assert r["backend_info"]["version"]
     assert r["memory"]["measured"]
 
 
 def test_identical_inputs_across_dtypes_and_backends():
-    a = run_cell("matmul", "numpy", 16, memory=False)
-    b = run_cell("matmul", "torch-cpu", 16, memory=False)
-    c = run_cell("matmul", "numpy", 16, dtype="float32", memory=False)
+    a = run_cell("a1_gemm", "numpy", 16, memory=False)
+    b = run_cell("a1_gemm", "torch-cpu", 16, memory=False)
+    c = run_cell("a1_gemm", "numpy", 16, dtype="float32", memory=False)
     assert a["seed"] == b["seed"] == c["seed"]
     assert a["fairness"]["inputs_sha256"] == b["fairness"]["inputs_sha256"]
     assert a["fairness"]["inputs_sha256"] != c["fairness"]["inputs_sha256"]  # cast once
 
 
 def test_fairness_record_jax_and_torch():
-    j = run_cell("matmul", "jax-cpu", 16, dtype="float32", memory=False)
+    j = run_cell("a1_gemm", "jax-cpu", 16, dtype="float32", memory=False)
     assert j["status"] == "ok"
     assert j["fairness"]["x64"] is True
     assert j["fairness"]["matmul_precision"] == {"default": "highest"}
     assert "block_until_ready" in j["fairness"]["fence"]
-    t = run_cell("matmul", "torch-cpu", 16, dtype="float32", memory=False)
+    t = run_cell("a1_gemm", "torch-cpu", 16, dtype="float32", memory=False)
     assert t["fairness"]["matmul_precision"]["float32"] == "highest"
     assert t["fairness"]["threads"]["torch"] >= 1
     assert any(lib.get("user_api") == "blas" for lib in t["fairness"]["threads"]["blas"])
-    d = run_cell("solve", "dask", 8, memory=False)
+    d = run_cell("q3_solve_sweep", "dask", 8, memory=False)
     assert "compute" in d["fairness"]["fence"]
 
 
@@ -174,15 +181,15 @@ def test_configure_backend_restores_settings():
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_low_precision_matmul_is_checked_at_its_tolerance(dtype):
-    r = run_cell("matmul", "torch-cpu", 32, dtype=dtype, memory=False)
+    r = run_cell("a1_gemm", "torch-cpu", 32, dtype=dtype, memory=False)
     assert r["status"] == "ok", r.get("check")
     assert r["check"]["rtol"] > 1e-6
     if dtype == "bfloat16":
-        assert run_cell("matmul", "numpy", 32, dtype=dtype)["status"] == "skipped"
+        assert run_cell("a1_gemm", "numpy", 32, dtype=dtype)["status"] == "skipped"
 
 
 def test_sigmoid_cell_is_stable_in_float32():
-    r = run_cell("sigmoid", "numpy", 64, dtype="float32")
+    r = run_cell("a4_sigmoid", "numpy", 64, dtype="float32")
     assert r["status"] == "ok", r.get("check")
 
 
@@ -225,7 +232,7 @@ def test_check_result_edge_cases():
 
 # ---------------------------------------------------------------------- memory
 def test_memory_of_a_numpy_cell_is_named_and_plausible():
-    r = run_cell("matmul", "numpy", 256)
+    r = run_cell("a1_gemm", "numpy", 256)
     mem = r["memory"]
     assert "tracemalloc_peak_bytes" in mem["measured"]
     assert mem["tracemalloc_peak_bytes"] >= 256 * 256 * 8  # at least the output
@@ -235,23 +242,23 @@ def test_memory_of_a_numpy_cell_is_named_and_plausible():
 
 # ---------------------------------------------------------------------- planning
 def test_plan_and_validation(tmp_path):
-    cfg = RunConfig(backends=["numpy", "torch-cpu"], cases=["solve", "matmul"], scale="quick",
-                    out=tmp_path / "x.jsonl")
+    cfg = RunConfig(backends=["numpy", "torch-cpu"], cases=["q3_solve_sweep", "a1_gemm"],
+                    scale="quick", out=tmp_path / "x.jsonl")
     cells = plan_cells(cfg)
     # side by side: every backend of a (case, size) in turn
     assert [c["backend"] for c in cells][:4] == ["numpy", "torch-cpu"] * 2
     # the calibration cells first, then the cases asked for
-    assert [c["case"] for c in cells][::2] == ["calib_gemm", "calib_stream", "solve", "solve",
-                                               "matmul", "matmul"]
-    assert len(cells) == 2 * (2 + 2 + 2)
+    assert [c["case"] for c in cells][::2] == ["calib_gemm", "calib_stream", "q3_solve_sweep",
+                                               "q3_solve_sweep", "a1_gemm"]
+    assert len(cells) == 2 * (2 + 2 + 1)
     assert all(c["timer"] == TimerConfig.for_scale("quick").to_dict() for c in cells)
-    cfg = RunConfig(backends=["numpy"], cases=["matmul"], sizes=["8", "4x5x6"], out="x")
+    cfg = RunConfig(backends=["numpy"], cases=["a1_gemm"], sizes=["8", "4x5x6"], out="x")
     # --sizes apply to the named cases, not to the calibration (scale's sizes)
     assert [(c["case"], c["size_label"]) for c in plan_cells(cfg)] == [
         ("calib_gemm", "1024"), ("calib_stream", "8388608"),
-        ("matmul", "8x8x8"), ("matmul", "4x5x6")]
-    cfg = RunConfig(backends=["numpy"], cases=["matmul"], sizes=["8"], out="x", calibrate=False)
-    assert [c["case"] for c in plan_cells(cfg)] == ["matmul"]
+        ("a1_gemm", "8x8x8"), ("a1_gemm", "4x5x6")]
+    cfg = RunConfig(backends=["numpy"], cases=["a1_gemm"], sizes=["8"], out="x", calibrate=False)
+    assert [c["case"] for c in plan_cells(cfg)] == ["a1_gemm"]
     # every case, no calibration: the calibration cases are not among "every case"
     every = plan_cells(RunConfig(backends=["numpy"], out="x", calibrate=False))
     assert not any(c["case"].startswith("calib") for c in every)
@@ -264,10 +271,12 @@ def test_plan_and_validation(tmp_path):
         plan_cells(RunConfig(backends=["cupy"]))
     with pytest.raises(BenchUsageError, match="valid cases"):
         plan_cells(RunConfig(backends=["numpy"], cases=["nope"]))
+    with pytest.raises(BenchUsageError, match="use 'a1_gemm' instead"):
+        plan_cells(RunConfig(backends=["numpy"], cases=["matmul"]))
     with pytest.raises(BenchUsageError, match="valid dtypes"):
         plan_cells(RunConfig(backends=["numpy"], dtype="int8"))
     with pytest.raises(BenchUsageError, match="sizes"):
-        plan_cells(RunConfig(backends=["numpy"], cases=["solve"], sizes=["big"]))
+        plan_cells(RunConfig(backends=["numpy"], cases=["q3_solve_sweep"], sizes=["big"]))
 
 
 def test_collect_env_has_what_a_report_needs():
@@ -281,7 +290,7 @@ def test_collect_env_has_what_a_report_needs():
 # ---------------------------------------------------------------------- runs
 def test_run_in_worker_processes_and_resume(tmp_path):
     out = tmp_path / "r.jsonl"
-    cfg = dict(backends=["numpy", "jax-cpu"], cases=["solve"], sizes=["4", "6"], scale="quick",
+    cfg = dict(backends=["numpy", "jax-cpu"], cases=["q3_solve_sweep"], sizes=["4", "6"], scale="quick",
                out=out, timer=FAST, time_limit=120, calibrate=False,
                recheck=False)  # a remeasured stall would add records: not what this counts
     events = []
@@ -312,7 +321,7 @@ def test_run_in_worker_processes_and_resume(tmp_path):
 
 def test_run_in_process(tmp_path):
     out = tmp_path / "r.jsonl"
-    s = run_benchmark(RunConfig(backends=["numpy"], cases=["matmul"], sizes=["8"], out=out,
+    s = run_benchmark(RunConfig(backends=["numpy"], cases=["a1_gemm"], sizes=["8"], out=out,
                                 timer=FAST, isolate=False, threads=1))
     r = s.records[0]
     assert r["status"] == "ok"

@@ -326,7 +326,7 @@ def test_recheck_remeasures_and_flags_a_stall(tmp_path, monkeypatch, slow, stall
 # ---------------------------------------------------------------------- equal footing
 def test_threads_give_every_backend_the_same_cores(tmp_path):
     out = tmp_path / "r.jsonl"
-    s = run_benchmark(RunConfig(backends=["numpy", "torch-cpu", "jax-cpu"], cases=["matmul"],
+    s = run_benchmark(RunConfig(backends=["numpy", "torch-cpu", "jax-cpu"], cases=["a1_gemm"],
                                 sizes=["8"], out=out, timer=FAST, threads=1, calibrate=False,
                                 recheck=False, memory=False, time_limit=120))
     recs = {r["backend"]: r for r in s.records}
@@ -453,6 +453,6 @@ def test_compare_warns_about_different_runs():
 def test_plan_is_side_by_side_order(tmp_path):
     from xlinalg.bench import plan_cells
 
-    cells = plan_cells(RunConfig(backends=["numpy", "torch-cpu"], cases=["solve"], sizes=["4"],
+    cells = plan_cells(RunConfig(backends=["numpy", "torch-cpu"], cases=["q3_solve_sweep"], sizes=["4"],
                                  out=Path(tmp_path) / "x", calibrate=False))
     assert [c["backend"] for c in cells] == ["numpy", "torch-cpu"]

@@ -30,23 +30,24 @@ def assert_one_line_error(proc_or_err: str, *needles: str) -> None:
 def test_bench_end_to_end(tmp_path):
     out = tmp_path / "r.jsonl"
     # --no-recheck: a cell remeasured after a stall (this machine is loaded) would add a record
-    p = xl("bench", "--quick", "--backends", "numpy", "--cases", "solve", "--out", str(out),
-           "--no-recheck")
+    p = xl("bench", "--quick", "--backends", "numpy", "--cases", "q3_solve_sweep", "--out",
+           str(out), "--no-recheck")
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr
     res = read_results(out)
     # each backend starts with the calibration cells (the report's peak), then the cases
     assert [(r["case"], r["size_label"]) for r in res.records] == [
-        ("calib_gemm", "256"), ("calib_stream", "2097152"), ("solve", "5"), ("solve", "64")]
+        ("calib_gemm", "256"), ("calib_stream", "2097152"), ("q3_solve_sweep", "10"),
+        ("q3_solve_sweep", "50")]
     assert res.records[0]["throughput"]["gflops"] > 0
     assert res.records[1]["throughput"]["gbs"] > 0
     assert all(r["status"] == "ok" and r["check"]["verdict"] == "ok" for r in res.records)
     assert res.headers[0]["run"]["scale"] == "quick"
-    assert "solve" in p.stdout
+    assert "q3_solve_sweep" in p.stdout
     assert "numpy" in p.stdout
     assert "4 cells" in p.stdout
     assert str(out) in p.stdout
-    assert "[3/4] solve numpy float64 5" in p.stderr  # progress, one line per cell off a TTY
+    assert "[3/4] q3_solve_sweep numpy float64 10" in p.stderr  # progress, one line per cell off a TTY
     # the run ends with something a person looks at: the report beside the results
     rep = tmp_path / "r-report"
     assert (rep / "report.html").is_file()
@@ -54,11 +55,12 @@ def test_bench_end_to_end(tmp_path):
     assert f"Report: {rep / 'report.html'}" in p.stdout
 
     # the same command again refuses to clobber the file
-    again = xl("bench", "--quick", "--backends", "numpy", "--cases", "solve", "--out", str(out))
+    again = xl("bench", "--quick", "--backends", "numpy", "--cases", "q3_solve_sweep", "--out",
+               str(out))
     assert again.returncode == 2
     assert_one_line_error(again.stderr, "--resume", "--overwrite")
     # --resume has nothing left to do
-    resumed = xl("bench", "--quick", "--backends", "numpy", "--cases", "solve", "--out",
+    resumed = xl("bench", "--quick", "--backends", "numpy", "--cases", "q3_solve_sweep", "--out",
                  str(out), "--resume", "--no-recheck")
     assert resumed.returncode == 0, resumed.stderr
     assert len(read_results(out).records) == 4
@@ -66,7 +68,7 @@ def test_bench_end_to_end(tmp_path):
 
 def test_bench_float32_threads_and_sizes(tmp_path):
     out = tmp_path / "r.jsonl"
-    p = xl("bench", "--backends", "numpy,torch-cpu", "--cases", "matmul", "--sizes", "8,4x5x6",
+    p = xl("bench", "--backends", "numpy,torch-cpu", "--cases", "a1_gemm", "--sizes", "8,4x5x6",
            "--dtype", "float32", "--threads", "1", "--out", str(out), "--quick", "--no-calibrate",
            "--no-report")
     assert p.returncode == 0, p.stderr
@@ -84,7 +86,7 @@ def test_bench_float32_threads_and_sizes(tmp_path):
 
 def test_failed_cells_give_exit_status_1(tmp_path):
     out = tmp_path / "r.jsonl"
-    p = xl("bench", "--backends", "numpy", "--cases", "matmul", "--sizes", "300000,4",
+    p = xl("bench", "--backends", "numpy", "--cases", "a1_gemm", "--sizes", "300000,4",
            "--memory-limit", "3G", "--out", str(out), "--quick", "--no-calibrate",
            "--no-recheck")  # a remeasured cell would add a record
     assert p.returncode == 1, p.stderr
@@ -128,8 +130,11 @@ def test_info(capsys):
 def test_list_cases(capsys):
     assert main(["bench", "--list-cases"]) == 0
     out = capsys.readouterr().out
-    for c in ("solve", "matmul", "sigmoid", "quick", "full"):
+    for c in ("q3_solve_sweep", "a1_gemm", "a4_sigmoid", "quick", "full"):
         assert c in out
+    # the retired duplicates are gone from the list
+    listed = {line.split()[0] for line in out.splitlines() if line and not line[0].isspace()}
+    assert not listed & {"solve", "matmul", "sigmoid"}
 
 
 # ---------------------------------------------------------------------- usage errors
@@ -140,7 +145,12 @@ def test_list_cases(capsys):
         (["bench", "--backends", "cupy"], ["'cupy' is not available", "install: pip install cupy",
                                            "available here: numpy"]),
         (["bench", "--backends", "torch-cuda"], ["not available", "install:"]),
-        (["bench", "--cases", "solv"], ["unknown case 'solv'", "valid cases: calib_gemm, calib_stream, solve"]),
+        (["bench", "--cases", "solv"], ["unknown case 'solv'",
+                                        "valid cases: calib_gemm, calib_stream, q1_solve_loop"]),
+        (["bench", "--cases", "matmul"], ["case 'matmul' was removed", "use 'a1_gemm' instead"]),
+        (["bench", "--cases", "a4_add,sigmoid"], ["'sigmoid' was removed",
+                                                  "use 'a4_sigmoid' instead"]),
+        (["bench", "--cases", "solve"], ["'solve' was removed", "use 'q3_solve_sweep' instead"]),
         (["bench", "--frobnicate"], ["unrecognized arguments: --frobnicate",
                                      "valid options:", "--backends"]),
         (["bench", "--dtype", "int8"], ["invalid choice: 'int8'", "float32"]),

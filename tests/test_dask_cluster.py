@@ -305,7 +305,7 @@ def test_bench_cli_runs_on_a_named_scheduler(client, tmp_path) -> None:
     out = tmp_path / "r.jsonl"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     env.pop("DASK_SCHEDULER_ADDRESS", None)
-    cmd = [sys.executable, "-m", "xlinalg", "bench", "--backends", "dask", "--cases", "matmul",
+    cmd = [sys.executable, "-m", "xlinalg", "bench", "--backends", "dask", "--cases", "a1_gemm",
            "--sizes", "8", "--quick", "--no-calibrate", "--no-report", "--no-progress", "--no-isolate",
            "--scheduler", client.scheduler.address, "--out", str(out)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

@@ -11,8 +11,9 @@ Adding a case is one call::
     from xlinalg.bench import Case, register_case
 
     register_case(Case(
-        name="matmul",
-        doc="A1: GEMM a @ b, (m, k) x (k, n)",
+        name="my_gemm",
+        doc="GEMM a @ b, (m, k) x (k, n)",
+        section="Extra", tags=("gemm",), units="GFLOP/s",
         sizes={"quick": [(64, 64, 64)], "default": [(128, 256, 512)], "full": [...]},
         size_names=("m", "k", "n"),
         setup=lambda rng, s: (rng.standard_normal(s[:2]), rng.standard_normal(s[1:])),
@@ -54,6 +55,7 @@ __all__ = [
     "UNITS",
     "Case",
     "Ctx",
+    "RetiredCase",
     "case_names",
     "format_size",
     "get_case",
@@ -358,21 +360,32 @@ def register_case(case: Case, *, replace: bool = False) -> Case:
     return case
 
 
-#: Cases that were removed: name -> (the case to use instead, the case as it was
-#: declared). The declaration is kept for reports of old results files (the legacy
-#: path of :mod:`._findings`); running one is an error naming its replacement.
-_RETIRED: dict[str, tuple[str, Case]] = {}
+@dataclass(frozen=True)
+class RetiredCase:
+    """A case that was removed: what replaces it, and the fields it declared (what
+    the report needs to place the cells of results files written while it existed)."""
+
+    name: str
+    instead: str
+    section: str
+    tags: tuple[str, ...] = ()
+    units: str = "GFLOP/s"
+    peak: str = "arithmetic"
+    compute_dtype: str = ""
 
 
-def retire_case(case: Case, instead: str) -> None:
-    """Record that `case` was removed and `instead` replaces it (see :func:`get_case`)."""
-    _RETIRED[case.name] = (instead, case)
+_RETIRED: dict[str, RetiredCase] = {}
 
 
-def retired_case(name: str) -> Case | None:
-    """The declaration of the removed case `name`, or None."""
-    entry = _RETIRED.get(name)
-    return entry[1] if entry else None
+def retire_case(retired: RetiredCase) -> None:
+    """Record a removed case: :func:`get_case` then names its replacement, and the
+    report's legacy path (:mod:`._findings`) reads its fields for old records."""
+    _RETIRED[retired.name] = retired
+
+
+def retired_case(name: str) -> RetiredCase | None:
+    """The removed case `name`, or None."""
+    return _RETIRED.get(name)
 
 
 def unregister_case(name: str) -> None:
@@ -387,8 +400,8 @@ def get_case(name: str) -> Case:
     except KeyError:
         pass
     if name in _RETIRED:
-        raise ValueError(f"case {name!r} was removed: it repeated {_RETIRED[name][0]!r}, "
-                         f"use that instead") from None
+        raise ValueError(f"case {name!r} was removed (it repeated another case): use "
+                         f"{_RETIRED[name].instead!r} instead") from None
     raise ValueError(f"unknown case {name!r}; valid cases: {', '.join(case_names())}") from None
 
 

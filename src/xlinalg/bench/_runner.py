@@ -245,8 +245,10 @@ def validate_config(config: RunConfig) -> RunConfig:
         config.cases = [c for c in valid_cases if c not in CALIBRATION_CASES]
     else:
         for c in config.cases:
-            if c not in valid_cases:
-                raise BenchUsageError(f"unknown case {c!r}; valid cases: {', '.join(valid_cases)}")
+            try:
+                get_case(c)  # its message names the valid cases, or a retired one's successor
+            except ValueError as exc:
+                raise BenchUsageError(str(exc)) from None
         config.cases = list(dict.fromkeys(config.cases))
     if config.sizes:
         for c in config.cases:

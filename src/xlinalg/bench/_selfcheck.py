@@ -26,7 +26,7 @@ def fence_selfcheck(
     configure: bool = True,
     state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Time ``matmul`` at two sizes on `backend` in this process.
+    """Time a square ``matmul`` (case ``a1_gemm``) at two sizes on `backend` in this process.
 
     Returns ``{"backend", "sizes", "median_s", "ratio", "work_ratio", "ok"}``
     where ``ratio`` is the large size's median over the small one's and ``ok``
@@ -48,7 +48,7 @@ def fence_selfcheck(
         medians = []
         for n in sizes:
             rec = execute_cell(
-                make_cell("matmul", backend, n, dtype=dtype, timer=cfg, memory=False),
+                make_cell("a1_gemm", backend, n, dtype=dtype, timer=cfg, memory=False),
                 backend_state=state,
             )
             if rec["status"] not in ("ok", "unchecked"):

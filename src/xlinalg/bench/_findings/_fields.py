@@ -27,6 +27,7 @@ from .._cases import (
     PEAKS,
     UNITS,
     Case,
+    RetiredCase,
     get_case,
     retired_case,
     valid_section,
@@ -77,8 +78,9 @@ SECTION_TITLES: dict[str, str] = {
     "A13": "operator fusion: eager vs compiled",
     "A14": "einsum in place of a nested loop",
     "A15": "convolution-kernel shapes",
-    "Extra": "the engine's generic cases (they repeat Q3, A1 and A4 operations; never "
-             "counted as a second winner)",
+    "Extra": "operations beyond the documents (a case file's; in older results files, the "
+             "retired generic cases that repeated Q3, A1 and A4: never counted as a second "
+             "winner)",
     "Other": "cases without a document id",
 }
 
@@ -103,7 +105,7 @@ def _legacy_fields(case: str) -> CaseFields:
     From the registered case called `case`, else from the retired case of that name
     (the fields it declared when it was removed), else a case that declares nothing.
     """
-    c: Case | None
+    c: Case | RetiredCase | None
     try:
         c = get_case(case)
     except ValueError:
