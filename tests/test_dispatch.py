@@ -309,6 +309,28 @@ def test_synchronize_and_backend_of_use_one_cached_entry_per_type() -> None:
         xl.synchronize(meta, t)
 
 
+def test_a_tensor_subclass_defined_outside_torch_is_torchs() -> None:
+    # backend_of, synchronize and the operations know a library's arrays by its base
+    # classes, not by the module that defines the type (a user's subclass lives in
+    # the user's module)
+    require_backend("torch-cpu")
+    import torch
+
+    class Tagged(torch.Tensor):
+        pass
+
+    assert Tagged.__module__ == __name__
+    t = torch.ones(3, dtype=torch.float64).as_subclass(Tagged)
+    assert xl.backend_of(t) == "torch-cpu"
+    xl.synchronize(t)
+    xl.synchronize(t, torch.ones(2))
+    assert xl.to(t, "numpy").tolist() == [1.0, 1.0, 1.0]
+    out = xl.add(t, t)
+    assert isinstance(out, torch.Tensor)
+    assert xl.backend_of(out) == "torch-cpu"
+    assert registry.get_backend("torch-cpu").owns(t)
+
+
 # Every thread meets a type for the first time at once: the cache entry must be
 # built once (a second build could differ), and every thread gets the same answer.
 _KINDS_RACE = """

@@ -29,14 +29,23 @@ def test_all_is_sorted_and_complete() -> None:
 
 def test_every_module_has_all() -> None:
     import xlinalg._elementwise
-    import xlinalg._lib._adapters
     import xlinalg._lib._dispatch
     import xlinalg._lib._errors
     import xlinalg._lib._validate
     import xlinalg._linalg
     import xlinalg.backends
+    import xlinalg.backends._adapter
+    import xlinalg.backends._base
+    import xlinalg.backends._cupy
+    import xlinalg.backends._dask
+    import xlinalg.backends._jax
+    import xlinalg.backends._numpy
+    import xlinalg.backends._strict
+    import xlinalg.backends._torch
 
-    for mod in (xlinalg._elementwise, xlinalg._linalg, xlinalg.backends, xlinalg._lib._adapters,
+    b = xlinalg.backends
+    for mod in (xlinalg._elementwise, xlinalg._linalg, b, b._adapter, b._base, b._numpy, b._torch, b._jax,
+                b._cupy, b._dask, b._strict,
                 xlinalg._lib._dispatch, xlinalg._lib._errors, xlinalg._lib._validate):
         assert isinstance(mod.__all__, list), mod.__name__
         for name in mod.__all__:

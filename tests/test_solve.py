@@ -370,10 +370,11 @@ def test_jax_large_result_is_checked_by_a_flag_from_the_program(rng, monkeypatch
     """errors="raise" on a large JAX result (issue 21): the compiled call reduces it
     to one flag; the result itself is never looked at on the host (no host look)."""
     be = require_backend("jax-cpu")
-    from xlinalg._lib import _adapters, _dispatch
+    from xlinalg._lib import _dispatch
+    from xlinalg.backends import _jax
 
     n = 4
-    batch = _adapters.HOST_LOOK_MAX // (n * n) + 1
+    batch = _jax.HOST_LOOK_MAX // (n * n) + 1
     a = well_conditioned(rng, (batch, n, n))
     b = random(rng, (n,) if vector else (batch, n, 2))
     ad = _dispatch.adapter_for((be.from_numpy(a),), ("a",))
@@ -415,7 +416,7 @@ def test_cupy_raise_reduces_the_result_on_the_device(rng, monkeypatch) -> None:
 def test_host_finite_check_of_a_result(dtype, shape) -> None:
     """The host look behind JAX's one-system check: any inf or NaN, anywhere, in
     any dtype and shape, makes it say False (and only that, for ordinary values)."""
-    from xlinalg._lib._adapters import _host_finite
+    from xlinalg.backends._jax import _host_finite
 
     h = np.ones(shape, dtype)
     assert _host_finite(h)
@@ -434,16 +435,16 @@ def test_jax_host_look_of_one_system(dtype: str, bshape) -> None:
     be = require_backend("jax-cpu")
     import jax.numpy as jnp
 
-    from xlinalg._lib import _adapters
+    from xlinalg.backends import _base, _jax
 
-    look = _adapters._finite_or_missing(jnp.linalg.solve)
+    look = _jax._finite_or_missing(jnp.linalg.solve)
     a = jnp.asarray(2 * np.eye(3), dtype=dtype)
     b = np.ones(bshape, dtype=dtype)
     x = look(a, jnp.asarray(b))
-    assert x is not _adapters.MISSING
+    assert x is not _base.MISSING
     np.testing.assert_allclose(be.to_numpy(x), b / 2)
     bad = [np.nan, np.inf] + ([complex(1, np.inf), complex(np.nan, 0)] if "complex" in dtype else [])
     for v in bad:
         c = b.copy()
         c[(-1,) * c.ndim] = v
-        assert look(a, jnp.asarray(c)) is _adapters.MISSING, v
+        assert look(a, jnp.asarray(c)) is _base.MISSING, v

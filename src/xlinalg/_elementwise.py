@@ -30,8 +30,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ._lib import _dispatch, _validate
-from ._lib._adapters import NUMPY, Adapter
 from ._lib._typing import Array, Namespace
+from .backends._base import Adapter
+from .backends._numpy import NUMPY
 
 __all__ = ["add", "divide", "exp", "multiply", "sigmoid", "subtract"]
 

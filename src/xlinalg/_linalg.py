@@ -14,11 +14,11 @@ import numpy as np
 
 from . import _unrolled
 from ._lib import _dispatch, _validate
-from ._lib._adapters import MISSING as _MISSING
-from ._lib._adapters import Adapter
 from ._lib._dispatch import adapter1 as _adapter1
 from ._lib._dispatch import adapter2 as _adapter2
 from ._lib._typing import Array, Namespace
+from .backends._base import MISSING as _MISSING
+from .backends._base import Adapter
 
 __all__ = ["QRResult", "SVDResult", "matmul", "qr", "solve", "svd", "svdvals"]
 

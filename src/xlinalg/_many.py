@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 
 from ._lib import _dispatch
-from ._lib._adapters import NUMPY, Adapter
 from ._lib._errors import LinAlgError
 from ._lib._typing import Array, Namespace
 from ._linalg import _solve_checked, solve
+from .backends._base import Adapter
+from .backends._numpy import NUMPY
 
 __all__ = ["solve_many"]
 

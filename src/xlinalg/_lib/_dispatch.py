@@ -14,7 +14,10 @@ from typing import Any, Final
 
 import numpy as np
 
-from . import _adapters, _validate
+from .. import backends as _backends
+from ..backends._base import Adapter
+from ..backends._numpy import NUMPY
+from . import _validate
 
 __all__ = ["adapter1", "adapter2", "adapter_for", "adapter_for_namespace", "describe"]
 
@@ -28,7 +31,7 @@ class _Unseen(enum.Enum):
 _UNSEEN: Final = _Unseen.UNSEEN
 
 # type -> adapter (None: not an array type we know)
-_TYPE_CACHE: dict[type, _adapters.Adapter | None] = {np.ndarray: _adapters.NUMPY}
+_TYPE_CACHE: dict[type, Adapter | None] = {np.ndarray: NUMPY}
 
 #: op -> {array type: (the library's own kernel, the dtypes it must not see, whether
 #: the kernel itself refuses what the contract does: then no dtype is read)}, for
@@ -52,7 +55,7 @@ FAST_SOLVE: dict[type, Any] = {}
 _LOOKUP_LOCK = threading.RLock()
 
 
-def _lookup(cls: type) -> _adapters.Adapter | None:
+def _lookup(cls: type) -> Adapter | None:
     try:
         return _TYPE_CACHE[cls]
     except KeyError:
@@ -62,17 +65,17 @@ def _lookup(cls: type) -> _adapters.Adapter | None:
             return _TYPE_CACHE[cls]
         except KeyError:
             pass
-        ad = _adapters.adapter_for_type(cls)
+        ad = _backends.adapter_for_type(cls)
         _fill_fast_tables(cls, ad)
         _TYPE_CACHE[cls] = ad
     return ad
 
 
-def _fill_fast_tables(cls: type, ad: _adapters.Adapter | None) -> None:
+def _fill_fast_tables(cls: type, ad: Adapter | None) -> None:
     """The fast-path entries of array type `cls` (under the lookup lock)."""
     # ndarray has its own fast paths; its subclasses (masked arrays, np.matrix) take
     # the checked ones
-    if ad is not None and ad is not _adapters.NUMPY:
+    if ad is not None and ad is not NUMPY:
         for op, table in FAST_OPS.items():
             fn = ad.fast.get(op)
             if fn is not None:
@@ -101,15 +104,15 @@ def describe(x: Any) -> str:
     return ad.describe(x)
 
 
-def adapter_for_namespace(xp: Any) -> _adapters.Adapter:
+def adapter_for_namespace(xp: Any) -> Adapter:
     """The adapter for an explicitly given namespace ``xp``."""
-    return _adapters.adapter_for_namespace(xp)
+    return _backends.adapter_for_namespace(xp)
 
 
 _XP_EXAMPLES = "numpy, array_api_compat.torch, jax.numpy, array_api_compat.cupy, array_api_compat.dask.array, array_api_strict"
 
 
-def _explicit(xp: Any, args: tuple[Any, ...], names: tuple[str, ...]) -> _adapters.Adapter:
+def _explicit(xp: Any, args: tuple[Any, ...], names: tuple[str, ...]) -> Adapter:
     """The adapter of an explicit ``xp=``, checked against the array arguments.
 
     A wrong `xp` (a string, a module that is no array namespace, or another library
@@ -142,13 +145,13 @@ def _mixing_error(names: tuple[str, ...], args: tuple[Any, ...], i: int, j: int)
     return TypeError(
         f"`{names[i]}` is {describe(first)} but `{names[j]}` is {describe(second)}: "
         "xlinalg does not mix array libraries. Convert one of them first, e.g. "
-        f'`xlinalg.to({names[i]}, "{_adapters.backend_name(second)}")`.'
+        f'`xlinalg.to({names[i]}, "{_backends.backend_name(second)}")`.'
     )
 
 
 def adapter_for(
     args: tuple[Any, ...], names: tuple[str, ...], xp: Any = None
-) -> _adapters.Adapter:
+) -> Adapter:
     """The adapter that owns ``args``.
 
     Python scalars, NumPy scalars, lists and tuples are host data: they follow
@@ -157,7 +160,7 @@ def adapter_for(
     """
     if xp is not None:
         return _explicit(xp, args, names)
-    found: _adapters.Adapter | None = None
+    found: Adapter | None = None
     where = -1
     host = -1
     for i, x in enumerate(args):
@@ -180,11 +183,11 @@ def adapter_for(
     if found is None:
         if host < 0:
             raise TypeError(f"expected at least one array argument, got {len(args)} arguments")
-        return _adapters.NUMPY  # only host data (lists, scalars): NumPy owns it
+        return NUMPY  # only host data (lists, scalars): NumPy owns it
     return found
 
 
-def adapter2(a: Any, b: Any, na: str, nb: str, xp: Any) -> tuple[_adapters.Adapter, Any, Any]:
+def adapter2(a: Any, b: Any, na: str, nb: str, xp: Any) -> tuple[Adapter, Any, Any]:
     """Adapter for two arguments, with host data converted. The fast path is two dict reads."""
     ta = type(a)
     if xp is None and ta is type(b):
@@ -196,7 +199,7 @@ def adapter2(a: Any, b: Any, na: str, nb: str, xp: Any) -> tuple[_adapters.Adapt
     return ad, a, b
 
 
-def adapter1(x: Any, name: str, xp: Any) -> tuple[_adapters.Adapter, Any]:
+def adapter1(x: Any, name: str, xp: Any) -> tuple[Adapter, Any]:
     """Adapter for one argument, with host data converted (see :func:`adapter2`)."""
     if xp is None:
         ad = _TYPE_CACHE.get(type(x))

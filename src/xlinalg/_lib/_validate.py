@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ._adapters import Adapter
+from ..backends._base import Adapter
 
 __all__ = [
     "as_arrays",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._lib._adapters import Adapter
+from ..backends._adapter import Adapter
 from ._build import _Kernel, _make_generic
 from ._libs import (
     _COMPILERS,

@@ -13,7 +13,7 @@ import os
 from typing import Any, NamedTuple
 
 from .._lib import _validate
-from .._lib._adapters import Adapter
+from ..backends._adapter import Adapter
 from ._cache import _KERNELS, _LOCK, is_warm
 from ._schedule import MAX_N
 

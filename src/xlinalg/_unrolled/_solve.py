@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from .._lib import _dispatch, _validate
-from .._lib._adapters import NUMPY, Adapter, _singular_message, _to_batch, singular_members
 from .._lib._errors import LinAlgError
+from ..backends._adapter import Adapter, _singular_message, _to_batch, singular_members
+from ..backends._numpy import NUMPY
 from ._build import _Kernel
 from ._cache import _LOCK, _RESOLVED, _kernel, _resolve_compile
 from ._libs import DEFAULT_LAYOUT

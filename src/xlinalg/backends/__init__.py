@@ -1,0 +1,336 @@
+"""The backend registry: one place that knows every array library xlinalg runs on.
+
+A *backend* is a library plus a device kind: ``"numpy"``, ``"torch-cpu"``,
+``"torch-cuda"``, ``"cupy"``, ``"jax-cpu"``, ``"jax-gpu"``, ``"dask"`` and
+``"array-api-strict"``. The registry is shared by the library (``backend_of``,
+``to``, ``synchronize``, the operations' adapters), the test-suite and the
+benchmark. It imports no array library until a backend is asked for, and it
+never imports pytest.
+
+Each library has one module here (``_numpy.py``, ``_torch.py``, ``_jax.py``,
+``_cupy.py``, ``_dask.py``, ``_strict.py``) holding its :class:`Adapter` (the
+numerical overrides) and its :class:`Backend` objects (the hooks: which arrays
+are its own, how to create, convert and wait for them, ...); ``_base.py`` holds
+both bases with the standard-only default of every hook. Everything else asks a
+backend object, found by id (:func:`get_backend`) or by array type (the cached
+lookup below); adding a library is one module and one line of the registry.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .. import _convert
+from .._lib._typing import Array
+from . import _cupy, _dask, _jax, _numpy, _strict, _torch
+from ._base import Adapter, Backend, BackendUnavailableError
+from ._numpy import NUMPY
+from ._strict import strict_to_numpy
+
+__all__ = [
+    "BACKEND_NAMES",
+    "Backend",
+    "BackendUnavailableError",
+    "available_backends",
+    "backend_of",
+    "get_backend",
+    "strict_to_numpy",
+    "synchronize",
+    "to",
+]
+
+#: The registry, in display order: one line per library, each module listing its
+#: backends (one per device kind). Adding a library here is what lists it
+#: everywhere (BACKEND_NAMES, ``xlinalg info``, the benchmark, the tests'
+#: parametrization); the first backend of a library answers for its array types.
+_BACKENDS: tuple[Backend, ...] = (
+    *_numpy.BACKENDS,
+    *_torch.BACKENDS,
+    *_cupy.BACKENDS,
+    *_jax.BACKENDS,
+    *_dask.BACKENDS,
+    *_strict.BACKENDS,
+)
+
+#: backend id -> :class:`Backend`
+_REGISTRY: dict[str, Backend] = {b.name: b for b in _BACKENDS}
+
+#: Every backend id xlinalg knows, in display order (the registry's keys).
+BACKEND_NAMES: tuple[str, ...] = tuple(_REGISTRY)
+
+
+def get_backend(name: str) -> Backend:
+    """The :class:`Backend` called `name` (it may be unavailable: ask it).
+
+    Raises
+    ------
+    ValueError
+        If `name` is not a backend id; the message lists the valid ones.
+    """
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown backend {name!r}; valid backends: {', '.join(BACKEND_NAMES)}"
+        ) from None
+
+
+def available_backends() -> list[str]:
+    """The ids of the backends usable on this machine, in display order.
+
+    Returns
+    -------
+    list of str
+        A subset of :data:`BACKEND_NAMES`; ask ``get_backend(name).unavailable_reason()``
+        why one is missing.
+
+    Examples
+    --------
+    >>> import xlinalg as xl
+    >>> "numpy" in xl.available_backends()
+    True
+    """
+    return [n for n in BACKEND_NAMES if _REGISTRY[n].is_available()]
+
+
+def _owner(cls: type) -> Backend | None:
+    """The backend whose library's array base classes `cls` derives from, or None.
+
+    Decided by base classes, so that subclasses map to their library
+    (``torch.nn.Parameter`` and a user's Tensor subclass defined anywhere, JAX
+    tracers, NumPy subclasses and scalars). Only libraries already imported are
+    asked: an array of a library cannot exist before it is imported.
+    """
+    for b in _BACKENDS:
+        if b.module not in sys.modules:
+            continue
+        try:
+            types = b.array_types()
+        except Exception:  # a broken install: not this library's array
+            continue
+        if issubclass(cls, types):
+            return b
+    return None
+
+
+def adapter_for_type(cls: type) -> Adapter | None:
+    """The adapter of the operations for arrays of type `cls`, or None if `cls` is
+    not an array type they take (the cache in ``_lib/_dispatch.py`` keeps the answer)."""
+    if cls is np.ndarray:
+        return NUMPY
+    b = _owner(cls)
+    return None if b is None else b.adapter_for_type(cls)
+
+
+def adapter_for_namespace(xp: Any) -> Adapter:
+    """The adapter for a namespace given explicitly as ``xp=`` (the standard-only
+    :class:`Adapter` for a namespace no backend claims)."""
+    for b in _BACKENDS:
+        if b.owns_namespace(xp):
+            return b.adapter()
+    return Adapter(xp)
+
+
+def backend_name(x: Any) -> str:
+    """Backend id of `x` for messages (never raises)."""
+    try:
+        return backend_of(x)
+    except Exception:
+        return "numpy"
+
+
+class _Kind(NamedTuple):
+    """What :func:`backend_of` and :func:`synchronize` need to know about an array type."""
+
+    #: the backend id of an array of this type (reads its device where that decides)
+    name: Callable[[Any], str]
+    #: waits for one array of this type; None: there is nothing to wait for
+    fence: Callable[[Any], Any] | None
+
+
+#: array type -> its :class:`_Kind`, filled the first time a type is met, so that
+#: backend_of, synchronize and to cost one dict read to find what to do (the
+#: operations' own cache, ``_lib/_dispatch.py``, is filled from the same
+#: :func:`_owner`)
+_KINDS: dict[type, _Kind] = {}
+#: array type -> its fence alone (what synchronize reads: one subscript, no attribute)
+_FENCES: dict[type, Callable[[Any], Any] | None] = {}
+_KINDS_LOCK = threading.Lock()
+
+
+def _kind(cls: type) -> _Kind:
+    """The cached :class:`_Kind` of `cls`; the first use fills it under a lock."""
+    kind = _KINDS.get(cls)
+    if kind is None:
+        with _KINDS_LOCK:  # two threads meeting a new type at once build it once
+            kind = _KINDS.get(cls)
+            if kind is None:
+                kind = _KINDS[cls] = _make_kind(cls)
+                _FENCES[cls] = kind.fence
+    return kind
+
+
+def _unknown(x: Any) -> str:
+    raise TypeError(
+        f"expected an array of one of {', '.join(BACKEND_NAMES)}, "
+        f"got {type(x).__module__}.{type(x).__qualname__}"
+    )
+
+
+def _make_kind(cls: type) -> _Kind:
+    b = _owner(cls)
+    if b is None:
+        return _Kind(_unknown, None)
+    return _Kind(b.type_name(cls), b.type_fence(cls))
+
+
+def backend_of(x: Array) -> str:
+    """The backend id of array `x`, e.g. ``"torch-cpu"`` or ``"jax-gpu"``.
+
+    Parameters
+    ----------
+    x : array
+        An array of any registered library (a NumPy scalar counts as NumPy).
+
+    Returns
+    -------
+    str
+        One of :data:`BACKEND_NAMES` (a torch tensor on another device type, e.g.
+        ``"meta"``, gives ``"torch-<type>"``).
+
+    Raises
+    ------
+    TypeError
+        If `x` is not an array of a known backend.
+
+    Examples
+    --------
+    >>> import numpy as np, xlinalg as xl
+    >>> xl.backend_of(np.ones(2))
+    'numpy'
+    >>> xl.backend_of(xl.to(np.ones(2), "array-api-strict"))
+    'array-api-strict'
+    """
+    return (_KINDS.get(type(x)) or _kind(type(x))).name(x)
+
+
+def synchronize(*arrays: Array, backend: str | None = None) -> None:
+    """Wait until the work that produces `arrays` has finished on its device.
+
+    A no-op on NumPy and array-api-strict (they compute eagerly). On CUDA
+    (torch, CuPy) it synchronizes the devices holding the arrays; on JAX it
+    blocks until the arrays are ready (JAX dispatches asynchronously on the CPU
+    too); on Dask it evaluates the graphs (the values are not kept: call
+    ``.compute()`` or ``.persist()`` to keep them).
+
+    Parameters
+    ----------
+    *arrays
+        Arrays whose producing work must finish. Each is fenced on its own backend.
+    backend : str, optional
+        With no arrays, wait for all queued work on this backend.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import xlinalg as xl
+    >>> x = xl.matmul(xp.eye(2), xp.ones(2))
+    >>> xl.synchronize(x)  # a no-op for NumPy; a fence for CUDA, JAX and Dask
+    """
+    if len(arrays) == 1:  # the fence inside timed loops: one dict read, one call
+        x = arrays[0]
+        try:
+            fence = _FENCES[type(x)]
+        except KeyError:
+            fence = _kind(type(x)).fence
+        if fence is not None:
+            fence(x)
+        return
+    if not arrays:
+        if backend is not None:
+            get_backend(backend).synchronize()
+        return
+    groups: dict[str, list[Any]] = {}
+    for a in arrays:
+        groups.setdefault(backend_of(a), []).append(a)
+    for name, group in groups.items():
+        reg = _REGISTRY.get(name)
+        if reg is not None:
+            reg.synchronize(*group)
+        else:  # a device type without a registry entry (torch "mps", "meta"): each alone
+            for a in group:
+                synchronize(a)
+
+
+def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
+    """Convert array `x` to `backend` (e.g. ``"torch-cuda"``), keeping its values and dtype.
+
+    DLPack is tried first (zero-copy where source and target share the memory);
+    otherwise the data goes through a NumPy copy on the host.
+
+    Parameters
+    ----------
+    x : array
+        An array of any registered backend, or a NumPy array.
+    backend : str
+        The target backend id (see :data:`BACKEND_NAMES`).
+    copy : bool, optional
+        ``True`` forces a copy; ``False`` raises if a copy would be needed;
+        ``None`` (default) copies only when it must.
+
+    Returns
+    -------
+    array
+        An array of `backend` with `x`'s values and dtype. Where zero-copy is
+        possible the result shares memory with `x`: writing to one writes to the
+        other. Read-only memory (a read-only NumPy array or ``np.memmap``, a JAX
+        array) is copied, never shared, with a target whose arrays are writable
+        (PyTorch, CuPy); see docs/semantics.md, "Devices and conversion".
+
+    Raises
+    ------
+    TypeError
+        If `backend` cannot hold `x`'s dtype as it is (JAX in 32-bit mode and
+        int64/float64/complex128, array-api-strict and float16, extended
+        precision outside NumPy and Dask): the message names the dtype and the fix.
+    ValueError
+        If `backend` is unknown, or ``copy=False`` and a copy is needed.
+    BackendUnavailableError
+        If `backend` cannot run here.
+
+    Examples
+    --------
+    >>> import xlinalg as xl
+    >>> xl.to(xp.arange(3.0), "numpy")
+    array([0., 1., 2.])
+    """
+    target = get_backend(backend)
+    target.require()
+    if not isinstance(x, np.ndarray) and not hasattr(x, "shape"):
+        x = np.asarray(x)
+    source = backend_of(x)
+    if source == backend and not copy:
+        return x
+    _convert.check_dtype_fits(x, source, backend)
+    src = _REGISTRY[source]
+    y = _convert.plain(x, source)
+    if not copy and y is x and not src.lazy and not target.lazy:
+        routed = _convert.zero_copy(x, source, target)
+        if routed is not None and (routed[1] or copy is None):
+            return routed[0]
+    if copy is False:
+        raise ValueError(
+            f"converting a {source} array to {backend} needs a copy (different devices, no "
+            "DLPack route, read-only memory, or a torch conj/neg view); pass copy=None to allow it"
+        )
+    return target.from_numpy(_convert.native_order(src.to_numpy(y), backend))
+
+

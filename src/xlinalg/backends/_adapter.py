@@ -1,0 +1,420 @@
+"""The standard-only :class:`Adapter`: the base of every library's adapter.
+
+The public functions (``xlinalg._linalg``, ``xlinalg._elementwise``) are written
+once against the array API standard. What the standard leaves to each library,
+and what xlinalg promises to be the same everywhere, is settled by the adapter
+of the arguments' library:
+
+* how a *singular* matrix is detected (NumPy and PyTorch raise, JAX and CuPy
+  return inf/NaN silently, Dask can only fail at ``compute()``);
+* which native routine is called, with unambiguous arguments (torch and CuPy
+  read a ``(B, M)`` right-hand side as a batch of vectors; CuPy does not
+  broadcast batch dimensions);
+* devices, laziness and tracing (no exception is possible under ``jax.jit``).
+
+This base is the pure-standard implementation; each library's module
+(``_numpy.py``, ``_torch.py``, ...) overrides only what its library does
+differently or faster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._lib._errors import LinAlgError
+from .._lib._typing import QRMode
+
+__all__ = ["MISSING", "NP_NON_NUMERIC", "Adapter", "make_solve_fast", "singular_members"]
+
+#: what an adapter's ``solve_fast`` returns when xl.solve must take its checked path
+MISSING: Any = object()
+
+#: NumPy dtypes that are not numbers (the fast kernels must not see them)
+NP_NON_NUMERIC = frozenset(np.dtype(c) for c in "?OUSVMm")
+
+
+def _to_batch(mask: np.ndarray, batch_shape: tuple[int, ...]) -> np.ndarray:
+    """Reduce a mask over a broadcast batch to `batch_shape` (any over broadcast axes)."""
+    if mask.shape == batch_shape:
+        return mask
+    lead = mask.ndim - len(batch_shape)
+    if lead > 0:
+        mask = np.asarray(mask.any(axis=tuple(range(lead))))
+    axes = tuple(i for i, (s, t) in enumerate(zip(mask.shape, batch_shape)) if t == 1 and s != 1)
+    return np.asarray(mask.any(axis=axes, keepdims=True)) if axes else mask
+
+
+def _singular_message(indices: list[tuple[int, ...]], batch_shape: tuple[int, ...],
+                      note: str = "") -> str:
+    if not batch_shape:
+        return "`a` is singular: solve needs an invertible matrix"
+    shown = ", ".join(str(ix if len(ix) > 1 else ix[0]) for ix in indices[:10])
+    more = f" and {len(indices) - 10} more" if len(indices) > 10 else ""
+    return (
+        f"`a` has {len(indices)} singular matri{'x' if len(indices) == 1 else 'ces'} "
+        f"in its batch of shape {batch_shape}, at batch index {shown}{more}{note}; "
+        'pass errors="nan" to get NaN for those members and solutions for the rest'
+    )
+
+
+def _extended(dtype: Any) -> bool:
+    """Whether `dtype` is NumPy's extended precision (long double: float96/128, complex192/256)."""
+    return isinstance(dtype, np.dtype) and (
+        (dtype.kind == "f" and dtype.itemsize > 8) or (dtype.kind == "c" and dtype.itemsize > 16)
+    )
+
+
+def singular_members(xp: Any, zero: Any, a: Any, b: Any) -> Any:
+    """xlinalg's rule for what ``solve`` reports as singular, per batch member.
+
+    The one place that decides it (docs/semantics.md, "solve: singular, non-finite
+    and subnormal input"); every backend's solve path calls it with its own
+    zero-pivot mask:
+
+    * a member is *singular* when LU with partial pivoting of its `a` meets an
+      exact zero pivot, computed with IEEE subnormals kept (LAPACK's criterion: a
+      subnormal pivot such as that of ``1e-310 * I`` is not zero; such a member's
+      solution may overflow to inf/NaN, without an error);
+    * a member whose `a` or `b` holds NaN or inf is never reported singular:
+      NaN in, NaN out, without an error (also when its `a` is singular too).
+
+    `zero` is the zero-pivot mask over `a`'s batch (or the broadcast batch); `a`
+    ``(..., M, M)`` and `b` ``(..., M, K)`` (a vector given a trailing unit axis).
+    Returns the mask over the broadcast batch of the members to report (raise for
+    with ``errors="raise"``, NaN with ``errors="nan"``).
+    """
+    fin = xp.logical_and(
+        xp.all(xp.isfinite(a), axis=(-2, -1)), xp.all(xp.isfinite(b), axis=(-2, -1))
+    )
+    return xp.logical_and(zero, fin)
+
+
+class Adapter:
+    """The standard-only implementation; the base of every library's adapter."""
+
+    #: short library name used in messages
+    library = "array API"
+    #: the backend id of this library's arrays where one id fits all (else :meth:`backend`)
+    backend_id = ""
+    #: lazy arrays (no exception possible before compute)
+    lazy = False
+
+    #: whether the fast path of solve must check devices (False where the native
+    #: call itself refuses mixed devices and the adapter translates its error)
+    fast_device_check = True
+    #: whether every array of this library is on one device (caches may leave it out of keys)
+    single_device = False
+
+    def __init__(self, xp: Any) -> None:
+        self.xp = xp
+        #: dtypes linalg routines take as they are (the floating dtypes)
+        self.solve_dtypes: frozenset[Any] = frozenset(
+            getattr(xp, n) for n in ("float32", "float64", "complex64", "complex128") if hasattr(xp, n)
+        )
+        #: native kernels for same-dtype operands of this library (add, matmul, ...)
+        self.fast: dict[str, Any] = {}
+        #: dtypes the native sigmoid kernel (fast["sigmoid"]) takes as they are
+        self.sigmoid_dtypes: frozenset[Any] = frozenset(
+            getattr(xp, n) for n in ("float32", "float64") if hasattr(xp, n)
+        )
+        #: dtypes the fast kernels must not see (the native call would accept them)
+        self.fast_excluded: frozenset[Any] = frozenset()
+        #: ops whose native kernel refuses operands of two dtypes and every dtype the
+        #: contract refuses (torch.matmul): the fast path then reads no dtype at all
+        self.fast_refuses_mixed: frozenset[str] = frozenset()
+        #: ``f(a, b)`` for xl.solve with its defaults, or None. It returns the
+        #: solution only where the library's own call is the whole contract for
+        #: those operands (one matrix, one floating dtype, a finite result), else
+        #: :data:`MISSING`: xl.solve then takes its checked path, which gives the
+        #: same answer or the error naming the argument (a singular matrix is
+        #: solved twice, to be named; a success pays nothing more)
+        self.solve_fast: Callable[[Any, Any], Any] | None = None
+
+    def solve_fast_for(self, cls: type) -> Callable[[Any, Any], Any] | None:
+        """:attr:`solve_fast` for arrays of type `cls` (None: never for them)."""
+        return self.solve_fast
+
+    # ------------------------------------------------------------ description
+    def device(self, x: Any) -> Any:
+        return getattr(x, "device", None)
+
+    def describe(self, x: Any) -> str:
+        shape = tuple(x.shape)
+        art = "an" if self.library[:1].lower() in "aeiou" else "a"
+        return f"{art} {self.library} array of shape {shape} and dtype {self.dtype_name(x.dtype)}{self._where(x)}"
+
+    def _where(self, x: Any) -> str:
+        dev = self.device(x)
+        return "" if dev is None or str(dev) == "cpu" else f" on device {dev}"
+
+    def dtype_name(self, dtype: Any) -> str:
+        return str(dtype).rsplit(".", 1)[-1]
+
+    def backend(self, x: Any) -> str:
+        """The backend id of `x`, an array of this library (``xlinalg.backend_of``'s answer)."""
+        return self.backend_id or type(x).__module__.partition(".")[0]
+
+    def traced(self, x: Any) -> bool:
+        """Whether `x` is a tracer (no concrete values: no exceptions possible)."""
+        return False
+
+    # ------------------------------------------------------------ devices
+    def check_same_device(self, a: Any, b: Any, na: str, nb: str) -> None:
+        da, db = self.device(a), self.device(b)
+        if da != db:
+            raise ValueError(
+                f"`{na}` is on device {da} but `{nb}` is on device {db}: "
+                f"move one of them first, e.g. `xlinalg.to({nb}, {self.backend(a)!r})` "
+                "or the library's own .to(device)"
+            )
+
+    # ------------------------------------------------------------ host data
+    def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        """Convert host data (list, tuple, scalar) to an array next to `like`."""
+        xp = self.xp
+        try:
+            if like is None:
+                return xp.asarray(obj)
+            return xp.asarray(obj, device=self.device(like))
+        except Exception as exc:
+            raise TypeError(
+                f"`{name}` could not be converted to a {self.library} array: {exc}"
+            ) from exc
+
+    # ------------------------------------------------------------ dtypes
+    def float_dtypes(self, x: Any) -> tuple[Any, Any]:
+        """The (float32, float64) dtypes of this namespace; float64 may be float32."""
+        xp = self.xp
+        f64 = xp.float64
+        try:
+            info = xp.__array_namespace_info__()
+            if "float64" not in info.dtypes(device=self.device(x), kind="real floating"):
+                f64 = xp.float32
+        except Exception:
+            pass
+        return xp.float32, f64
+
+    def kind(self, dtype: Any) -> str:
+        """'f' real float, 'c' complex, 'i' integer, 'b' bool, 'h' half/bfloat16,
+        'x' extended precision (NumPy's float128/complex256), '?' other."""
+        if _extended(dtype):
+            return "x"
+        xp = self.xp
+        name = self.dtype_name(dtype)
+        if name in ("float16", "bfloat16", "half"):
+            return "h"
+        if xp.isdtype(dtype, "bool"):
+            return "b"
+        if xp.isdtype(dtype, "integral"):
+            return "i"
+        if xp.isdtype(dtype, "real floating"):
+            return "f"
+        if xp.isdtype(dtype, "complex floating"):
+            return "c"
+        return "?"
+
+    def astype(self, x: Any, dtype: Any) -> Any:
+        return x if x.dtype == dtype else self.xp.astype(x, dtype)
+
+    # ------------------------------------------------------------ linalg kernels
+    def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+        """Solve with `b` already of shape ``(..., M)`` (vector) or ``(..., M, K)``."""
+        xp = self.xp
+        bm = b[..., None] if vector else b
+        try:
+            x = xp.linalg.solve(a, bm)
+        except Exception as exc:
+            if not self._is_singular_error(exc):
+                raise
+            x = self._solve_after_failure(a, bm, errors, exc)
+        else:
+            x = self._post_check(a, bm, x, errors)
+        return x[..., 0] if vector else x
+
+    def _is_singular_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, np.linalg.LinAlgError)
+
+    def zero_pivots(self, a: Any) -> Any:
+        """Boolean array over the batch: True where LU of `a` meets an exact zero pivot.
+
+        LAPACK's criterion (``slogdet`` returns sign 0), with subnormals kept. What
+        is *reported* singular is decided by :func:`singular_members`.
+        """
+        sign, _ = self.xp.linalg.slogdet(a)
+        return sign == 0
+
+    def singular_members(self, a: Any, b: Any) -> Any:
+        """The members of ``solve(a, b)`` reported singular (:func:`singular_members`)."""
+        return singular_members(self.xp, self.zero_pivots(a), a, b)
+
+    def _raise_singular(self, mask: Any, batch_shape: tuple[int, ...], cause: Any = None) -> None:
+        """Raise LinAlgError naming the singular members of `a` (batch shape `batch_shape`).
+
+        `mask` may cover the batch broadcast against `b`'s; it is reduced to `a`'s.
+        """
+        m = _to_batch(np.asarray(self.to_host(mask)), batch_shape).reshape(batch_shape)
+        indices: list[tuple[int, ...]] = (
+            [tuple(int(i) for i in ix) for ix in zip(*np.nonzero(m))] if batch_shape else [()]
+        )
+        members = [int(i) for i in np.flatnonzero(m)] if batch_shape else [0]
+        raise LinAlgError(
+            _singular_message(indices, batch_shape), indices=indices, members=members
+        ) from cause
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return np.asarray(x)
+
+    def stack(self, arrays: list[Any]) -> Any:
+        """One array from many of one shape, dtype and device (``solve_many``)."""
+        return self.xp.stack(arrays, axis=0)
+
+    def unstack(self, x: Any) -> list[Any]:
+        """The members of `x` along its first axis, as views, in order (``solve_many``)."""
+        unstack = getattr(self.xp, "unstack", None)
+        if unstack is not None:
+            return list(unstack(x, axis=0))
+        return [x[i, ...] for i in range(x.shape[0])]
+
+    def _solve_after_failure(self, a: Any, b: Any, errors: str, exc: BaseException) -> Any:
+        """The native solve raised for singular members: name them, or NaN them."""
+        xp = self.xp
+        zero = self.zero_pivots(a)
+        if not bool(xp.any(zero)):
+            raise exc  # not what we think: let the library's error through
+        if errors == "raise":
+            sing = singular_members(xp, zero, a, b)
+            if bool(xp.any(sing)):
+                self._raise_singular(sing, tuple(a.shape[:-2]), exc)
+            # only members with NaN/inf input met a zero pivot: NaN for them, no error
+        return self._solve_masked(a, b, zero)
+
+    def _solve_masked(self, a: Any, b: Any, mask: Any) -> Any:
+        """Solve with singular members replaced by I, then set their solutions to NaN."""
+        xp = self.xp
+        n = a.shape[-1]
+        eye = xp.eye(n, dtype=a.dtype, device=self.device(a))
+        m3 = mask[..., None, None]
+        a_safe = xp.where(m3, eye, a)
+        x = xp.linalg.solve(a_safe, b)
+        nan = xp.asarray(float("nan"), dtype=x.dtype, device=self.device(x))
+        return xp.where(m3, nan, x)
+
+    def _post_check(self, a: Any, b: Any, x: Any, errors: str) -> Any:
+        """Hook for libraries that do not raise on singular input (JAX, CuPy)."""
+        return x
+
+    def _bad_members(self, a: Any, b: Any, x: Any) -> Any:
+        """Members whose solution is not finite although `a` and `b` are: singular."""
+        xp = self.xp
+        fin_x = xp.all(xp.isfinite(x), axis=(-2, -1))
+        fin_a = xp.all(xp.isfinite(a), axis=(-2, -1))
+        fin_b = xp.all(xp.isfinite(b), axis=(-2, -1))
+        return xp.logical_and(xp.logical_not(fin_x), xp.logical_and(fin_a, fin_b))
+
+    def _check_nonfinite(
+        self, a: Any, b: Any, x: Any, errors: str, batch_shape: tuple[int, ...] | None = None
+    ) -> Any:
+        """Singular detection from the result, for libraries that return inf/NaN.
+
+        `batch_shape` is the batch shape of the caller's `a` (before broadcasting).
+        """
+        xp = self.xp
+        if batch_shape is None:
+            batch_shape = tuple(x.shape[:-2])
+        if self.traced(x) or self.lazy:
+            errors = "nan"  # no exception possible: documented NaN semantics
+        if errors == "raise":
+            # one reduction over the result where it lies, one bool read (a sync);
+            # only when some entry is not finite does the rule run (a zero pivot with
+            # finite input: an overflowing solution, 1e-310 * I, is not an error)
+            if not bool(xp.all(xp.isfinite(x))):
+                sing = self.singular_members(a, b)
+                if bool(xp.any(sing)):
+                    self._raise_singular(sing, batch_shape)
+            return x
+        bad = self._bad_members(a, b, x)
+        nan = xp.asarray(float("nan"), dtype=x.dtype, device=self.device(x))
+        return xp.where(bad[..., None, None], nan, x)
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        return self.xp.matmul(a, b)
+
+    # SVD of NaN or inf: LAPACK fails for NaN but returns NaN for inf, JAX returns
+    # NaN for both. xlinalg raises LinAlgError for both, everywhere (NaN under a
+    # trace); checking S costs a look at k numbers (a wait for the result on a GPU).
+    def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+        try:
+            out = tuple(self.xp.linalg.svd(a, full_matrices=full_matrices))
+        except Exception as exc:
+            if not self._is_singular_error(exc):
+                raise
+            raise self._svd_error(a, "svd") from exc
+        self._check_svd(a, out[1], "svd")
+        return out
+
+    def svdvals(self, a: Any) -> Any:
+        try:
+            s = self.xp.linalg.svdvals(a)
+        except Exception as exc:
+            if not self._is_singular_error(exc):
+                raise
+            raise self._svd_error(a, "svdvals") from exc
+        self._check_svd(a, s, "svdvals")
+        return s
+
+    def _check_svd(self, a: Any, s: Any, fn: str) -> None:
+        if not self.traced(s) and not bool(self.xp.all(self.xp.isfinite(s))):
+            raise self._svd_error(a, fn)
+
+    def _svd_error(self, a: Any, fn: str) -> LinAlgError:
+        """The one error for an SVD that did not converge (NaN or inf in `a`, mostly)."""
+        xp = self.xp
+        try:
+            finite = bool(xp.all(xp.isfinite(a)))
+        except Exception:  # pragma: no cover - a library without isfinite on this dtype
+            finite = True
+        why = "" if finite else ": `x` contains NaN or inf"
+        return LinAlgError(f"{fn}: the SVD of `x` did not converge{why}")
+
+    def qr(self, a: Any, mode: QRMode) -> tuple[Any, Any]:
+        q, r = self.xp.linalg.qr(a, mode=mode)
+        return q, r
+
+    # ------------------------------------------------------------ elementwise
+    def sigmoid(self, x: Any) -> Any:
+        """Numerically stable logistic function from standard operations.
+
+        ``e = exp(-|x|)``; ``x >= 0 -> 1 / (1 + e)``, else ``e / (1 + e)``. Neither
+        branch overflows, for any |x|.
+        """
+        xp = self.xp
+        if xp.isdtype(x.dtype, "complex floating"):
+            # no order on C: the plain formula, as torch.sigmoid computes it
+            return 1.0 / (1.0 + xp.exp(-x))
+        e = xp.exp(-xp.abs(x))
+        one_plus = 1.0 + e
+        return xp.where(x >= 0, 1.0 / one_plus, e / one_plus)
+
+
+def make_solve_fast(call: Callable[[Any, Any], Any], ok: frozenset[Any]) -> Callable[[Any, Any], Any]:
+    """An adapter's ``solve_fast`` (see :class:`Adapter`) around the library's `call`.
+
+    Only one matrix (``a.ndim == 2``) of one dtype in `ok`: there torch and JAX read
+    `b` as the standard does ((M,) a vector, (..., M, K) matrices) and check shapes
+    and devices themselves. Any refusal, or :data:`MISSING` from `call`, sends the
+    operands to xl.solve's checked path, which names the argument (a singular matrix
+    included). Saves the shape reads (cost: docs/performance.md).
+    """
+
+    def solve_fast(a: Any, b: Any) -> Any:
+        if a.ndim == 2 and ((da := a.dtype) is b.dtype) and da in ok:
+            try:
+                return call(a, b)
+            except Exception:
+                pass
+        return MISSING
+
+    return solve_fast

@@ -1,0 +1,223 @@
+"""The :class:`Backend` base: every hook the registry, the benchmark and the tests ask.
+
+A *backend* is one array library on one kind of device (``"torch-cuda"``). Its
+:class:`Backend` object answers the questions asked about it (is it usable here,
+which arrays are its own, how to create, convert and wait for them, ...); the
+numerical differences of its library live in the library's :class:`Adapter`
+(``_adapter.py``, re-exported here). The base holds the standard-only default of
+every hook, and a default that would be wrong for a GPU library refuses to
+answer for one; each library's module (``_numpy.py``, ``_torch.py``, ...)
+overrides what its library needs. Nothing here imports an array library but NumPy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._adapter import MISSING, NP_NON_NUMERIC, Adapter, make_solve_fast, singular_members
+
+__all__ = [
+    "MISSING",
+    "NP_NON_NUMERIC",
+    "Adapter",
+    "Backend",
+    "BackendUnavailableError",
+    "make_solve_fast",
+    "singular_members",
+]
+
+
+class BackendUnavailableError(ImportError):
+    """A backend was asked for that cannot run here (not installed, no device)."""
+
+
+def _module_available(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+_PROBE_LOCK = threading.RLock()
+
+
+class Backend:
+    """One array library on one kind of device.
+
+    Attributes
+    ----------
+    name : str
+        The registry id, e.g. ``"torch-cuda"``.
+    module : str
+        The top-level module that must be importable.
+    install : str
+        What to run to install it.
+    gpu : bool
+        Whether it needs a GPU.
+    """
+
+    name: str = ""
+    module: str = ""
+    install: str = ""
+    gpu: bool = False
+    #: whether results are lazy (need an explicit compute to exist)
+    lazy: bool = False
+
+    _cached_reason: str | None = None
+    _checked: bool = False
+
+    # ---------------------------------------------------------------- availability
+    def unavailable_reason(self) -> str | None:
+        """``None`` if the backend is usable here, else a one-line reason."""
+        if not self._checked:
+            with _PROBE_LOCK:  # probed once, whichever threads ask first
+                if not self._checked:
+                    self._cached_reason = self._probe()
+                    self._checked = True
+        return self._cached_reason
+
+    def is_available(self) -> bool:
+        """Whether the backend can run here."""
+        return self.unavailable_reason() is None
+
+    def require(self) -> None:
+        """Raise :class:`BackendUnavailableError` with the reason and a fix."""
+        reason = self.unavailable_reason()
+        if reason is not None:
+            raise BackendUnavailableError(
+                f"backend {self.name!r} is not available: {reason}. Install: {self.install}"
+            )
+
+    def _probe(self) -> str | None:
+        if not _module_available(self.module):
+            return f"{self.module} is not installed"
+        try:
+            importlib.import_module(self.module)
+        except Exception as exc:  # a broken install is "unavailable", with why
+            return f"importing {self.module} failed: {type(exc).__name__}: {exc}"
+        return None
+
+    # ---------------------------------------------------------------- information
+    def version(self) -> str:
+        """The library's version string."""
+        mod = importlib.import_module(self.module)
+        return str(getattr(mod, "__version__", "unknown"))
+
+    def device_name(self) -> str:
+        """A human-readable name of the device arrays land on."""
+        import platform
+
+        return platform.processor() or platform.machine() or "cpu"
+
+    def namespace(self) -> Any:
+        """The array API namespace (array-api-compat wrapped where needed)."""
+        self.require()
+        import array_api_compat
+
+        return array_api_compat.array_namespace(self.from_numpy(np.zeros(1)))
+
+    # ---------------------------------------------------------------- data
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        """Create an array on this backend holding the values of `arr` (a copy)."""
+        raise NotImplementedError
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        """Bring `x` back to the host as a NumPy array (waits for it)."""
+        return np.asarray(x)
+
+    def owns(self, x: Any) -> bool:
+        """Whether `x` is an array of this backend (library *and* device kind)."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- fences
+    def synchronize(self, *arrays: Any) -> None:
+        """Wait until the work producing `arrays` (or all queued work) is done.
+
+        The default suits an eager library on the host: nothing to wait for. A GPU
+        backend must say how to wait (CUDA queues work asynchronously): it is an
+        error to leave this hook to the default.
+        """
+        if self.gpu:
+            raise NotImplementedError(
+                f"backend {self.name!r} runs on a GPU and defines no synchronize(): "
+                "override Backend.synchronize in its module"
+            )
+
+    def materialize(self, x: Any) -> Any:
+        """Wait for `x` and return it in a form that holds its values.
+
+        For eager backends this is ``synchronize(x)`` then `x` itself; for Dask it
+        is ``x.compute()`` (a NumPy array).
+        """
+        self.synchronize(x)
+        return x
+
+    # ---------------------------------------------------------------- array types
+    #: the library's key: the backends of one library share its adapter (``"torch"``)
+    library: str = ""
+    #: the ``__name__`` of the namespaces (given as ``xp=``) that are this library's
+    namespace_names: tuple[str, ...] = ()
+
+    def array_types(self) -> tuple[type, ...]:
+        """The library's array base classes (asked only once :attr:`module` is imported).
+
+        The first backend of a library in the registry answers for every array
+        of these types (and their subclasses, wherever they are defined), through
+        :meth:`type_name`, :meth:`type_fence` and :meth:`adapter_for_type`.
+        """
+        return ()
+
+    def type_name(self, cls: type) -> Callable[[Any], str]:
+        """How ``backend_of`` names an array of type `cls` (called once per type)."""
+        name = self.name
+        return lambda x: name
+
+    def type_fence(self, cls: type) -> Callable[[Any], Any] | None:
+        """How ``synchronize`` waits for one array of type `cls`; None: nothing to wait
+        for (called once per type). The default: :meth:`synchronize`, unless it is
+        the base's no-op for an eager host library."""
+        if type(self).synchronize is Backend.synchronize and not self.gpu:
+            return None
+        return self.synchronize
+
+    def make_adapter(self) -> Adapter:
+        """A new adapter of this library (:meth:`adapter` keeps the one made)."""
+        raise NotImplementedError(f"backend {self.name!r} defines no make_adapter()")
+
+    def adapter(self) -> Adapter:
+        """The one adapter of this backend's library, made on first use."""
+        key = self.library or self.name
+        ad = _ADAPTERS.get(key)
+        if ad is None:
+            with _ADAPTERS_LOCK:
+                ad = _ADAPTERS.get(key)
+                if ad is None:
+                    ad = _ADAPTERS[key] = self.make_adapter()
+        return ad
+
+    def adapter_for_type(self, cls: type) -> Adapter | None:
+        """The adapter for arrays of type `cls` (one of :meth:`array_types`), or None
+        where the operations do not take them as this library's arrays."""
+        return self.adapter()
+
+    def owns_namespace(self, xp: Any) -> bool:
+        """Whether namespace `xp` (given as ``xp=``) is this library's."""
+        return getattr(xp, "__name__", "") in self.namespace_names
+
+    def __repr__(self) -> str:
+        return f"<Backend {self.name}>"
+
+
+#: library -> its one adapter (:meth:`Backend.adapter`)
+_ADAPTERS: dict[str, Adapter] = {}
+#: taken only to create an adapter (the miss path): one adapter per library even
+#: when two threads meet it first at once (two would make every later call with
+#: arrays of both "mix array libraries"). Re-entrant: an adapter's constructor may
+#: look up another.
+_ADAPTERS_LOCK = threading.RLock()

@@ -1,0 +1,124 @@
+"""CuPy: its adapter and the ``"cupy"`` backend (CUDA)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._base import Adapter, Backend
+
+__all__ = ["CuPyAdapter", "CuPyBackend"]
+
+
+class CuPyAdapter(Adapter):
+    library = "CuPy"
+    backend_id = "cupy"
+
+    def __init__(self) -> None:
+        import array_api_compat.cupy as xc
+        import cupy
+
+        super().__init__(xc)
+        self.cupy = cupy
+
+    def describe(self, x: Any) -> str:
+        return f"a CuPy array of shape {tuple(x.shape)} and dtype {x.dtype} on cuda:{x.device.id}"
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return np.asarray(x.get())
+
+    def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        try:
+            if like is None:
+                return self.cupy.asarray(obj)
+            with like.device:
+                return self.cupy.asarray(obj)
+        except Exception as exc:
+            raise TypeError(f"`{name}` could not be converted to a CuPy array: {exc}") from exc
+
+    def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+        cp = self.cupy
+        bm = b[..., None] if vector else b
+        # CuPy neither broadcasts batch dimensions nor reads (B, M) the standard's way:
+        # hand it equal batch shapes and a matrix right-hand side.
+        batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(bm.shape[:-2]))
+        a_b = cp.broadcast_to(a, (*batch, *a.shape[-2:]))
+        b_b = cp.broadcast_to(bm, (*batch, *bm.shape[-2:]))
+        with a.device:
+            x = cp.linalg.solve(a_b, b_b)  # CuPy returns inf/NaN for singular input
+            # errors="raise" syncs the device
+            x = self._check_nonfinite(a_b, b_b, x, errors, tuple(a.shape[:-2]))
+        return x[..., 0] if vector else x
+
+    def sigmoid(self, x: Any) -> Any:
+        try:
+            from cupyx.scipy.special import expit
+
+            if x.dtype.kind == "f":
+                return expit(x)
+        except ImportError:  # pragma: no cover
+            pass
+        return super().sigmoid(x)
+
+
+class CuPyBackend(Backend):
+    name = "cupy"
+    module = "cupy"
+    install = "pip install cupy-cuda12x"
+    gpu = True
+    library = "cupy"
+    namespace_names = ("array_api_compat.cupy", "cupy")
+
+    def _probe(self) -> str | None:
+        reason = super()._probe()
+        if reason is None:
+            import cupy
+
+            try:
+                n = cupy.cuda.runtime.getDeviceCount()
+            except Exception as exc:
+                return f"no CUDA device is usable: {type(exc).__name__}: {exc}"
+            if n == 0:
+                return "no CUDA device is visible"
+        return reason
+
+    def device_name(self) -> str:
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        name = props["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        import cupy
+
+        return cupy.asarray(arr)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return np.asarray(x.get())
+
+    def owns(self, x: Any) -> bool:
+        return type(x).__module__.startswith("cupy")
+
+    def synchronize(self, *arrays: Any) -> None:
+        import cupy
+
+        # The null/current stream of every device that holds an argument.
+        devices = {a.device.id for a in arrays if hasattr(a, "device")} or {
+            cupy.cuda.Device().id
+        }
+        for d in devices:
+            with cupy.cuda.Device(d):
+                cupy.cuda.get_current_stream().synchronize()
+
+    def array_types(self) -> tuple[type, ...]:
+        import cupy
+
+        return (cupy.ndarray,)
+
+    def make_adapter(self) -> Adapter:
+        return CuPyAdapter()
+
+
+BACKENDS = (CuPyBackend(),)

@@ -1,0 +1,333 @@
+"""Dask: its adapter (each block handled by NumPy's) and the ``"dask"`` backend."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._lib._errors import LinAlgError
+from .._lib._typing import QRMode
+from ._adapter import _singular_message
+from ._base import Adapter, Backend, _module_available
+from ._numpy import NUMPY
+
+__all__ = ["DaskAdapter", "DaskBackend"]
+
+
+class DaskAdapter(Adapter):
+    """Dask arrays: each block of a stack is handled by the NumPy adapter.
+
+    The matrix axes are made one chunk each (rechunked if needed); the batch axes
+    keep their chunks, so stacks of matrices are processed in parallel blocks.
+    Nothing is computed here: a singular member raises :class:`LinAlgError` when
+    the result is computed (errors="raise"), with its global batch index.
+    """
+
+    library = "Dask"
+    backend_id = "dask"
+    lazy = True
+    single_device = True
+
+    def __init__(self) -> None:
+        import array_api_compat.dask.array as xd
+        import dask.array as da
+
+        super().__init__(xd)
+        self.da = da
+
+    def device(self, x: Any) -> Any:
+        return "cpu"
+
+    def describe(self, x: Any) -> str:
+        return f"a Dask array of shape {tuple(x.shape)} and dtype {x.dtype}"
+
+    def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        return self.da.from_array(NUMPY.asarray(obj, None, name))
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return np.asarray(x.compute() if hasattr(x, "compute") else x)
+
+    def stack(self, arrays: list[Any]) -> Any:
+        # da.stack makes one chunk per array (per system of solve_many): a task per
+        # system at every later step. Dask's automatic chunk size groups them.
+        return self.da.stack(arrays, axis=0).rechunk({0: "auto"})
+
+    def _core_whole(self, x: Any, ncore: int = 2) -> Any:
+        chunks = {i: -1 for i in range(x.ndim - ncore, x.ndim)}
+        return x.rechunk(chunks) if any(len(c) > 1 for c in x.chunks[-ncore:]) else x
+
+    def solve(self, a: Any, b: Any, vector: bool, errors: str,
+              make_error: Callable[[list[tuple[int, ...]]], Exception] | None = None) -> Any:
+        return self.map_solve(a, b, vector, errors, _numpy_solve, make_error)
+
+    def map_solve(self, a: Any, b: Any, vector: bool, errors: str, kernel: Callable[..., Any],
+                  make_error: Callable[[list[tuple[int, ...]]], Exception] | None = None) -> Any:
+        """``kernel(ab, bb, vector, errors)`` (an eager NumPy solve) on each block: one task
+        a chunk, as ``da.map_blocks`` of the native call.
+
+        The batch axes keep their chunks (a shared `a` keeps `b`'s, and the other
+        way round; where both are chunked, Dask's common refinement); the matrix
+        axes are made one chunk each. With ``errors="raise"`` each block checks
+        its own members: computing a chunk that holds a singular member raises
+        :class:`LinAlgError` naming its global batch index (or what
+        ``make_error(global batch indices)`` returns), and computing a slice pays
+        only for its chunks.
+        """
+        da = self.da
+        a = self._core_whole(a)
+        n = a.shape[-1]
+        a_batch = tuple(a.shape[:-2])
+        paired: tuple[tuple[int, int], ...] = ()
+        if vector:
+            b = b.rechunk(-1) if b.numblocks[0] > 1 else b
+            chunks = (*a.chunks[:-2], (n,))
+        else:
+            b = self._core_whole(b)
+            nb = max(a.ndim, b.ndim) - 2
+            letters = "abcdefghijklmnopqrstuvw"[:nb]
+            ia, ib = letters[nb - (a.ndim - 2):] + "yx", letters[nb - (b.ndim - 2):] + "xz"
+            if _unknown(a.chunks[:-2]) or _unknown(b.chunks[:-2]):
+                out, paired = self._unknown_batch_chunks(a, b, ia, ib, letters)
+            else:
+                cks, (a, b) = da.core.unify_chunks(a, ia, b, ib)
+                out = tuple(cks[c] for c in letters)
+            chunks = (*out, (n,), b.chunks[-1])
+        meta = np.empty((0,) * len(chunks), a.dtype)
+        return da.map_blocks(
+            _dask_solve_block, a, b, kernel, vector, errors, a_batch,
+            tuple(_block_starts(c) for c in a.chunks[:-2]), len(chunks) - (1 if vector else 2),
+            make_error, paired, dtype=a.dtype, chunks=chunks, meta=meta, drop_axis=[a.ndim - 1] if vector else None,
+        )
+
+    def _unknown_batch_chunks(self, a: Any, b: Any, ia: str, ib: str,
+                              letters: str) -> tuple[tuple[Any, ...], tuple[tuple[int, int], ...]]:
+        """Output batch chunks where some are unknown (``A[mask]``): blocks pair up one
+        to one (each block then checks that its `a` and `b` agree: the pairs of
+        axes returned), or broadcast from a single block of size 1."""
+        out, paired = [], []
+        for c in letters:
+            ca = a.chunks[ia.index(c)] if c in ia else (1,)
+            cb = b.chunks[ib.index(c)] if c in ib else (1,)
+            if cb == (1,) or ca == (1,):
+                out.append(ca if cb == (1,) else cb)
+            elif len(ca) == len(cb):
+                out.append(ca if _unknown((cb,)) else cb)
+                paired.append((ia.index(c), ib.index(c)))
+            else:
+                raise ValueError(
+                    f"solve: `a` {self.describe(a)} and `b` {self.describe(b)} have unknown "
+                    f"chunk sizes (NaN in .shape) and {len(ca)} against {len(cb)} chunks along "
+                    "a batch axis: call .compute_chunk_sizes() on both first"
+                )
+        return tuple(out), tuple(paired)
+
+    def _gufunc(self, fn: Any, sig: str, a: Any, nout: int, sizes: dict[str, int], dtypes: Any) -> Any:
+        # meta given explicitly: dask would derive it by casting a sample of `a`
+        # (a complex -> real cast warns with ComplexWarning)
+        core = [c.count(",") + 1 for c in sig.split("->")[1].strip("()").split("),(")]
+        nb = a.ndim - 2
+        metas = [np.empty((0,) * (nb + n), dtype=d) for n, d in zip(core, dtypes if nout > 1 else [dtypes])]
+        return self.da.apply_gufunc(
+            fn, sig, self._core_whole(a), meta=tuple(metas) if nout > 1 else metas[0],
+            output_sizes=sizes, allow_rechunk=False,
+        )
+
+    def _blocked(self, a: Any) -> Any:
+        """A matrix in more than one chunk, its short axis made one chunk, for Dask's
+        tall-and-skinny (TSQR) or short-and-fat algorithms; None for stacks and
+        single chunks (those run NumPy's call per matrix). Unknown row counts
+        (``A[mask]``) count as tall."""
+        if a.ndim != 2 or a.numblocks == (1, 1):
+            return None
+        m, n = a.shape
+        return a.rechunk({0: -1}) if m < n else a.rechunk({1: -1})
+
+    def _too_large(self, a: Any, fn: str, what: str, instead: str) -> ValueError:
+        m = a.shape[0]
+        size = "" if math.isnan(m) else f" ({m * m * a.dtype.itemsize / 2**30:.3g} GiB)"
+        return ValueError(
+            f"{fn}: `x` is {self.describe(a)} in chunks of {a.chunksize}: {what} would be a "
+            f"({m}, {m}) array{size} in one piece; pass {instead} (Dask's tall-and-skinny "
+            "algorithm, the factors chunked as `x`)"
+        )
+
+    def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+        m, n = a.shape[-2:]
+        blocked = self._blocked(a)
+        if blocked is not None:
+            if full_matrices and m != n:
+                raise self._too_large(a, "svd", "U with full_matrices=True", "full_matrices=False")
+            return tuple(self.da.linalg.svd(self._finite(blocked, "svd")))
+        k = min(m, n)
+        real = np.empty(0, a.dtype).real.dtype
+        um, vn = (m, n) if full_matrices else (k, k)
+        u, s, vh = self._gufunc(
+            lambda x: NUMPY.svd(x, full_matrices), "(m,n)->(m,p),(k),(q,n)", a, 3,
+            {"p": um, "k": k, "q": vn}, [a.dtype, real, a.dtype],
+        )
+        return u, s, vh
+
+    def svdvals(self, a: Any) -> Any:
+        blocked = self._blocked(a)
+        if blocked is not None:  # (a compute of S alone culls the tasks of U)
+            return self.da.linalg.svd(self._finite(blocked, "svdvals"))[1]
+        real = np.empty(0, a.dtype).real.dtype
+        k = min(a.shape[-2:])
+        return self._gufunc(NUMPY.svdvals, "(m,n)->(k)", a, 1, {"k": k}, real)
+
+    def _finite(self, a: Any, fn: str) -> Any:
+        # each block raises xlinalg's error for NaN/inf (LAPACK's SVD of the
+        # combined R factor would raise its own, or return NaN)
+        return a.map_blocks(_finite_block, fn, dtype=a.dtype)
+
+    def qr(self, a: Any, mode: QRMode) -> tuple[Any, Any]:
+        m, n = a.shape[-2:]
+        blocked = self._blocked(a)
+        if blocked is not None:
+            if mode == "complete" and not m <= n:
+                raise self._too_large(a, "qr", 'Q with mode="complete"', 'mode="reduced"')
+            return tuple(self.da.linalg.qr(blocked))
+        k = m if mode == "complete" else min(m, n)
+        q, r = self._gufunc(
+            lambda x: NUMPY.qr(x, mode), "(m,n)->(m,p),(p,n)", a, 2, {"p": k}, [a.dtype, a.dtype],
+        )
+        return q, r
+
+    def sigmoid(self, x: Any) -> Any:
+        return x.map_blocks(NUMPY.sigmoid, dtype=x.dtype)
+
+
+def _finite_block(x: np.ndarray, fn: str) -> np.ndarray:
+    if not np.isfinite(x).all():
+        raise LinAlgError(f"{fn}: the SVD of `x` did not converge: `x` contains NaN or inf")
+    return x
+
+
+def _unknown(chunks: Any) -> bool:
+    return any(math.isnan(c) for cs in chunks for c in cs)
+
+
+def _numpy_solve(ab: np.ndarray, bb: np.ndarray, vector: bool, errors: str) -> np.ndarray:
+    return NUMPY.solve(ab, bb, vector, errors)
+
+
+def _block_starts(chunks: tuple[Any, ...]) -> Any:
+    """Where the blocks along one axis start, compactly (each task carries it): the
+    common block size (all blocks but the last equal), the starts, or None (unknown)."""
+    if _unknown((chunks,)):
+        return None
+    if all(c == chunks[0] for c in chunks[:-1]):
+        return int(chunks[0])
+    return tuple(itertools.accumulate(chunks[:-1], initial=0))
+
+
+def _dask_solve_block(ab: np.ndarray, bb: np.ndarray, kernel: Callable[..., Any], vector: bool,
+                      errors: str, a_batch: tuple[int, ...], starts: tuple[Any, ...], nb_out: int,
+                      make_error: Callable[[list[tuple[int, ...]]], Exception] | None,
+                      paired: tuple[tuple[int, int], ...], block_id: Any = None) -> np.ndarray:
+    """One block of :meth:`DaskAdapter.map_solve` (a task on a worker).
+
+    `starts`: :func:`_block_starts` of each batch axis of `a`; `block_id`: this
+    block's index in the output, whose last `nb_out` batch axes are `a`'s.
+    (``block_id`` rather than ``block_info``: Dask builds the latter for every
+    block while the graph is built; the cost is in docs/performance.md.)
+    """
+    if any(ab.shape[i] != bb.shape[j] for i, j in paired):
+        raise ValueError(
+            f"solve: a block of `a` of shape {ab.shape} meets a block of `b` of shape "
+            f"{bb.shape} (unknown chunk sizes that differ): call .compute_chunk_sizes() on "
+            "both first"
+        )
+    try:
+        return kernel(ab, bb, vector, errors)
+    except LinAlgError as exc:
+        ids = tuple(block_id or ())[nb_out - len(a_batch): nb_out] or (0,) * len(a_batch)
+        raise _global_singular(exc, ids, starts, a_batch, make_error) from None
+
+
+def _global_singular(exc: LinAlgError, ids: tuple[int, ...], starts: tuple[Any, ...],
+                     a_batch: tuple[int, ...],
+                     make_error: Callable[[list[tuple[int, ...]]], Exception] | None) -> Exception:
+    """A block's LinAlgError (indices into the block of `a`, the block at `ids` along
+    `a`'s batch axes) with global batch indices."""
+    if any(st is None for st in starts):  # unknown chunk sizes: no global index exists
+        shown = ", ".join(str(ix if len(ix) > 1 else ix[0]) for ix in exc.indices[:10])
+        return LinAlgError(
+            f"`a` has a singular matrix at index {shown} of its batch chunk {ids} (unknown "
+            "chunk sizes: call .compute_chunk_sizes() for global indices); "
+            'pass errors="nan" to get NaN for those members and solutions for the rest',
+            indices=exc.indices, members=exc.members,
+        )
+    # (a broadcast axis of a, of one block, has id 0 whatever the output's block)
+    offsets = [0 if n == 1 else (st * i if isinstance(st, int) else st[i])
+               for st, i, n in zip(starts, ids, a_batch)]
+    indices = [tuple(int(i + o) for i, o in zip(ix, offsets)) for ix in exc.indices]
+    members = ([int(np.ravel_multi_index(ix, a_batch)) for ix in indices] if a_batch
+               else [0] * len(indices))
+    if make_error is not None:
+        return make_error(indices)
+    note = " (in the chunk computed: Dask checks each chunk as it computes it)"
+    return LinAlgError(_singular_message(indices, a_batch, note), indices=indices, members=members)
+
+
+class DaskBackend(Backend):
+    name = "dask"
+    module = "dask"
+    install = 'pip install "dask[array]"'
+    lazy = True
+    library = "dask"
+    namespace_names = ("array_api_compat.dask.array", "dask.array")
+
+    def _probe(self) -> str | None:
+        reason = super()._probe()
+        if reason is None and not _module_available("dask.array"):
+            return "dask is installed without dask.array (pip install 'dask[array]')"
+        if reason is None:
+            try:
+                importlib.import_module("dask.array")
+            except Exception as exc:
+                return f"importing dask.array failed: {type(exc).__name__}: {exc}"
+        return reason
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        import dask.array as da
+
+        arr = np.array(arr, copy=True)
+        # Matrices stay whole in each block; stacks are split along the first axis.
+        if arr.ndim >= 3 and arr.shape[0] > 1:
+            chunks: Any = (max(1, -(-arr.shape[0] // 4)),) + arr.shape[1:]
+        else:
+            chunks = arr.shape if arr.size else -1
+        return da.from_array(arr, chunks=chunks)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return np.asarray(x.compute())
+
+    def owns(self, x: Any) -> bool:
+        return type(x).__module__.startswith("dask")
+
+    def synchronize(self, *arrays: Any) -> None:
+        # Dask arrays are lazy: "waiting" means evaluating the graph.
+        import dask
+
+        if arrays:
+            dask.compute(*arrays)
+
+    def materialize(self, x: Any) -> Any:
+        return x.compute() if hasattr(x, "compute") else x
+
+    def array_types(self) -> tuple[type, ...]:
+        import dask.array as da
+
+        return (da.Array,)
+
+    def make_adapter(self) -> Adapter:
+        return DaskAdapter()
+
+
+BACKENDS = (DaskBackend(),)

@@ -1,0 +1,345 @@
+"""JAX: its adapter and the ``"jax-cpu"`` and ``"jax-gpu"`` backends."""
+
+from __future__ import annotations
+
+import cmath
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import _convert
+from ._base import MISSING, NP_NON_NUMERIC, Adapter, Backend, make_solve_fast
+from ._numpy import NUMPY
+
+__all__ = ["HOST_LOOK_MAX", "JaxAdapter", "JaxBackend", "jax_backend_name"]
+
+
+class JaxAdapter(Adapter):
+    library = "JAX"
+
+    def __init__(self) -> None:
+        import jax
+        import jax.numpy as jnp
+
+        super().__init__(jnp)
+        self.jax = jax
+        self._tracer = jax.core.Tracer
+        self._all_cpu = all(d.platform == "cpu" for d in jax.devices())
+        # one device: nothing to mismatch, and reading .devices() costs microseconds
+        self.fast_device_check = len(jax.devices()) > 1
+        self.single_device = not self.fast_device_check
+        self.solve_dtypes = frozenset(np.dtype(c) for c in "fdFD")
+        self.fast = {n: getattr(jnp, n) for n in ("add", "subtract", "multiply", "matmul")}
+        self.fast["sigmoid"] = jax.nn.sigmoid
+        self.sigmoid_dtypes = frozenset(np.dtype(c) for c in "fd")
+        self.fast_excluded = NP_NON_NUMERIC
+        self._solve_cpu = _finite_or_missing(jnp.linalg.solve)
+        if self._all_cpu and not self.fast_device_check:
+            self.solve_fast = make_solve_fast(self._solve_cpu, self.solve_dtypes)
+        # errors="raise" off the host look: one compiled function per `vector`
+        # returning the solution and one flag, "some entry is not finite"
+        self._solve_flagged = {
+            v: jax.jit(lambda a, b, v=v: _jax_solve_flagged(jax, jnp, a, b, v)) for v in (False, True)
+        }
+        # errors="nan" (and traced): the solution alone, so the call returns one
+        # array, as jnp.linalg.solve does (each extra output costs time on every call)
+        self._solve_nan = {
+            v: jax.jit(lambda a, b, v=v: _jax_solve_nan(jnp, a, b, v)) for v in (False, True)
+        }
+
+    def solve_fast_for(self, cls: type) -> Callable[[Any, Any], Any] | None:
+        # traced arrays (under jax.jit) have no values to look at: the checked path
+        return None if issubclass(cls, self._tracer) else self.solve_fast
+
+    def describe(self, x: Any) -> str:
+        if self.traced(x):
+            return f"a traced JAX array of shape {tuple(x.shape)} and dtype {x.dtype}"
+        return f"a JAX array of shape {tuple(x.shape)} and dtype {x.dtype}{self._where(x)}"
+
+    def _where(self, x: Any) -> str:
+        try:
+            devs = sorted(str(d) for d in x.devices())
+        except Exception:
+            return ""
+        return "" if all(d.startswith("TFRT_CPU") or "cpu" in d.lower() for d in devs) else f" on {', '.join(devs)}"
+
+    def device(self, x: Any) -> Any:
+        if self.traced(x):
+            return None
+        try:
+            return x.device
+        except Exception:
+            return None
+
+    def check_same_device(self, a: Any, b: Any, na: str, nb: str) -> None:
+        if self.traced(a) or self.traced(b):
+            return
+        try:
+            da, db = a.devices(), b.devices()
+        except Exception:
+            return
+        if da != db and len(da) == 1 and len(db) == 1:
+            super().check_same_device(a, b, na, nb)
+
+    def traced(self, x: Any) -> bool:
+        return isinstance(x, self._tracer)
+
+    def backend(self, x: Any) -> str:
+        return jax_backend_name(x)
+
+    def float_dtypes(self, x: Any) -> tuple[Any, Any]:
+        jnp = self.xp
+        return jnp.float32, (jnp.float64 if self.jax.config.read("jax_enable_x64") else jnp.float32)
+
+    def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        try:
+            arr = self.xp.asarray(obj)
+        except Exception as exc:
+            raise TypeError(f"`{name}` could not be converted to a JAX array: {exc}") from exc
+        dev = None if like is None else self.device(like)
+        return arr if dev is None else self.jax.device_put(arr, dev)
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return np.asarray(x)
+
+    def stack(self, arrays: list[Any]) -> Any:
+        # On the CPU, NumPy reads every array in place (zero-copy) and stacks them in
+        # one C loop; jnp.stack dispatches per element (about 3x slower for many small
+        # arrays: docs/performance.md). On an accelerator (or under a trace) the
+        # stacking stays on the device.
+        if self._all_cpu and not any(isinstance(x, self._tracer) for x in arrays):
+            if self.fast_device_check and len({self.device(x) for x in arrays}) > 1:
+                raise ValueError("the arrays are on different devices")  # solve_many groups them
+            return self.asarray(np.array(arrays), arrays[0], "a")
+        return self.xp.stack(arrays, axis=0)
+
+    def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+        traced = isinstance(a, self._tracer) or isinstance(b, self._tracer)
+        if traced or errors == "nan":
+            # One compiled call: the solution with NaN for singular members. No wait.
+            return self._solve_nan[vector](a, b)
+        if self._all_cpu and a.size + b.size <= HOST_LOOK_MAX:
+            # errors="raise" on the CPU, a small result: the native call, then a
+            # host-side look at the result (zero-copy; waits for it), cheaper than a
+            # second output. Only a non-finite result costs more.
+            x = self._solve_cpu(a, b)
+            if x is not MISSING:
+                return x
+        # A large result, an accelerator (or a non-finite result): the solution and
+        # the flag "some entry is not finite", reduced inside the compiled call
+        # while the result is written; reading the flag waits, and it alone
+        # crosses to the host.
+        x, nonfinite = self._solve_flagged[vector](a, b)
+        if nonfinite.item():
+            # a zero pivot, NaN/inf input or an overflowing solution: the rule
+            # (a zero pivot with finite input) tells them apart
+            sing = self.singular_members(a, b[..., None] if vector else b)
+            if bool(self.xp.any(sing)):
+                self._raise_singular(sing, tuple(a.shape[:-2]))
+        return x
+
+    def zero_pivots(self, a: Any) -> Any:
+        # LAPACK's criterion from the LU factors: a zero pivot. (jnp.linalg.slogdet
+        # reports sign 0 for tiny but non-zero determinants, e.g. 1e-300 * I.) XLA's
+        # CPU code flushes subnormals to zero (its LU of 1e-310 * I has a zero pivot):
+        # on the CPU the factors come from NumPy's LAPACK on a zero-copy host view.
+        if self._all_cpu and not self.traced(a):
+            return NUMPY.zero_pivots(np.asarray(a))
+        lu = self.jax.lax.linalg.lu(a)[0]
+        return self.xp.any(self.xp.diagonal(lu, axis1=-2, axis2=-1) == 0, axis=-1)
+
+    def sigmoid(self, x: Any) -> Any:
+        return self.jax.nn.sigmoid(x)
+
+
+def _finite_or_missing(solve: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """JAX on the CPU: `solve`, then a zero-copy host look at its result (waits for it).
+
+    The result if all finite, else :data:`MISSING`: a zero pivot and NaN in the
+    input both give non-finite results, and only the checked program tells them apart.
+    """
+
+    def call(a: Any, b: Any) -> Any:
+        x = solve(a, b)
+        try:
+            # JAX's CPU arrays export their memory (the buffer protocol; the export
+            # waits for the result): a few elements are read as Python numbers
+            # without making a NumPy array (a complex one as its real and imaginary
+            # parts: the cast reads the parts' format). Their total is finite only
+            # if every element is; a total that overflows just takes the slow path.
+            # (No `with`: the views are released when the call returns, and the
+            # context manager costs as much as it saves.)
+            m = memoryview(x)
+            if m.nbytes <= _HOST_SUM_BYTES:
+                # (the ignore: typeshed's memoryview.cast takes only literal formats)
+                return x if cmath.isfinite(sum(m.cast("B").cast(m.format[-1]).tolist())) else MISSING  # type: ignore[call-overload]
+        except (TypeError, ValueError, BufferError, NotImplementedError):
+            pass  # no export (another layout or device), or a format the cast refuses
+        return x if _host_finite(np.asarray(x)) else MISSING
+
+    return call
+
+
+#: the largest result (bytes) that _finite_or_missing sums as Python numbers
+_HOST_SUM_BYTES = 512
+
+
+def _host_finite(h: np.ndarray) -> bool:
+    """Whether a host array is all finite, as cheaply as the size allows (a quick test).
+
+    Small arrays: the Python sum of their elements (no ufunc machinery, cheaper
+    than one ufunc call at these sizes; ``cmath`` takes real and complex totals);
+    larger ones: one BLAS dot product of non-negative terms. Either way inf or
+    NaN anywhere makes the total non-finite and no floating-point warning is
+    raised. ``False`` can also mean a huge finite result that overflows the
+    total: callers then run their exact check, so that only costs time.
+    """
+    if h.size <= 64:
+        try:  # a vector: no ravel, no dtype or ndim read (the one-system fast path)
+            return cmath.isfinite(sum(h.tolist()))
+        except TypeError:  # nested lists (a matrix), or a 0-d array's scalar
+            return cmath.isfinite(sum(h.ravel().tolist()))
+    return math.isfinite(np.vdot(h, h).real)
+
+
+#: JaxAdapter.solve on the CPU, errors="raise": up to this many elements of `a` and
+#: `b` together, the result is checked by a host look, above by a flag computed
+#: inside the compiled call (docs/performance.md: where each is cheaper)
+HOST_LOOK_MAX = 32768
+
+
+def _jax_solve_flagged(jax: Any, jnp: Any, a: Any, b: Any, vector: bool) -> tuple[Any, Any]:
+    """Traced body: the solution and whether any of its entries is not finite.
+
+    The barrier makes XLA reduce the written solution rather than fuse a second
+    copy of the solve into the reduction.
+    """
+    bm = b[..., None] if vector else b
+    x = jnp.linalg.solve(a, bm)
+    nonfinite = ~jnp.all(jnp.isfinite(jax.lax.optimization_barrier(x)))
+    return (x[..., 0] if vector else x), nonfinite
+
+
+def _jax_solve_nan(jnp: Any, a: Any, b: Any, vector: bool) -> Any:
+    """Traced body: the solution, NaN for members whose finite input gives inf/NaN."""
+    bm = b[..., None] if vector else b
+    x = jnp.linalg.solve(a, bm)
+    fin_x = jnp.all(jnp.isfinite(x), axis=(-2, -1))
+    fin_in = jnp.all(jnp.isfinite(a), axis=(-2, -1)) & jnp.all(jnp.isfinite(bm), axis=(-2, -1))
+    x = jnp.where((~fin_x & fin_in)[..., None, None], jnp.nan, x)  # a zero pivot
+    return x[..., 0] if vector else x
+
+
+class JaxBackend(Backend):
+    module = "jax"
+    install = 'pip install "jax[cpu]"  (GPU: pip install "jax[cuda12]")'
+    library = "jax"
+    namespace_names = ("jax.numpy",)
+
+    def __init__(self, platform: str) -> None:
+        self.platform = platform
+        self.name = f"jax-{platform}"
+        self.gpu = platform == "gpu"
+
+    def _probe(self) -> str | None:
+        reason = super()._probe()
+        if reason is None:
+            import jax
+
+            try:
+                devs = jax.devices(self.platform)
+            except RuntimeError as exc:
+                return f"JAX has no {self.platform} device ({str(exc).splitlines()[0]})"
+            if not devs:
+                return f"JAX has no {self.platform} device"
+        return reason
+
+    def _device(self) -> Any:
+        import jax
+
+        return jax.devices(self.platform)[0]
+
+    def device_name(self) -> str:
+        d = self._device()
+        return str(getattr(d, "device_kind", d))
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        import jax
+
+        # 64-bit dtypes with JAX's 64-bit mode off (uint64 included): a TypeError
+        # naming the dtype and the fix, as xl.to gives (JAX would narrow them)
+        _convert.check_dtype_fits(arr, "numpy", self.name)
+        return jax.device_put(np.array(arr, copy=True), self._device())
+
+    def owns(self, x: Any) -> bool:
+        import jax
+
+        if not isinstance(x, jax.Array):
+            return False
+        try:
+            return all(d.platform == self._device().platform for d in x.devices())
+        except Exception:  # a tracer: no concrete device
+            return True
+
+    def synchronize(self, *arrays: Any) -> None:
+        import jax
+
+        if arrays:
+            jax.block_until_ready(arrays)
+        else:  # no handle: wait for every live array (effects barrier)
+            jax.effects_barrier()
+            for a in jax.live_arrays(self.platform):
+                a.block_until_ready()
+
+    def namespace(self) -> Any:
+        self.require()
+        import jax.numpy as jnp
+
+        return jnp
+
+    def array_types(self) -> tuple[type, ...]:
+        import jax
+
+        return (jax.Array, jax.core.Tracer)
+
+    def make_adapter(self) -> Adapter:
+        return JaxAdapter()
+
+    def type_name(self, cls: type) -> Callable[[Any], str]:
+        import jax
+
+        if issubclass(cls, jax.core.Tracer) or _jax_cpu_only():
+            return lambda x: "jax-cpu"
+        return jax_backend_name
+
+    def type_fence(self, cls: type) -> Callable[[Any], Any] | None:
+        import jax
+
+        if issubclass(cls, jax.core.Tracer):  # no concrete device, nothing to wait for
+            return None
+        # the array's own method (C++), called directly: synchronize costs one call more
+        return getattr(cls, "block_until_ready", None) or self.synchronize
+
+
+def jax_backend_name(x: Any) -> str:
+    """``"jax-cpu"`` or ``"jax-gpu"``: where JAX array `x` lies (a tracer: ``"jax-cpu"``)."""
+    try:
+        platforms = {d.platform for d in x.devices()}
+    except Exception:  # traced: no concrete device
+        return "jax-cpu"
+    return "jax-cpu" if platforms == {"cpu"} else "jax-gpu"
+
+
+def _jax_cpu_only() -> bool:
+    """Whether the only JAX backend of this process is the CPU (then every array is jax-cpu)."""
+    try:
+        from jax.extend.backend import backends
+
+        return set(backends()) == {"cpu"}
+    except Exception:  # a JAX without it: ask each array
+        return False
+
+
+BACKENDS = (JaxBackend("cpu"), JaxBackend("gpu"))

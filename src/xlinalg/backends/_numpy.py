@@ -1,0 +1,196 @@
+"""NumPy: the adapter every other library falls back on, and the ``"numpy"`` backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._lib._typing import QRMode
+from ._base import NP_NON_NUMERIC, Adapter, Backend
+
+__all__ = ["NUMPY", "NumPyAdapter", "NumPyBackend"]
+
+
+class NumPyAdapter(Adapter):
+    library = "NumPy"
+    single_device = True
+
+    def __init__(self) -> None:
+        import array_api_compat.numpy as xnp
+
+        super().__init__(xnp)
+        self.fast_device_check = False
+        self.solve_dtypes = frozenset(np.dtype(c) for c in "fdFD")
+        self.sigmoid_dtypes = frozenset(np.dtype(c) for c in "fd")
+        self.fast = {n: getattr(np, n) for n in ("add", "subtract", "multiply", "matmul")}
+        self.fast_excluded = NP_NON_NUMERIC
+        # the gufuncs behind numpy.linalg.solve (compat does the same for NumPy 1.x);
+        # None: a NumPy without them
+        self._solve_gufunc: Callable[..., Any] | None = None
+        self._solve1_gufunc: Callable[..., Any] | None = None
+        try:
+            from numpy.linalg import _umath_linalg
+
+            self._solve_gufunc = _umath_linalg.solve
+            self._solve1_gufunc = _umath_linalg.solve1
+        except Exception:  # pragma: no cover - a NumPy without them
+            pass
+        self._expit: Any = None
+
+    def device(self, x: Any) -> Any:
+        return "cpu"
+
+    def describe(self, x: Any) -> str:
+        return f"a NumPy array of shape {tuple(x.shape)} and dtype {x.dtype}"
+
+    def backend(self, x: Any) -> str:
+        return "numpy"
+
+    def dtype_name(self, dtype: Any) -> str:
+        return np.dtype(dtype).name
+
+    def kind(self, dtype: Any) -> str:
+        k = dtype.kind
+        if k == "f":
+            return "h" if dtype.itemsize == 2 else ("f" if dtype.itemsize in (4, 8) else "x")
+        if k == "c":
+            return "c" if dtype.itemsize in (8, 16) else "x"
+        if k in "iu":
+            return "i"
+        return "b" if k == "b" else "?"
+
+    def float_dtypes(self, x: Any) -> tuple[Any, Any]:
+        return np.dtype(np.float32), np.dtype(np.float64)
+
+    def check_same_device(self, a: Any, b: Any, na: str, nb: str) -> None:
+        return None
+
+    def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        try:
+            out = np.asarray(obj)
+        except Exception as exc:
+            raise TypeError(f"`{name}` could not be converted to a NumPy array: {exc}") from exc
+        if out.dtype == object or out.dtype.kind in "USV":
+            raise TypeError(
+                f"`{name}` must hold numbers, got a {type(obj).__name__} that converts to "
+                f"dtype {out.dtype} (ragged or non-numeric?)"
+            )
+        return out
+
+    def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+        gufunc = self._solve1_gufunc if vector else self._solve_gufunc
+        if gufunc is None:  # pragma: no cover
+            return super().solve(a, b, vector, errors)
+        # The gufunc behind numpy.linalg.solve, in the inputs' precision (see
+        # _NP_SIGNATURES); it signals a zero pivot as "invalid".
+        dt = np.result_type(a.dtype, b.dtype)
+        sig = _NP_SIGNATURES[dt.char]
+        try:
+            with np.errstate(call=_np_raise, invalid="call", over="ignore", divide="ignore", under="ignore"):
+                return gufunc(a, b, signature=sig)
+        except _NumPySingular as exc:
+            bm = b[..., None] if vector else b
+            x = self._solve_after_failure(a, bm, errors, exc)
+            return x[..., 0] if vector else x
+
+    def _is_singular_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, (np.linalg.LinAlgError, _NumPySingular))
+
+    def _solve_masked(self, a: Any, b: Any, mask: Any) -> Any:
+        m3 = mask[..., None, None]
+        a_safe = np.where(m3, np.eye(a.shape[-1], dtype=a.dtype), a)
+        x = np.linalg.solve(a_safe, np.broadcast_to(b, (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), *b.shape[-2:])))
+        x[np.broadcast_to(m3, x.shape)] = np.nan
+        return x
+
+    def zero_pivots(self, a: Any) -> Any:
+        with np.errstate(all="ignore"):
+            sign, _ = np.linalg.slogdet(a)
+        return sign == 0
+
+    def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+        try:
+            out = np.linalg.svd(a, full_matrices=full_matrices)
+        except np.linalg.LinAlgError as exc:
+            raise self._svd_error(a, "svd") from exc
+        if not np.isfinite(out.S).all():
+            raise self._svd_error(a, "svd")
+        return tuple(out)  # type: ignore[return-value]
+
+    def svdvals(self, a: Any) -> Any:
+        try:
+            s = np.linalg.svd(a, compute_uv=False)
+        except np.linalg.LinAlgError as exc:
+            raise self._svd_error(a, "svdvals") from exc
+        if not np.isfinite(s).all():
+            raise self._svd_error(a, "svdvals")
+        return s
+
+    def qr(self, a: Any, mode: QRMode) -> tuple[Any, Any]:
+        q, r = np.linalg.qr(a, mode=mode)
+        return q, r
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        return np.matmul(a, b)
+
+    def sigmoid(self, x: Any) -> Any:
+        if self._expit is None:
+            try:  # SciPy's expit is one stable ufunc; without SciPy, the standard formula
+                from scipy.special import expit
+
+                self._expit = expit
+                self.fast["sigmoid"] = expit  # for sigmoid_dtypes (float32/64) from now on
+            except ImportError:  # pragma: no cover
+                self._expit = False
+        if self._expit is False or x.dtype.kind not in "f" or x.dtype.itemsize < 4:
+            with np.errstate(all="ignore"):  # complex: inf/inf is "invalid", quietly NaN
+                return super().sigmoid(x)
+        return self._expit(x)
+
+
+class _NumPySingular(np.linalg.LinAlgError):
+    pass
+
+
+def _np_raise(err: Any, flag: Any) -> None:
+    raise _NumPySingular("Singular matrix")
+
+
+# The gufunc has single- and double-precision loops only ("dd->f" does not exist):
+# float32 input is solved in float32 LAPACK (sgesv), as PyTorch, JAX and CuPy do.
+_NP_SIGNATURES = {"f": "ff->f", "d": "dd->d", "F": "FF->F", "D": "DD->D"}
+
+
+NUMPY = NumPyAdapter()
+
+
+class NumPyBackend(Backend):
+    name = "numpy"
+    module = "numpy"
+    install = "pip install numpy"
+    library = "numpy"
+    namespace_names = ("array_api_compat.numpy", "numpy")
+
+    def array_types(self) -> tuple[type, ...]:
+        return (np.ndarray, np.generic)  # NumPy returns scalars for 0-d results
+
+    def make_adapter(self) -> Adapter:
+        return NUMPY
+
+    def adapter_for_type(self, cls: type) -> Adapter | None:
+        # scalars are host data to the operations; np.matrix is not an array API array
+        return NUMPY if issubclass(cls, np.ndarray) and not issubclass(cls, np.matrix) else None
+
+    def version(self) -> str:
+        return np.__version__
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        return np.array(arr, copy=True)
+
+    def owns(self, x: Any) -> bool:
+        return isinstance(x, np.ndarray)
+
+
+BACKENDS = (NumPyBackend(),)

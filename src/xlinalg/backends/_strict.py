@@ -1,0 +1,84 @@
+"""array-api-strict: the standard and nothing else, as the ``"array-api-strict"`` backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._base import Adapter, Backend
+
+__all__ = ["StrictAdapter", "StrictBackend", "strict_to_numpy"]
+
+
+class StrictAdapter(Adapter):
+    library = "array-api-strict"
+    backend_id = "array-api-strict"
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return strict_to_numpy(x)
+
+
+class _LegacyDLPack:
+    """`x` seen through the 2022.12 DLPack protocol (no ``max_version`` keyword)."""
+
+    def __init__(self, x: Any) -> None:
+        self.x = x
+
+    def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
+        return self.x.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self) -> Any:
+        return self.x.__dlpack_device__()
+
+
+def strict_to_numpy(x: Any) -> np.ndarray:
+    """A NumPy copy of an array-api-strict array, under any ``api_version`` flag.
+
+    NumPy asks ``__dlpack__`` for ``max_version``, which array-api-strict refuses
+    when its flags select an API version before 2023.12.
+    """
+    try:
+        return np.from_dlpack(x).copy()
+    except ValueError:
+        return np.from_dlpack(_LegacyDLPack(x)).copy()
+
+
+class StrictBackend(Backend):
+    name = "array-api-strict"
+    module = "array_api_strict"
+    install = "pip install array-api-strict"
+    library = "array_api_strict"
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        import array_api_strict as xps
+
+        return xps.asarray(np.array(arr, copy=True))
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return strict_to_numpy(x)
+
+    def owns(self, x: Any) -> bool:
+        return type(x).__module__.startswith("array_api_strict")
+
+    def namespace(self) -> Any:
+        self.require()
+        import array_api_strict
+
+        return array_api_strict
+
+    def array_types(self) -> tuple[type, ...]:
+        import array_api_strict
+
+        return (type(array_api_strict.asarray(0)),)
+
+    def make_adapter(self) -> Adapter:
+        import array_api_strict
+
+        return StrictAdapter(array_api_strict)
+
+    def owns_namespace(self, xp: Any) -> bool:
+        return getattr(xp, "__name__", "").startswith("array_api_strict")
+
+
+BACKENDS = (StrictBackend(),)
