@@ -574,3 +574,21 @@ def test_small_ratios_keep_their_digits_in_intervals():
     torch_cell = _rec("a1_gemm", "torch-cpu", [64, 64, 64], 0.12, seed=1)
     nums, _ = F.compare_text(numpy_cell, torch_cell, None)
     assert "0.0083x [0.0082-0.0084]" in nums, nums  # was "[0.01-0.01]"
+
+
+def test_loop_table_sorted_by_method_dtype_and_size(tmp_path):
+    rs = []
+    # numpy lacks n = 100 and float32 n = 5: those rows first appear with torch-cpu
+    for b, cells in (("numpy", [("float64", 20), ("float64", 5), ("float32", 20)]),
+                     ("torch-cpu", [(dt, n) for dt in ("float64", "float32")
+                                    for n in (100, 20, 5)])):
+        for dt, n in cells:
+            for case, t in (("q4_loop", 1e-2), ("q4_batched", 1e-3)):
+                rs.append(_rec(case, b, [1000, n], t * n, dtype=dt))
+    _write(tmp_path / "r.jsonl", rs)
+    assert _cli("report", str(tmp_path / "r.jsonl"), "--no-plots").returncode == 0
+    md = (tmp_path / "r-report" / "report.md").read_text(encoding="utf-8")
+    q = _section(md, "## The question")
+    rows = [line.split(" | ")[1:3] for line in q.splitlines() if line.startswith("| q4")]
+    assert rows == [[s, dt] for dt in ("float32", "float64")
+                    for s in ("1000x5", "1000x20", "1000x100")], rows

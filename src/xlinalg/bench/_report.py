@@ -127,7 +127,8 @@ def _loop_blocks(records: list[dict[str, Any]]) -> list[Block]:
         rows = [[m, size, dt] + [(f"{F.fmt_ratio(by[b]['speedup'])}\n"
                                   f"{_fmt_time(by[b]['method_s'])} vs {_fmt_time(by[b]['loop_s'])}"
                                   if b in by else "-") for b in backends]
-                for (m, size, dt), by in piv.items()]
+                for (m, size, dt), by in sorted(piv.items(), key=lambda kv: (
+                    kv[0][0], kv[0][2], _label_key(kv[0][1])))]
         out.append(("p", "Each method against the Python loop of the same backend, dtype and "
                          "size: speed-up = loop time / method time (below: method time vs "
                          "loop time)."))
@@ -188,6 +189,11 @@ def _loop_blocks(records: list[dict[str, Any]]) -> list[Block]:
                          "(the Q3 table marks the sizes where it is a tie within noise):"))
         out.append(("ul", items))
     return out
+
+
+def _label_key(label: str) -> list[tuple[float, str]]:
+    """A size label as it sorts for a reader: "1000x5" before "1000x20"."""
+    return [(float(p), "") if p.isdigit() else (float("inf"), p) for p in label.split("x")]
 
 
 def _first(r: dict[str, Any]) -> float | None:
