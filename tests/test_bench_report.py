@@ -592,3 +592,15 @@ def test_loop_table_sorted_by_method_dtype_and_size(tmp_path):
     rows = [line.split(" | ")[1:3] for line in q.splitlines() if line.startswith("| q4")]
     assert rows == [[s, dt] for dt in ("float32", "float64")
                     for s in ("1000x5", "1000x20", "1000x100")], rows
+
+
+def test_a_long_failure_note_is_cut_at_a_word_in_the_pivot(tmp_path):
+    msg = "cell ran past the time limit of 120 s; its worker was stopped and restarted"
+    rs = [_rec("a7_svd", "numpy", 512, 0.05),
+          _rec("a7_svd", "torch-cpu", 512, None, status="failed",
+               error={"kind": "timeout", "type": "CellTimeout", "message": msg})]
+    _write(tmp_path / "r.jsonl", rs)
+    assert _cli("report", str(tmp_path / "r.jsonl"), "--no-plots").returncode == 0
+    md = (tmp_path / "r-report" / "report.md").read_text(encoding="utf-8")
+    row = next(line for line in _section(md, "## A7: ").splitlines() if line.startswith("| 512"))
+    assert "failed (timeout): cell ran past the time limit of 120 \\[...\\]" in row, row

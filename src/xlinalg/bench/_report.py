@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -208,7 +209,9 @@ def _pivot_cell(r: dict[str, Any] | None) -> str:
         st = r.get("status")
         if st == "skipped":
             return "skipped"
-        return _note(r)[:60] or str(st)
+        # whole words and a mark that text was left out (the full note is in the
+        # section's every-cell table)
+        return textwrap.shorten(_note(r), width=60, placeholder=" [...]") or str(st)
     q = F.quartiles(r)
     med = F.median(r)
     rel = f" ±{50 * (q[2] - q[0]) / med:.0f}%" if q and med else ""
