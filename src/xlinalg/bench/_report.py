@@ -428,7 +428,7 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
         blocks += [("img", p) for p in rest]
     blocks.append(("h", 2, "Environment and this machine's peaks", "environment"))
     blocks.append(("ul", _env_lines(header)))
-    blocks.append(("p", _peaks_text(peaks)))
+    blocks += _peaks_blocks(peaks)
     sk = _skip_counts(records)
     if sk:
         blocks.append(("p", f"Skipped cells by reason ({sum(int(x.split(' x ')[0]) for x in sk)}):"))
@@ -436,7 +436,8 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
     return blocks, plot_list
 
 
-def _peaks_text(peaks: dict[str, Any]) -> str:
+def _peaks_blocks(peaks: dict[str, Any]) -> list[Block]:
+    """The peaks "% of peak" divides by: where they come from, then one line each."""
     pk = []
     sources = []
     for cls, pc in peaks.get("by_class", {}).items():
@@ -445,12 +446,12 @@ def _peaks_text(peaks: dict[str, Any]) -> str:
         for _, (v, key) in pc["gbs"].items():
             pk.append(f"{cls} streaming: {v:.3g} GB/s (cell {key})")
         sources.append(f"{cls}: {pc['source']}")
-    return ("Peak of this machine per processor, from " + "; ".join(sources)
-            + " (the best GEMM GFLOP/s per dtype and the best streaming GB/s of any "
-              "backend): " + ("; ".join(pk) if pk else "no throughput measured")
-            + ". \"% of peak\" is each cell's rate over that peak (GPU cells over the "
-              "GPU's), so 100% means as fast as the calibration kernel ran here through "
-              "the fastest library, not a vendor figure.")
+    return [("p", "Peak of this machine per processor: the best GEMM GFLOP/s per dtype and "
+                  "the best streaming GB/s of any backend. \"% of peak\" is each cell's rate "
+                  "over that peak (GPU cells over the GPU's), so 100% means as fast as the "
+                  "calibration kernel ran here through the fastest library, not a vendor "
+                  "figure. Source: " + "; ".join(sources) + "."),
+            ("ul", pk or ["no throughput measured"])]
 
 
 def _md_text(x: Any) -> str:
