@@ -604,3 +604,19 @@ def test_a_long_failure_note_is_cut_at_a_word_in_the_pivot(tmp_path):
     md = (tmp_path / "r-report" / "report.md").read_text(encoding="utf-8")
     row = next(line for line in _section(md, "## A7: ").splitlines() if line.startswith("| 512"))
     assert "failed (timeout): cell ran past the time limit of 120 \\[...\\]" in row, row
+
+
+def test_eager_against_compiled_has_its_own_plot(tmp_path):
+    from xlinalg.bench import _plots
+
+    rs = [_rec(case, b, [1024, 1024], t, seed=i)
+          for i, (case, b, t) in enumerate((("a13_fusion_eager", "numpy", 2e-3),
+                                            ("a13_fusion_eager", "jax-cpu", 3e-3),
+                                            ("a13_fusion_compiled", "jax-cpu", 1e-3),
+                                            ("a13_fusion_eager", "torch-cpu", 4e-3),
+                                            ("a13_fusion_compiled", "torch-cpu", 1e-3)))]
+    plots = _plots.plot_pairs(rs, tmp_path)
+    assert [p["name"] for p in plots] == [
+        "pair_A13_a13_fusion_eager_a13_fusion_compiled_float64"]
+    assert plots[0]["section"] == "A13"
+    assert Path(plots[0]["png"]).exists()

@@ -347,9 +347,51 @@ def plot_precision(records: list[dict[str, Any]], outdir: Path) -> list[dict[str
     return out
 
 
+#: (section, slower case, faster case, what the ratio means): one backend's two cells
+#: of the same size and dtype, the first's time over the second's.
+PAIR_PLOTS = (
+    ("A13", "a13_fusion_eager", "a13_fusion_compiled",
+     "eager time / compiled time (>1: compiling pays)"),
+)
+
+
+def plot_pairs(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, Any]]:
+    """Per pair of :data:`PAIR_PLOTS` and dtype: each backend's first case against its own
+    second case at each size (A13: eager against compiled, which NumPy cannot do, so a
+    speed-up over NumPy has no compiled bars)."""
+    out = []
+    for sec, slow, fast, what in PAIR_PLOTS:
+        cells = {(r["case"], r["backend"], str(r["dtype"]), str(r["size_label"])): r
+                 for r in records if r["case"] in (slow, fast) and F.good(r)}
+        for dtype in sorted({k[2] for k in cells}):
+            pairs = {(b, lab): (cells[(slow, b, d, lab)], cells[(fast, b, d, lab)])
+                     for (c, b, d, lab) in cells
+                     if c == slow and d == dtype and (fast, b, d, lab) in cells}
+            if not pairs:
+                continue
+            keys = sorted({lab for _, lab in pairs},
+                          key=lambda lab: F.size_key(next(p[0] for (_, la), p in pairs.items()
+                                                          if la == lab)))
+            backends = sorted({b for b, _ in pairs})
+            series = {b: [(_ratio(*pairs[(b, k)]) if (b, k) in pairs else None) for k in keys]
+                      for b in backends}
+            fig, ax = _fig(_bar_width_in(len(keys) * len(backends)))
+            _ratio_bars(ax, [_text(k) for k in keys], series)
+            first = next(iter(pairs.values()))[0]
+            names = [str(n) for n in (first.get("params") or {})] or ["size"]
+            ax.set_xlabel(_text(f"size ({' x '.join(names)})"))
+            ax.set_ylabel(what)
+            title = f"{sec}: {_text(slow)} against {_text(fast)} ({_text(dtype)})"
+            ax.set_title(title, fontsize=10)
+            out.append(_save(fig, outdir, _safe(f"pair_{sec}_{slow}_{fast}_{dtype}"), title,
+                             sec))
+    return out
+
+
 def make_plots(records: list[dict[str, Any]], outdir: str | Path) -> list[dict[str, Any]]:
     """All plots of the report into ``outdir``."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     return (plot_sweep(records, outdir) + plot_loop_vs_batched(records, outdir)
-            + plot_speedups(records, outdir) + plot_precision(records, outdir))
+            + plot_speedups(records, outdir) + plot_precision(records, outdir)
+            + plot_pairs(records, outdir))
