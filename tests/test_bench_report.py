@@ -117,7 +117,7 @@ def test_report_markdown_has_sections_tables_and_every_case(report):
     assert "q4_batched" in md
     assert "30.0x" in md
     assert "not measurable on this machine" in md  # the GPU claim, no GPU here
-    assert "strided/contiguous time = 2x" in md
+    assert "strided/contiguous time = 2.00x" in md
     assert "refuted" in md
 
 
@@ -620,3 +620,12 @@ def test_eager_against_compiled_has_its_own_plot(tmp_path):
         "pair_A13_a13_fusion_eager_a13_fusion_compiled_float64"]
     assert plots[0]["section"] == "A13"
     assert Path(plots[0]["png"]).exists()
+
+
+def test_claims_write_large_ratios_without_exponents():
+    rs = [_rec("a2_fc", "numpy", [32, 128, 256], 2.2), _rec("a2_fc", "torch-cpu", [32, 128, 256],
+                                                           1e-3, seed=1)]
+    text = " ".join(str(c["evidence"]) + str(c["verdict"])
+                    for c in F.claims(rs, ENV, F.calibrate_peaks(rs)))
+    assert "e+" not in text
+    assert "time = 2190x [2177-2206]" in text, text  # noise of the 15 samples

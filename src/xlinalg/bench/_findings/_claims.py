@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from ._fields import find_cell, good, has_tag, is_gpu, median, section_of, size_key
-from ._verdicts import cells, fmt_interval, ratio
+from ._verdicts import cells, fmt_interval, fmt_ratio, ratio
 
 __all__ = ["claims"]
 
@@ -16,7 +16,7 @@ Record = dict[str, Any]
 
 
 def _ratio_text(x: float) -> str:
-    return f"{x:.3g}x"
+    return fmt_ratio(x)  # "2230x", never "2.23e+03x"
 
 
 def _noise_note(used: list[dict[str, Any]]) -> str:
