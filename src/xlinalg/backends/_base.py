@@ -210,8 +210,72 @@ class Backend:
         """Whether namespace `xp` (given as ``xp=``) is this library's."""
         return getattr(xp, "__name__", "") in self.namespace_names
 
+    # ---------------------------------------------------------------- benchmark cases
+    #: floating dtypes the library has beyond the standard's float32 and float64
+    extra_float_dtypes: tuple[str, ...] = ()
+    #: whether its arrays are NumPy arrays (code compiled for NumPy, as by numba, takes them)
+    numpy_arrays: bool = False
+    #: why ``x[:, ::2]`` is not a strided view of `x` in this library, so that there is
+    #: no non-contiguous operand to time ("": it is a strided view)
+    no_strided_views: str = ""
+    #: the function compiler :meth:`compile_function` uses ("": none)
+    function_compiler: str = ""
+    #: whether compiling takes seconds per shape and dtype (a benchmark then times
+    #: eager code where compiling is optional)
+    slow_compiler: bool = False
+    #: the 2-D convolution :meth:`conv2d` returns ("": none)
+    conv2d_kernel: str = ""
+
+    def processor_class(self) -> str:
+        """``"gpu"`` or ``"cpu"``: the processor whose calibrated peak its cells are
+        measured against."""
+        return "gpu" if self.gpu else "cpu"
+
+    def native_namespace(self) -> Any:
+        """The library's own namespace (``numpy``, ``torch``, ``jax.numpy``...), which
+        the benchmark's cases call so that they time the library, not a wrapper.
+        Default: the array API namespace."""
+        return self.namespace()
+
+    def missing_dtype(self, name: str) -> str | None:
+        """Why the library has no floating dtype `name`, or None when it has one.
+        Static: imports nothing."""
+        if name in ("float32", "float64") or name in self.extra_float_dtypes:
+            return None
+        return f"{self.name} has no {name} dtype"
+
+    def native_dtype(self, name: str) -> Any:
+        """The dtype called `name` of :meth:`native_namespace`; TypeError if it has none."""
+        missing = self.missing_dtype(name)
+        if missing is not None:
+            raise TypeError(missing)
+        return getattr(self.native_namespace(), name)
+
+    def compile_function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` compiled by :attr:`function_compiler` (the first call compiles)."""
+        raise NotImplementedError(f"backend {self.name!r} has no function compiler")
+
+    def conv2d(self) -> Callable[[Any, Any], Any]:
+        """The library's 2-D convolution ``(x (B, C, H, W), w (O, C, KH, KW)) -> (B, O,
+        H-KH+1, W-KW+1)``: valid cross-correlation, stride 1 (:attr:`conv2d_kernel`)."""
+        raise NotImplementedError(f"backend {self.name!r} has no 2-D convolution")
+
     def __repr__(self) -> str:
         return f"<Backend {self.name}>"
+
+
+def im2col_conv2d(xp: Any) -> Callable[[Any, Any], Any]:
+    """A 2-D convolution for NumPy-like `xp`: a sliding-window view (no copy)
+    contracted with the filters by tensordot, which copies the windows into one matrix
+    (im2col) and calls BLAS."""
+    swv = xp.lib.stride_tricks.sliding_window_view
+
+    def conv(x: Any, w: Any) -> Any:
+        win = swv(x, w.shape[2:], axis=(2, 3))  # (b, c, oh, ow, kh, kw)
+        out = xp.tensordot(win, w, axes=([1, 4, 5], [1, 2, 3]))  # (b, oh, ow, out)
+        return xp.moveaxis(out, 3, 1)
+
+    return conv
 
 
 #: library -> its one adapter (:meth:`Backend.adapter`)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ._base import Adapter, Backend
+from ._base import Adapter, Backend, im2col_conv2d
 
 __all__ = ["CuPyAdapter", "CuPyBackend"]
 
@@ -69,6 +70,18 @@ class CuPyBackend(Backend):
     gpu = True
     library = "cupy"
     namespace_names = ("array_api_compat.cupy", "cupy")
+    extra_float_dtypes = ("float16",)
+    conv2d_kernel = "im2col: sliding_window_view + tensordot"
+
+    def native_namespace(self) -> Any:
+        import cupy
+
+        return cupy
+
+    def conv2d(self) -> Callable[[Any, Any], Any]:
+        import cupy
+
+        return im2col_conv2d(cupy)
 
     def _probe(self) -> str | None:
         reason = super()._probe()

@@ -282,6 +282,19 @@ class DaskBackend(Backend):
     lazy = True
     library = "dask"
     namespace_names = ("array_api_compat.dask.array", "dask.array")
+    extra_float_dtypes = ("float16",)
+
+    def native_namespace(self) -> Any:
+        import dask.array as da
+
+        return da
+
+    def native_dtype(self, name: str) -> Any:
+        """Dask arrays hold NumPy dtypes."""
+        missing = self.missing_dtype(name)
+        if missing is not None:
+            raise TypeError(missing)
+        return getattr(np, name)
 
     def _probe(self) -> str | None:
         reason = super()._probe()

@@ -237,6 +237,25 @@ class JaxBackend(Backend):
     install = 'pip install "jax[cpu]"  (GPU: pip install "jax[cuda12]")'
     library = "jax"
     namespace_names = ("jax.numpy",)
+    extra_float_dtypes = ("float16", "bfloat16")
+    no_strided_views = ("JAX has no layout a user can choose: x[:, ::2] is a slice that XLA "
+                        "materialises as a new row-major array, so the 'strided' operand is "
+                        "already a contiguous copy; only the contiguous cell is run")
+    function_compiler = "jax.jit"
+    conv2d_kernel = "jax.lax.conv_general_dilated"
+
+    def compile_function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        import jax
+
+        return jax.jit(fn)
+
+    def conv2d(self) -> Callable[[Any, Any], Any]:
+        import jax
+
+        def conv(x: Any, w: Any) -> Any:
+            return jax.lax.conv_general_dilated(x, w, window_strides=(1, 1), padding="VALID")
+
+        return conv
 
     def __init__(self, platform: str) -> None:
         self.platform = platform

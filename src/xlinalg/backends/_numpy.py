@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._lib._typing import QRMode
-from ._base import NP_NON_NUMERIC, Adapter, Backend
+from ._base import NP_NON_NUMERIC, Adapter, Backend, im2col_conv2d
 
 __all__ = ["NUMPY", "NumPyAdapter", "NumPyBackend"]
 
@@ -172,6 +172,15 @@ class NumPyBackend(Backend):
     install = "pip install numpy"
     library = "numpy"
     namespace_names = ("array_api_compat.numpy", "numpy")
+    extra_float_dtypes = ("float16",)
+    numpy_arrays = True
+    conv2d_kernel = "im2col: sliding_window_view + tensordot"
+
+    def native_namespace(self) -> Any:
+        return np
+
+    def conv2d(self) -> Callable[[Any, Any], Any]:
+        return im2col_conv2d(np)
 
     def array_types(self) -> tuple[type, ...]:
         return (np.ndarray, np.generic)  # NumPy returns scalars for 0-d results

@@ -135,6 +135,28 @@ class TorchBackend(Backend):
     install = "pip install torch  (CPU build: pip install torch==2.13.0)"
     library = "torch"
     namespace_names = ("array_api_compat.torch", "torch")
+    extra_float_dtypes = ("float16", "bfloat16")
+    function_compiler = "torch.compile (Inductor)"
+    # Inductor builds C++ (CPU) or Triton (CUDA) kernels: seconds per shape and dtype
+    slow_compiler = True
+    conv2d_kernel = "torch.nn.functional.conv2d"
+
+    def native_namespace(self) -> Any:
+        import torch
+
+        return torch
+
+    def compile_function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        import torch
+
+        # dynamic=False: one static kernel per shape (Dynamo keys its cache on the code
+        # object, so a second size would otherwise get a dynamic-shape kernel)
+        return torch.compile(fn, dynamic=False)
+
+    def conv2d(self) -> Callable[[Any, Any], Any]:
+        import torch.nn.functional as tf
+
+        return tf.conv2d
 
     def __init__(self, device_type: str) -> None:
         self.device_type = device_type

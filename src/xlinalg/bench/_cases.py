@@ -56,6 +56,7 @@ __all__ = [
     "Case",
     "Ctx",
     "RetiredCase",
+    "backend_object",
     "case_names",
     "format_size",
     "get_case",
@@ -125,6 +126,12 @@ class Ctx:
     dtype: str
     native_dtype: Any
     size: Any
+
+    @property
+    def backend_object(self) -> Any:
+        """The registered :class:`~xlinalg.backends.Backend` called :attr:`backend`:
+        what a case asks (its compiler, its convolution...) instead of testing names."""
+        return backend_object(self.backend)
 
 
 @dataclass
@@ -309,6 +316,10 @@ class Case:
             return self.skip[backend]
         if dtype not in self.dtypes:
             return f"case {self.name!r} supports dtypes {', '.join(self.dtypes)}, not {dtype}"
+        be = backend_object(backend)
+        missing = be.missing_dtype(dtype) if be is not None else None
+        if missing is not None:
+            return missing
         if self.skip_if is not None:
             return self.skip_if(backend, dtype, size)
         return None
@@ -330,6 +341,17 @@ class Case:
         if len(names) != len(comps):
             names = tuple(f"d{i}" for i in range(len(comps)))
         return dict(zip(names, comps))
+
+
+def backend_object(name: str) -> Any:
+    """The registered backend called `name` (its hooks answer the cases' questions),
+    or None for a name the registry does not know (the cell then fails on it)."""
+    from ..backends import get_backend
+
+    try:
+        return get_backend(name)
+    except ValueError:
+        return None
 
 
 def valid_section(section: object) -> bool:
@@ -440,37 +462,15 @@ def load_case_file(path: str | os.PathLike[str]) -> list[str]:
 
 # ---------------------------------------------------------------------- namespaces
 def native_namespace(backend: str) -> Any:
-    """The backend's own array namespace (imports the library)."""
-    if backend == "numpy":
-        return np
-    if backend.startswith("torch"):
-        import torch
+    """The backend's own array namespace (imports the library): its
+    :meth:`~xlinalg.backends.Backend.native_namespace`."""
+    from ..backends import get_backend
 
-        return torch
-    if backend == "cupy":
-        import cupy
-
-        return cupy
-    if backend.startswith("jax"):
-        import jax.numpy as jnp
-
-        return jnp
-    if backend == "dask":
-        import dask.array as da
-
-        return da
-    if backend == "array-api-strict":
-        import array_api_strict
-
-        return array_api_strict
-    raise ValueError(f"no native namespace for backend {backend!r}")
+    return get_backend(backend).native_namespace()
 
 
 def native_dtype(backend: str, dtype: str) -> Any:
-    """The dtype object called `dtype` in `backend`'s namespace."""
-    xp = native_namespace(backend)
-    if backend == "dask":
-        xp = np
-    if dtype == "bfloat16" and xp is np:
-        raise TypeError(f"{backend} has no bfloat16")
-    return getattr(xp, dtype)
+    """The dtype object called `dtype` in `backend`'s namespace (TypeError if none)."""
+    from ..backends import get_backend
+
+    return get_backend(backend).native_dtype(dtype)

@@ -6,18 +6,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["A1", "A1_SIZES", "F16_DTYPES", "NO_BF16", "bf16_skip", "gemm_bytes", "gemm_flops",
+__all__ = ["A1", "A1_SIZES", "F16_DTYPES", "gemm_bytes", "gemm_flops",
            "gemm_rtol", "gemm_setup", "mkn", "own", "prepared", "shape2", "sigmoid_ref",
            "solve_setup", "diagonal_shift"]
-
-NO_BF16 = ("numpy", "dask", "array-api-strict", "cupy")
-
-
-def bf16_skip(backend: str, dtype: str, size: Any) -> str | None:
-    if dtype == "bfloat16" and backend in NO_BF16:
-        return f"{backend} has no bfloat16 dtype"
-    return None
-
 
 F16_DTYPES = ("float64", "float32", "float16", "bfloat16")
 

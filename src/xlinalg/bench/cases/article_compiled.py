@@ -6,11 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from .._cases import Case, register_case
+from .._cases import Case, backend_object, register_case
 from ._common import (
     A1_SIZES,
     F16_DTYPES,
-    bf16_skip,
     gemm_bytes,
     gemm_flops,
     gemm_rtol,
@@ -37,7 +36,7 @@ _A13_COMMON: dict[str, Any] = dict(
     setup=lambda rng, s: (rng.standard_normal(s),), reference=_chain_ref,
     flops=lambda s: 8.0 * s[0] * s[1],
     bytes=lambda s, itemsize: 2.0 * itemsize * s[0] * s[1],
-    dtypes=F16_DTYPES, skip_if=bf16_skip,
+    dtypes=F16_DTYPES,
 )
 
 register_case(
@@ -50,17 +49,17 @@ register_case(
 )
 
 def _build_fused(ctx: Any) -> Any:
-    if ctx.backend.startswith("jax"):
-        import jax
+    # the library's compiler (jax.jit, torch.compile); its first call compiles,
+    # recorded apart as first_call_s
+    xp = ctx.xp
+    return ctx.backend_object.compile_function(lambda x: _chain(xp, x))
 
-        xp = ctx.xp
-        return jax.jit(lambda x: _chain(xp, x))
-    import torch
 
-    # dynamic=False: one static kernel per shape (Dynamo keys its cache on the code
-    # object, so a second size would otherwise get a dynamic-shape kernel). Inductor
-    # builds C++ on CPU: seconds per shape, recorded apart as first_call_s.
-    return torch.compile(lambda x: _chain(torch, x), dynamic=False)
+def _no_compiler(backend: str, dtype: str, size: Any) -> str | None:
+    be = backend_object(backend)
+    if be is not None and not be.function_compiler:
+        return f"{backend} has no function compiler (as jax.jit or torch.compile)"
+    return None
 
 
 register_case(
@@ -69,9 +68,7 @@ register_case(
         doc="A13: the same chain compiled (jax.jit; torch.compile, Inductor, on CPU and CUDA); "
             "the first call (compilation) recorded apart",
         build=_build_fused,
-        skip={"numpy": "NumPy has no compiler", "dask": "Dask has no kernel compiler",
-              "array-api-strict": "array-api-strict has no compiler",
-              "cupy": "no compiled-chain variant declared for CuPy"},
+        skip_if=_no_compiler,
         **_A13_COMMON,
     )
 )
@@ -87,7 +84,7 @@ register_case(
         setup=gemm_setup,
         op=lambda ctx, a, b: ctx.xp.einsum("ij,jk->ik", a, b),
         reference=np.matmul,
-        flops=gemm_flops, bytes=gemm_bytes, dtypes=F16_DTYPES, skip_if=bf16_skip,
+        flops=gemm_flops, bytes=gemm_bytes, dtypes=F16_DTYPES,
         rtol=gemm_rtol,
         skip={"array-api-strict": "the array API standard has no einsum"},
     )
@@ -121,32 +118,15 @@ def _conv_ref(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return out
 
 
-def _im2col_conv(xp: Any) -> Any:
-    """NumPy/CuPy: sliding-window view (no copy) contracted with the filters by
-    tensordot, which copies the windows into one matrix (im2col) and calls BLAS."""
-    swv = xp.lib.stride_tricks.sliding_window_view
-
-    def conv(x: Any, w: Any) -> Any:
-        win = swv(x, w.shape[2:], axis=(2, 3))  # (b, c, oh, ow, kh, kw)
-        out = xp.tensordot(win, w, axes=([1, 4, 5], [1, 2, 3]))  # (b, oh, ow, out)
-        return xp.moveaxis(out, 3, 1)
-
-    return conv
-
-
 def _build_conv(ctx: Any) -> Any:
-    if ctx.backend.startswith("torch"):
-        import torch.nn.functional as tf
+    return ctx.backend_object.conv2d()
 
-        return tf.conv2d
-    if ctx.backend.startswith("jax"):
-        import jax
 
-        def conv(x: Any, w: Any) -> Any:
-            return jax.lax.conv_general_dilated(x, w, window_strides=(1, 1), padding="VALID")
-
-        return conv
-    return _im2col_conv(ctx.xp)
+def _no_conv(backend: str, dtype: str, size: Any) -> str | None:
+    be = backend_object(backend)
+    if be is not None and not be.conv2d_kernel:
+        return f"{backend} has no 2-D convolution"
+    return None
 
 
 def _conv_flops(s: Any) -> float:
@@ -177,6 +157,7 @@ register_case(
         flops=_conv_flops,
         bytes=_conv_bytes,
         dtypes=("float64", "float32"),
+        skip_if=_no_conv,
         skip={"dask": "Dask has no convolution (dask.array.map_overlap around NumPy's would "
                       "time NumPy per chunk plus the scheduler)",
               "array-api-strict": "the array API standard has no convolution and no "

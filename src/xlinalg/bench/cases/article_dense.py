@@ -10,7 +10,6 @@ from .._cases import Case, register_case
 from ._common import (
     A1_SIZES,
     F16_DTYPES,
-    bf16_skip,
     gemm_bytes,
     gemm_flops,
     gemm_rtol,
@@ -25,7 +24,7 @@ def _gemm_case(name: str, section: str, doc: str, sizes: Any, **kw: Any) -> Case
         name=name, doc=doc, sizes=sizes, size_names=("m", "k", "n"), normalize_size=mkn,
         section=section, units="GFLOP/s", tags=("gemm",),
         setup=gemm_setup, op=lambda ctx, a, b: ctx.xp.matmul(a, b), reference=np.matmul,
-        flops=gemm_flops, bytes=gemm_bytes, dtypes=F16_DTYPES, skip_if=bf16_skip,
+        flops=gemm_flops, bytes=gemm_bytes, dtypes=F16_DTYPES,
         rtol=gemm_rtol,
     )
     args.update(kw)
@@ -80,7 +79,6 @@ register_case(
         flops=lambda s: 4.0 * s[0] * s[1] * s[1] * s[2] + 5.0 * s[0] * s[1] * s[1],
         bytes=lambda s, itemsize: itemsize * 4 * s[0] * s[1] * s[2],
         dtypes=F16_DTYPES,
-        skip_if=bf16_skip,
         rtol=lambda dtype, s: {"float64": 1e-10, "float32": 1e-4,
                                "float16": 2e-2, "bfloat16": 1e-1}[dtype],
     )

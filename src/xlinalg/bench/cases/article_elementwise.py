@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._cases import Case, register_case
-from ._common import F16_DTYPES, bf16_skip, shape2, sigmoid_ref
+from ._common import F16_DTYPES, shape2, sigmoid_ref
 
 __all__: list[str] = []
 
@@ -25,7 +25,7 @@ def _ew2_case(name: str, doc: str, op: Any, ref: Any) -> None:
             op=op, reference=ref,
             flops=lambda s: 1.0 * s[0] * s[1],
             bytes=lambda s, itemsize: 3.0 * itemsize * s[0] * s[1],
-            dtypes=F16_DTYPES, skip_if=bf16_skip,
+            dtypes=F16_DTYPES,
         )
     )
 
@@ -45,7 +45,6 @@ register_case(
         flops=lambda s: 4.0 * s[0] * s[1],
         bytes=lambda s, itemsize: 2.0 * itemsize * s[0] * s[1],
         dtypes=F16_DTYPES,
-        skip_if=bf16_skip,
     )
 )
 
@@ -71,7 +70,6 @@ register_case(
         bytes=lambda s, itemsize: itemsize * (s[0] + (s[0] * s[1] if s[2] else s[1])
                                               + s[0] * s[1]),
         dtypes=F16_DTYPES,
-        skip_if=bf16_skip,
     )
 )
 
@@ -88,6 +86,5 @@ register_case(
         flops=lambda n: 1.0 * n * n,
         bytes=lambda n, itemsize: itemsize * (2.0 * n + n * n),
         dtypes=F16_DTYPES,
-        skip_if=bf16_skip,
     )
 )

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._cases import Case, register_case
-from ._common import F16_DTYPES, bf16_skip, gemm_rtol
+from ._common import F16_DTYPES, gemm_rtol
 
 __all__: list[str] = []
 
@@ -65,7 +65,6 @@ register_case(
         flops=lambda s: 2.0 * s[0] * s[1] ** 3,
         bytes=lambda s, itemsize: 3.0 * itemsize * s[0] * s[1] ** 2,
         dtypes=F16_DTYPES,
-        skip_if=bf16_skip,
         rtol=lambda dtype, s: gemm_rtol(dtype, (s[1], s[1], s[1])),
     )
 )

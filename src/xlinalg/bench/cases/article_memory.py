@@ -7,12 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from .._cases import Case, native_dtype, register_case
+from ...backends import BACKEND_NAMES, get_backend
+from .._cases import Case, backend_object, native_dtype, register_case
 from ._common import (
     A1_SIZES,
     F16_DTYPES,
-    NO_BF16,
-    bf16_skip,
     gemm_bytes,
     gemm_flops,
     gemm_rtol,
@@ -32,15 +31,16 @@ def _contiguous(xp: Any, x: Any) -> Any:
     return xp.asarray(x, copy=True)
 
 
-_JAX_LAYOUT = ("JAX has no layout a user can choose: x[:, ::2] is a slice that XLA "
-               "materialises as a new row-major array, so the 'strided' operand is already a "
-               "contiguous copy; only the contiguous cell is run")
+#: backend -> why it has no strided view to time (its hook), shown next to its cells
+_NO_VIEWS = {b: get_backend(b).no_strided_views for b in BACKEND_NAMES
+             if get_backend(b).no_strided_views}
 
 
 def _layout_skip(backend: str, dtype: str, size: Any) -> str | None:
-    if backend.startswith("jax") and not size[1]:
-        return _JAX_LAYOUT
-    return bf16_skip(backend, dtype, size)
+    be = backend_object(backend)
+    if be is not None and be.no_strided_views and not size[1]:
+        return str(be.no_strided_views)
+    return None
 
 
 def _build_layout(ctx: Any) -> Any:
@@ -72,7 +72,7 @@ register_case(
         skip={"dask": "Dask arrays are chunked graphs: a strided view has no layout to time"},
         notes={"array-api-strict": "array-api-strict wraps a NumPy array: x[:, ::2] is a real "
                                    "strided NumPy view, so the layout difference is NumPy's",
-               "jax-cpu": _JAX_LAYOUT, "jax-gpu": _JAX_LAYOUT},
+               **_NO_VIEWS},
     )
 )
 
@@ -143,7 +143,7 @@ def _transfer_case(name: str, doc: str, build: Any, *, pipeline: bool = False,
             bytes=(gemm_bytes if pipeline
                    else (lambda s, itemsize: 0.0) if zero_copy
                    else (lambda s, itemsize: 2.0 * itemsize * (s[0] * s[1] + s[1] * s[2]))),
-            dtypes=F16_DTYPES, skip_if=bf16_skip, rtol=gemm_rtol if pipeline else None,
+            dtypes=F16_DTYPES, rtol=gemm_rtol if pipeline else None,
             skip=dict(_NO_TRANSFER, **(skip or {})),
         )
     )
@@ -186,11 +186,8 @@ def _precision_rtol(target: str) -> Callable[[str, Any], float]:
 
 def _precision_skip(target: str) -> Any:
     def rule(backend: str, dtype: str, size: Any) -> str | None:
-        if backend == "array-api-strict" and target != "float32":
-            return f"the array API standard has no {target}"
-        if target == "bfloat16" and backend in NO_BF16:
-            return f"{backend} has no bfloat16 dtype"
-        return None
+        be = backend_object(backend)
+        return be.missing_dtype(target) if be is not None else None
 
     return rule
 

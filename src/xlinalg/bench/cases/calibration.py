@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from .._cases import Case, register_case
-from ._common import bf16_skip
 
 __all__ = ["CALIBRATION_CASES"]
 
@@ -29,7 +28,6 @@ register_case(
         flops=lambda n: 2.0 * n**3,
         bytes=lambda n, itemsize: 3.0 * itemsize * n * n,
         dtypes=("float64", "float32", "float16", "bfloat16"),
-        skip_if=bf16_skip,
         rtol=lambda dtype, n: {"float64": 1e-10, "float32": 1e-4, "float16": 2e-2,
                                "bfloat16": 1e-1}[dtype],
     )
@@ -48,6 +46,5 @@ register_case(
         flops=lambda n: 1.0 * n,
         bytes=lambda n, itemsize: 3.0 * itemsize * n,
         dtypes=("float64", "float32", "float16", "bfloat16"),
-        skip_if=bf16_skip,
     )
 )

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cases import Case, register_case
+from .._cases import Case, backend_object, register_case
 from ._common import diagonal_shift, own, prepared, solve_setup
 
 __all__: list[str] = []
@@ -91,8 +91,9 @@ def _numba_skip(backend: str, dtype: str, size: Any) -> str | None:
 
     if importlib.util.find_spec("numba") is None:
         return "numba not installed"
-    if backend != "numpy":
-        return "numba compiles NumPy code: numpy backend only"
+    be = backend_object(backend)
+    if be is None or not be.numpy_arrays:
+        return "numba compiles NumPy code: backends whose arrays are NumPy arrays only"
     if dtype not in ("float64", "float32"):
         return f"numba's np.linalg.solve supports float32/float64, not {dtype}"
     return None
@@ -235,7 +236,7 @@ def _build_unrolled(ctx: Any) -> Any:
     # torch: eager (compile=False); torch.compile of the unrolled code costs tens of
     # seconds per (n, dtype) on CPU, too slow for this suite. JAX: jax.jit (compiled
     # on the first call, recorded apart). Others: eager.
-    compile_ = False if ctx.backend.startswith("torch") else None
+    compile_ = False if ctx.backend_object.slow_compiler else None
 
     def fn(a: Any, b: Any) -> Any:
         return _unrolled.solve_unrolled(a, b, errors="nan", compile=compile_)
