@@ -540,6 +540,7 @@ def test_ratio_axis_is_log_only_over_a_wide_span():
 
     plt = _plots._plt()
     for vals, scale in (([(0.9, 1.0, 1.1, ""), (1.1, 1.2, 1.3, "noisy")], "linear"),
+                        ([(0.25, 0.29, 0.31, ""), (0.3, 0.4, 0.45, "")], "linear"),
                         ([(0.01, 0.02, 0.03, ""), (4.0, 5.0, 6.0, "")], "log")):
         fig, ax = plt.subplots()
         _plots._ratio_bars(ax, ["512"], {"numpy": vals[:1], "torch-cpu": vals[1:]})

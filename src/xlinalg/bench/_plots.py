@@ -204,8 +204,9 @@ def _thin(keys: list[Any]) -> tuple[list[Any], bool]:
     return [keys[i] for i in idx], True
 
 
-#: Ratio bars use a log axis when their values span at least this factor (1 included).
-_LOG_SPAN = 3.0
+#: Ratio bars use a log axis when their values span at least this factor (1 included);
+#: below it a log axis labels too few ticks (often only 1 and 0.5) to read a bar against.
+_LOG_SPAN = 10.0
 
 
 def _bar_width_in(n_bars: int) -> float:
@@ -257,7 +258,7 @@ def _ratio_bars(ax: Any, groups: list[str], series: dict[str, list[tuple[float, 
     if ends and max(ends + [1.0]) / min(ends + [1.0]) >= _LOG_SPAN:
         ax.set_yscale("log")
         _plain_axis(ax.yaxis)
-    # else linear: a log axis over less than a factor of 3 shows one labelled tick ("1")
+    # else linear: a log axis over less than a decade labels one or two ticks
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups, fontsize=8, rotation=30 if len(groups) > 6 else 0)
     ax.grid(True, axis="y", which="both", alpha=0.3)
