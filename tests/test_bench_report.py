@@ -630,3 +630,11 @@ def test_claims_write_large_ratios_without_exponents():
                     for c in F.claims(rs, ENV, F.calibrate_peaks(rs)))
     assert "e+" not in text
     assert "time = 2190x [2177-2206]" in text, text  # noise of the 15 samples
+
+
+def test_processor_class_is_the_backends_answer():
+    # the registry's backend object says where it computes; the name's spelling does not
+    assert F.device_class({"backend": "torch-cuda"}) == "gpu"
+    assert F.device_class({"backend": "cupy"}) == "gpu"
+    assert F.device_class({"backend": "jax-cpu"}) == "cpu"
+    assert F.device_class({"backend": "my-gpu-lib"}) == "cpu"  # unknown here: a CPU

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._fields import find_cell, good, is_gpu, median
+from ._fields import ARTICLE_NUMPY, ARTICLE_TORCH_CPU, find_cell, good, is_gpu, median
 from ._verdicts import MIN_MARGIN, fmt_interval, fmt_ratio, ratio, shaky
 
 __all__ = ["ARTICLE_SETUP", "ARTICLE_TABLES", "article_rows", "compare_text", "cross_dtype_drift",
@@ -115,18 +115,18 @@ def article_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                else f"NumPy and torch-cpu 'out of memory' / GPU {a_gpu} ms")
         a_ratio = a_np / a_tc if a_np and a_tc else None
         row: dict[str, Any] = {"section": sec, "item": item, "article": art}
-        np64 = find_cell(records, case, "numpy", "float64", label)
-        t32 = find_cell(records, "a12_precision_float32", "torch-cpu", "float64", label)
+        np64 = find_cell(records, case, ARTICLE_NUMPY, "float64", label)
+        t32 = find_cell(records, "a12_precision_float32", ARTICLE_TORCH_CPU, "float64", label)
         if sec == "A1" and np64 is not None and t32 is not None and good(t32):
             # within one run: the float64 run's A12 cell casts torch's operands to float32
             nums, v = compare_text(np64, t32, a_ratio)
             row["own"] = (nums + "\n(one run: torch from a12_precision_float32)", v)
         else:
-            row["own"] = compare_text(np64, find_cell(records, case, "torch-cpu", "float32", label),
+            row["own"] = compare_text(np64, find_cell(records, case, ARTICLE_TORCH_CPU, "float32", label),
                                       a_ratio)
         for dt in ("float64", "float32"):
-            row[dt] = compare_text(find_cell(records, case, "numpy", dt, label),
-                                   find_cell(records, case, "torch-cpu", dt, label), a_ratio)
+            row[dt] = compare_text(find_cell(records, case, ARTICLE_NUMPY, dt, label),
+                                   find_cell(records, case, ARTICLE_TORCH_CPU, dt, label), a_ratio)
         if gpu_b:
             g = [find_cell(records, case, b, dt, label) for b in gpu_b for dt in ("float32",
                                                                                  "float64")]

@@ -7,7 +7,17 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from ._fields import find_cell, good, has_tag, is_gpu, median, section_of, size_key
+from ._fields import (
+    ARTICLE_NUMPY,
+    ARTICLE_TORCH_CPU,
+    find_cell,
+    good,
+    has_tag,
+    is_gpu,
+    median,
+    section_of,
+    size_key,
+)
 from ._verdicts import cells, fmt_interval, fmt_ratio, ratio
 
 __all__ = ["claims"]
@@ -42,13 +52,13 @@ def _claim_small(records: list[Record]) -> Record:
         pairs = []
         for case in sorted({r["case"] for r in plain}):
             both = [(a, b) for a in plain for b in plain
-                    if a["case"] == b["case"] == case and a["backend"] == "numpy"
-                    and b["backend"] == "torch-cpu" and a["dtype"] == dt_np
+                    if a["case"] == b["case"] == case and a["backend"] == ARTICLE_NUMPY
+                    and b["backend"] == ARTICLE_TORCH_CPU and a["dtype"] == dt_np
                     and b["dtype"] == dt_t and a["size_label"] == b["size_label"]]
             if dt_np != dt_t and case == "a1_gemm":  # within one run: A12's float32 cast
-                one = [(a, b) for a in plain if a["case"] == case and a["backend"] == "numpy"
+                one = [(a, b) for a in plain if a["case"] == case and a["backend"] == ARTICLE_NUMPY
                        and a["dtype"] == dt_np
-                       for b in [find_cell(records, "a12_precision_float32", "torch-cpu", dt_np,
+                       for b in [find_cell(records, "a12_precision_float32", ARTICLE_TORCH_CPU, dt_np,
                                        str(a["size_label"]))] if b is not None and good(b)]
                 both = one or both
             if both:  # the smallest size of each GEMM case
@@ -92,7 +102,7 @@ def _claim_gpu(records: list[Record], env: dict[str, Any]) -> Record:
     gp = []
     for k, by in gemm.items():
         gpus = [b for b in by if is_gpu(b) and good(by[b])]
-        if "numpy" in by and good(by["numpy"]) and gpus:
+        if ARTICLE_NUMPY in by and good(by[ARTICLE_NUMPY]) and gpus:
             gp.append(k)
     if not gp:
         ngpu = len(env.get("gpus") or [])
@@ -107,7 +117,7 @@ def _claim_gpu(records: list[Record], env: dict[str, Any]) -> Record:
             k = by_size(ks)[-1]
             for b in by_cell[k]:
                 if is_gpu(b) and good(by_cell[k][b]):
-                    rs.append((k, b, median(by_cell[k]["numpy"]) / median(by_cell[k][b])))  # type: ignore[operator]
+                    rs.append((k, b, median(by_cell[k][ARTICLE_NUMPY]) / median(by_cell[k][b])))  # type: ignore[operator]
         best = max(r for *_, r in rs)
         v = ("confirmed" if 20 <= best <= 50 else
              "refuted (faster by less than 20x)" if best < 20 else
@@ -123,7 +133,7 @@ def _claim_oom(records: list[Record], env: dict[str, Any]) -> Record:
     mem = env.get("memory_bytes")
     arith = ("operands in float32: A 2048x4096 = 32 MiB, B 4096x8192 = 128 MiB, "
              "C 2048x8192 = 64 MiB (224 MiB in all; float64 doubles that)")
-    hits = [r for r in records if r.get("backend") == "numpy" and has_tag(r, "gemm")
+    hits = [r for r in records if r.get("backend") == ARTICLE_NUMPY and has_tag(r, "gemm")
             and str(r.get("size_label")) == "2048x4096x8192"]
     memtxt = f"; this machine has {mem / 2**30:.1f} GiB" if isinstance(mem, (int, float)) else ""
     if not hits:

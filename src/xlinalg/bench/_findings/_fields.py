@@ -28,12 +28,15 @@ from .._cases import (
     UNITS,
     Case,
     RetiredCase,
+    backend_object,
     get_case,
     retired_case,
     valid_section,
 )
 
 __all__ = [
+    "ARTICLE_NUMPY",
+    "ARTICLE_TORCH_CPU",
     "SECTION_TITLES",
     "CaseFields",
     "case_notes",
@@ -48,6 +51,7 @@ __all__ = [
     "median",
     "median_or_inf",
     "peak_of",
+    "processor_class",
     "section_of",
     "section_order",
     "sections",
@@ -85,7 +89,9 @@ SECTION_TITLES: dict[str, str] = {
 }
 
 _GOOD = ("ok", "unchecked")
-_GPU_HINTS = ("cuda", "cupy", "gpu", "mps", "rocm")
+#: the backends whose NumPy and PyTorch-CPU columns the article's tables and claims
+#: compare (its libraries, not a rule about backends)
+ARTICLE_NUMPY, ARTICLE_TORCH_CPU = "numpy", "torch-cpu"
 
 
 class CaseFields(NamedTuple):
@@ -239,14 +245,22 @@ def median_or_inf(r: dict[str, Any]) -> float:
     return math.inf if m is None else m
 
 
+@functools.lru_cache(maxsize=256)
+def processor_class(backend: str) -> str:
+    """``"gpu"`` or ``"cpu"``: the processor class the registered backend `backend`
+    says it computes on (:meth:`~xlinalg.backends.Backend.processor_class`); a name the
+    registry does not know (a results file from elsewhere) counts as a CPU."""
+    be = backend_object(backend)
+    return str(be.processor_class()) if be is not None else "cpu"
+
+
 def is_gpu(backend: str) -> bool:
-    b = backend.lower()
-    return any(h in b for h in _GPU_HINTS)
+    return processor_class(str(backend)) == "gpu"
 
 
 def device_class(r: dict[str, Any]) -> str:
     """``"gpu"`` or ``"cpu"``: the processor a cell's backend computes on."""
-    return "gpu" if is_gpu(str(r.get("backend", ""))) else "cpu"
+    return processor_class(str(r.get("backend", "")))
 
 
 def find_cell(records: list[dict[str, Any]], case: str, backend: str, dtype: str,
