@@ -13,7 +13,7 @@ __all__: list[str] = []
 
 
 _DASK_LOOP = ("a Python loop of tiny lazy solves times Dask's graph building and "
-              "scheduler per system, not solving")
+    "scheduler per system, not solving")
 _DASK_BATCHED = "dask.array.linalg.solve is 2-D only (no batched stacks)"
 
 
@@ -68,21 +68,25 @@ def _solve_bytes(s: Any, itemsize: int) -> float:
     return itemsize * count * (n * n + 2 * n)
 
 
-register_case(
-    Case(
-        name="q1_solve_loop", section="Q1", units="GFLOP/s", tags=("loop",),
-        doc="Q1: Python loop of COUNT solve(A, b), A n x n, b a vector; each system its own "
-            "arrays, split from the stack in the first call (recorded apart); results stacked once",
-        sizes={"quick": [(100, 5)], "default": [(1000, 5)], "full": [(1000, 5)]},
-        size_names=("count", "n"),
-        normalize_size=_count_n,
-        setup=_loop_setup,
-        build=_build_solve_loop,
-        reference=_loop_ref,
-        flops=_solve_flops,
-        bytes=_solve_bytes,
-        skip={"dask": _DASK_LOOP},
-    )
+def _systems_case(name: str, section: str, doc: str, sizes: Any, **kw: Any) -> None:
+    """A case on COUNT systems of side n (Q1, Q2, Q4): sizes (count, n), the solves' flop
+    and byte counts; by default the per-system inputs and reference of the loops."""
+    args: dict[str, Any] = dict(
+        name=name, section=section, units="GFLOP/s", doc=doc, sizes=sizes,
+        size_names=("count", "n"), normalize_size=_count_n, setup=_loop_setup,
+        reference=_loop_ref, flops=_solve_flops, bytes=_solve_bytes)
+    args.update(kw)
+    register_case(Case(**args))
+
+
+_systems_case(
+    "q1_solve_loop", "Q1",
+    "Q1: Python loop of COUNT solve(A, b), A n x n, b a vector; each system its own "
+    "arrays, split from the stack in the first call (recorded apart); results stacked once",
+    {"quick": [(100, 5)], "default": [(1000, 5)], "full": [(1000, 5)]},
+    tags=("loop",),
+    build=_build_solve_loop,
+    skip={"dask": _DASK_LOOP},
 )
 
 
@@ -113,21 +117,13 @@ def _build_numba(ctx: Any) -> Any:
     return loop
 
 
-register_case(
-    Case(
-        name="q2_numba", section="Q2", units="GFLOP/s",
-        doc="Q2: numba @njit loop of COUNT np.linalg.solve(A, b) (numpy backend); the first "
-            "call's compilation is recorded apart, never timed with the solves",
-        sizes={"quick": [(100, 5)], "default": [(1000, 5)], "full": [(1000, 5)]},
-        size_names=("count", "n"),
-        normalize_size=_count_n,
-        setup=_loop_setup,
-        build=_build_numba,
-        reference=_loop_ref,
-        flops=_solve_flops,
-        bytes=_solve_bytes,
-        skip_if=_numba_skip,
-    )
+_systems_case(
+    "q2_numba", "Q2",
+    "Q2: numba @njit loop of COUNT np.linalg.solve(A, b) (numpy backend); the first "
+    "call's compilation is recorded apart, never timed with the solves",
+    {"quick": [(100, 5)], "default": [(1000, 5)], "full": [(1000, 5)]},
+    build=_build_numba,
+    skip_if=_numba_skip,
 )
 
 register_case(
@@ -162,38 +158,25 @@ def _batched_setup(rng: np.random.Generator, s: Any) -> tuple[np.ndarray, ...]:
     return _well_conditioned(rng, count, n), rng.standard_normal((count, n, 1))
 
 
-register_case(
-    Case(
-        name="q4_batched", section="Q4", units="GFLOP/s",
-        doc="Q4: one batched solve of a (COUNT, n, n) stack, b (COUNT, n, 1), native "
-            "linalg.solve (compare with q4_loop for the crossover)",
-        sizes=_Q4_SIZES,
-        size_names=("count", "n"),
-        normalize_size=_count_n,
-        setup=_batched_setup,
-        op=lambda ctx, a, b: ctx.xp.linalg.solve(a, b),
-        reference=np.linalg.solve,
-        flops=_solve_flops,
-        bytes=_solve_bytes,
-        skip={"dask": _DASK_BATCHED},
-    )
+_systems_case(
+    "q4_batched", "Q4",
+    "Q4: one batched solve of a (COUNT, n, n) stack, b (COUNT, n, 1), native "
+    "linalg.solve (compare with q4_loop for the crossover)",
+    _Q4_SIZES,
+    setup=_batched_setup,
+    op=lambda ctx, a, b: ctx.xp.linalg.solve(a, b),
+    reference=np.linalg.solve,
+    skip={"dask": _DASK_BATCHED},
 )
 
-register_case(
-    Case(
-        name="q4_loop", section="Q4", units="GFLOP/s", tags=("loop",),
-        doc="Q4: Python loop of COUNT native solve(A, b) at the q4_batched sizes; systems "
-            "split from the stack in the first call (recorded apart); results stacked once",
-        sizes=_Q4_SIZES,
-        size_names=("count", "n"),
-        normalize_size=_count_n,
-        setup=_loop_setup,
-        build=_build_solve_loop,
-        reference=_loop_ref,
-        flops=_solve_flops,
-        bytes=_solve_bytes,
-        skip={"dask": _DASK_LOOP},
-    )
+_systems_case(
+    "q4_loop", "Q4",
+    "Q4: Python loop of COUNT native solve(A, b) at the q4_batched sizes; systems "
+    "split from the stack in the first call (recorded apart); results stacked once",
+    _Q4_SIZES,
+    tags=("loop",),
+    build=_build_solve_loop,
+    skip={"dask": _DASK_LOOP},
 )
 
 
@@ -206,21 +189,13 @@ def _build_solve_many(ctx: Any) -> Any:
     return prepared(_split_systems(ctx), run)
 
 
-register_case(
-    Case(
-        name="q4_solve_many", section="Q4", units="GFLOP/s",
-        doc="Q4: xlinalg.solve_many on a list of COUNT systems (own arrays, made in the first "
-            "call, recorded apart); solutions stacked once",
-        sizes=_Q4_SIZES,
-        size_names=("count", "n"),
-        normalize_size=_count_n,
-        setup=_loop_setup,
-        build=_build_solve_many,
-        reference=_loop_ref,
-        flops=_solve_flops,
-        bytes=_solve_bytes,
-        skip={"dask": _DASK_LOOP},
-    )
+_systems_case(
+    "q4_solve_many", "Q4",
+    "Q4: xlinalg.solve_many on a list of COUNT systems (own arrays, made in the first "
+    "call, recorded apart); solutions stacked once",
+    _Q4_SIZES,
+    build=_build_solve_many,
+    skip={"dask": _DASK_LOOP},
 )
 
 
@@ -233,9 +208,9 @@ def _unrolled_skip(backend: str, dtype: str, size: Any) -> str | None:
 def _build_unrolled(ctx: Any) -> Any:
     from ... import _unrolled
 
-    # torch: eager (compile=False); torch.compile of the unrolled code costs tens of
-    # seconds per (n, dtype) on CPU, too slow for this suite. JAX: jax.jit (compiled
-    # on the first call, recorded apart). Others: eager.
+    # A slow compiler (torch.compile: tens of seconds per (n, dtype) on CPU, too slow
+    # for this suite) is not used: eager code. Otherwise solve_unrolled decides (JAX:
+    # jax.jit, compiled on the first call, recorded apart; others: eager).
     compile_ = False if ctx.backend_object.slow_compiler else None
 
     def fn(a: Any, b: Any) -> Any:
@@ -244,22 +219,16 @@ def _build_unrolled(ctx: Any) -> Any:
     return fn
 
 
-register_case(
-    Case(
-        name="q4_unrolled", section="Q4", units="GFLOP/s",
-        doc="Q4: xlinalg._unrolled.solve_unrolled on the (COUNT, n, n) stack, n <= 8 "
-            "(jax.jit on JAX; torch eager: torch.compile is too slow to build here)",
-        sizes={"quick": [(100, 5)], "default": [(1000, 2), (1000, 5)],
-               "full": [(1000, 2), (1000, 5), (1000, 8)]},
-        size_names=("count", "n"),
-        normalize_size=_count_n,
-        setup=_batched_setup,
-        build=_build_unrolled,
-        reference=np.linalg.solve,
-        flops=_solve_flops,
-        bytes=_solve_bytes,
-        skip={"dask": "the unrolled straight-line code on Dask builds a graph of hundreds "
-                      "of tiny tasks: it times the scheduler, not the solve"},
-        skip_if=_unrolled_skip,
-    )
+_systems_case(
+    "q4_unrolled", "Q4",
+    "Q4: xlinalg._unrolled.solve_unrolled on the (COUNT, n, n) stack, n <= 8 "
+    "(jax.jit on JAX; torch eager: torch.compile is too slow to build here)",
+    {"quick": [(100, 5)], "default": [(1000, 2), (1000, 5)],
+     "full": [(1000, 2), (1000, 5), (1000, 8)]},
+    setup=_batched_setup,
+    build=_build_unrolled,
+    reference=np.linalg.solve,
+    skip={"dask": "the unrolled straight-line code on Dask builds a graph of hundreds "
+                  "of tiny tasks: it times the scheduler, not the solve"},
+    skip_if=_unrolled_skip,
 )
