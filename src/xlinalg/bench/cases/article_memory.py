@@ -84,19 +84,15 @@ _NO_TRANSFER = {
 }
 _CPU_TRANSFER = ("on a CPU backend there is no device transfer: the 'device' is host memory, "
                  "and what is timed is a host copy or a wrapper, not a PCIe transfer")
-_A11_NOTES = {b: _CPU_TRANSFER for b in ("torch-cpu", "jax-cpu", "array-api-strict")}
+#: every CPU backend that has a "device" to move to (its processor class, asked)
+_A11_NOTES = {b: _CPU_TRANSFER for b in BACKEND_NAMES
+              if get_backend(b).processor_class() == "cpu" and b not in _NO_TRANSFER}
 _CPU_NOTE = (" On CPU backends the 'device' is host memory: what is timed is the real "
              "copy/wrapping cost, not a PCIe transfer.")
 
 
-def _backend_of(ctx: Any) -> Any:
-    from ... import backends
-
-    return backends.get_backend(ctx.backend)
-
-
 def _build_h2d(ctx: Any) -> Any:
-    be = _backend_of(ctx)
+    be = ctx.backend_object
 
     def prep(a: Any, b: Any) -> Any:
         return be.to_numpy(a), be.to_numpy(b)
@@ -105,12 +101,12 @@ def _build_h2d(ctx: Any) -> Any:
 
 
 def _build_d2h(ctx: Any) -> Any:
-    be = _backend_of(ctx)
+    be = ctx.backend_object
     return lambda a, b: (be.to_numpy(a), be.to_numpy(b))
 
 
 def _build_dlpack(ctx: Any) -> Any:
-    be, xp = _backend_of(ctx), ctx.xp
+    be, xp = ctx.backend_object, ctx.xp
 
     def prep(a: Any, b: Any) -> Any:
         # writable host copies (a read-only array cannot be exported with older DLPack)
@@ -120,7 +116,7 @@ def _build_dlpack(ctx: Any) -> Any:
 
 
 def _build_pipeline(ctx: Any) -> Any:
-    be, xp = _backend_of(ctx), ctx.xp
+    be, xp = ctx.backend_object, ctx.xp
 
     def prep(a: Any, b: Any) -> Any:
         return be.to_numpy(a), be.to_numpy(b)
@@ -129,8 +125,15 @@ def _build_pipeline(ctx: Any) -> Any:
                                                            be.from_numpy(p[1]))))
 
 
+def _host_to_gpu(backend: str, dtype: str, size: Any) -> str | None:
+    be = backend_object(backend)
+    if be is not None and be.processor_class() == "gpu":
+        return "from_dlpack cannot move host memory to a GPU"
+    return None
+
+
 def _transfer_case(name: str, doc: str, build: Any, *, pipeline: bool = False,
-                   skip: Any = None, zero_copy: bool = False) -> None:
+                   skip: Any = None, zero_copy: bool = False, skip_if: Any = None) -> None:
     register_case(
         Case(
             name=name, doc=doc + _CPU_NOTE, sizes=A1_SIZES, size_names=("m", "k", "n"),
@@ -144,7 +147,7 @@ def _transfer_case(name: str, doc: str, build: Any, *, pipeline: bool = False,
                    else (lambda s, itemsize: 0.0) if zero_copy
                    else (lambda s, itemsize: 2.0 * itemsize * (s[0] * s[1] + s[1] * s[2]))),
             dtypes=F16_DTYPES, rtol=gemm_rtol if pipeline else None,
-            skip=dict(_NO_TRANSFER, **(skip or {})),
+            skip=dict(_NO_TRANSFER, **(skip or {})), skip_if=skip_if,
         )
     )
 
@@ -156,10 +159,7 @@ _ZERO_COPY_D2H = ("its arrays already live in host memory and NumPy wraps them w
 _transfer_case("a11_transfer_d2h", "A11: device -> host: backend a, b to NumPy", _build_d2h,
                skip={"torch-cpu": _ZERO_COPY_D2H, "jax-cpu": _ZERO_COPY_D2H})
 _transfer_case("a11_transfer_dlpack", "A11: host -> backend with xp.from_dlpack (zero-copy "
-               "where the library can)", _build_dlpack, zero_copy=True,
-               skip={"torch-cuda": "from_dlpack cannot move host memory to a GPU",
-                     "cupy": "from_dlpack cannot move host memory to a GPU",
-                     "jax-gpu": "from_dlpack cannot move host memory to a GPU"})
+               "where the library can)", _build_dlpack, zero_copy=True, skip_if=_host_to_gpu)
 _transfer_case("a11_transfer_pipeline", "A11: hybrid pipeline: NumPy -> backend -> "
                "matmul -> NumPy", _build_pipeline, pipeline=True)
 
