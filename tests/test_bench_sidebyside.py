@@ -14,7 +14,14 @@ import pytest
 
 from xlinalg.bench import RunConfig, TimerConfig, read_results, run_benchmark
 from xlinalg.bench._compare import compare_records, header_differences
-from xlinalg.bench._sidebyside import ClientFailure, Peaks, measure_group, parallelism_note
+from xlinalg.bench._sidebyside import (
+    ClientFailure,
+    Peaks,
+    Settle,
+    measure_group,
+    parallelism_note,
+    process_cpu_ns,
+)
 from xlinalg.bench._stats import (
     classify_stall,
     half_width,
@@ -235,6 +242,95 @@ def test_no_verdict_when_a_worker_waited_for_the_cpu_most_of_the_time():
     assert v["text"].startswith("no verdict: b ran only 20%")
     assert "oversubscribed" in v["parallelism_note"]
     assert res.records["a"]["ratios"]["b"]["ratio"] == pytest.approx(1 / 3)  # still recorded
+
+
+class SpinWorld:
+    """Backends on a 2-core machine where one library's threads keep spinning for
+    `tail` seconds after each visit: a 2-thread backend that starts while they spin
+    gets one core and takes twice as long (OpenBLAS's threads do this for ~0.1 s)."""
+
+    def __init__(self, clock: Clock, tail: float) -> None:
+        self.clock, self.tail = clock, tail
+        self.spin_until = dict[str, float]()
+
+    def cost(self, name: str, base: float, spinner: bool):
+        def f(i: int) -> float:
+            others = [t for b, t in self.spin_until.items() if b != name]
+            slowed = any(self.clock.t < t for t in others)
+            return base * (2.0 if slowed else 1.0)
+        return f
+
+    def ended(self, name: str) -> None:
+        self.spin_until[name] = self.clock.t + self.tail
+
+    def cpu_ns(self, name: str) -> int:
+        # one core busy while spinning: CPU time grows with the clock until the tail ends
+        end = self.spin_until.get(name, 0.0)
+        return int(1e9 * (min(self.clock.t, end) + 10.0))
+
+
+class SpinClient(FakeClient):
+    def __init__(self, name, clock, world, base, *, spinner=False, log=None):
+        super().__init__(name, clock, world.cost(name, base, spinner), log=log)
+        self.world, self.spinner = world, spinner
+
+    def sample(self, timeout):
+        out = super().sample(timeout)
+        if self.spinner:
+            self.world.ended(self.name)
+        return out
+
+
+def _spin_group(settle: bool):
+    clock = Clock()
+    world = SpinWorld(clock, tail=0.1)
+    clients = {"np": SpinClient("np", clock, world, 0.01, spinner=True),
+               "tc": SpinClient("tc", clock, world, 0.02),
+               "jx": SpinClient("jx", clock, world, 0.03)}
+    cells = {n: {"key": n, "backend": n} for n in clients}
+
+    def sleep(dt: float) -> None:
+        clock.t += dt
+
+    st = Settle(world.cpu_ns, clock=clock, sleep=sleep) if settle else None
+    return measure_group(cells, clients, timer=T, failed_record=_failed, clock=clock,
+                         loadavg=lambda: None, precision=0.05, settle=st)
+
+
+def test_settle_waits_for_the_previous_backends_spinning_threads():
+    # without settling, a backend visited right after "np" runs on one core: its
+    # rounds depend on the rotation and the ratios on who came before whom
+    raw = _spin_group(settle=False)
+    tc = raw.records["tc"]
+    assert max(r for r in tc["side_by_side"]["round_s"] if r) == pytest.approx(0.04)
+    assert tc["side_by_side"]["settle_s"] == 0.0
+    # settled: every visit starts with the other workers idle; exact ratios
+    res = _spin_group(settle=True)
+    tc, jx = res.records["tc"], res.records["jx"]
+    assert tc["side_by_side"]["round_s"] == pytest.approx([0.02] * len(res.orders))
+    assert jx["side_by_side"]["round_s"] == pytest.approx([0.03] * len(res.orders))
+    assert tc["ratios"]["np"]["ratio"] == pytest.approx(2.0)
+    assert jx["ratios"]["tc"]["ratio"] == pytest.approx(1.5)
+    assert tc["side_by_side"]["settle_s"] > 0.05  # it waited for np's tail
+    assert res.records["np"]["side_by_side"]["settle_s"] < 0.05  # nobody spins before np
+
+
+def test_settle_gives_up_after_its_limit_and_without_readings():
+    clock = Clock()
+
+    def sleep(dt: float) -> None:
+        clock.t += dt
+
+    busy = Settle(lambda b: int(clock.t * 1e9), clock=clock, sleep=sleep, max_wait=0.2)
+    assert busy(["x"]) == pytest.approx(0.2, abs=0.01)  # never idle: bounded wait
+    idle = Settle(lambda b: 5, clock=clock, sleep=sleep)
+    assert idle(["x"]) == pytest.approx(0.005)  # one window
+    assert Settle(lambda b: None, clock=clock, sleep=sleep)(["x"]) == 0.0
+    # a real process: this one, reading its threads' CPU time
+    import os
+
+    assert process_cpu_ns(os.getpid()) > 0
+    assert process_cpu_ns(2**31 - 3) is None  # no such process: None, no error
 
 
 def test_parallelism_note():

@@ -13,7 +13,10 @@ The group is measured as follows:
    closed by the fence) and returns their per-call times with the worker's wall
    and CPU time. The round's value is the fastest block: a block the
    scheduler interrupted only ever takes longer. The load average is read
-   between rounds.
+   between rounds. Before each visit the other workers of the group must have
+   gone idle (:class:`Settle`): a library's thread pool keeps spinning after a
+   call returns (OpenBLAS's threads for up to ~0.1 s), and on a machine with
+   few cores those spinning threads take a core from the next backend.
 3. **stop** — after at least ``min_samples`` rounds and ``min_run_time`` of
    samples per backend, as soon as every pair's ratio interval is tighter
    than ``precision``, or when the time budget
@@ -54,8 +57,10 @@ __all__ = [
     "ClientFailure",
     "GroupResult",
     "Peaks",
+    "Settle",
     "measure_group",
     "parallelism_note",
+    "process_cpu_ns",
     "run_side_by_side",
 ]
 
@@ -96,6 +101,72 @@ class GroupResult:
     elapsed_s: float = 0.0
 
 
+#: Settling before a visit: the other workers of the group together may keep at
+#: most SETTLE_BUSY of one core busy over a window of SETTLE_WINDOW_S; the wait
+#: ends after SETTLE_MAX_S whatever they do (a worker that never goes idle is
+#: the library's own business, and the rotation shares it between the backends).
+SETTLE_WINDOW_S = 0.005
+SETTLE_BUSY = 0.1
+SETTLE_MAX_S = 0.5
+
+
+def process_cpu_ns(pid: int) -> int | None:
+    """CPU nanoseconds used so far by every thread of process `pid` (Linux
+    ``/proc/<pid>/task/*/schedstat``, nanosecond resolution); None where unreadable."""
+    total, seen = 0, False
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat", encoding="ascii") as f:
+                total += int(f.read().split()[0])
+                seen = True
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total if seen else None
+
+
+class Settle:
+    """Wait until given workers have gone idle; return the seconds waited.
+
+    ``settle(backends)`` samples the CPU time of the backends' processes
+    (``cpu_ns(backend)``, summed) over windows of `window` seconds until they
+    use less than `busy` of one core, or `max_wait` has passed. Clock, sleep
+    and CPU reader are injectable (the tests drive it synthetically).
+    """
+
+    def __init__(self, cpu_ns: Callable[[str], int | None], *,
+                 clock: Callable[[], float] = time.perf_counter,
+                 sleep: Callable[[float], None] = time.sleep,
+                 window: float = SETTLE_WINDOW_S, busy: float = SETTLE_BUSY,
+                 max_wait: float = SETTLE_MAX_S) -> None:
+        self.cpu_ns, self.clock, self.sleep = cpu_ns, clock, sleep
+        self.window, self.busy, self.max_wait = window, busy, max_wait
+
+    def _used(self, backends: Sequence[str]) -> int | None:
+        vals = [self.cpu_ns(b) for b in backends]
+        known = [v for v in vals if v is not None]
+        return sum(known) if known else None
+
+    def __call__(self, backends: Sequence[str]) -> float:
+        t0 = self.clock()
+        c0 = self._used(backends)
+        if c0 is None:
+            return 0.0
+        while True:
+            w0 = self.clock()
+            self.sleep(self.window)
+            c1 = self._used(backends)
+            now = self.clock()
+            if c1 is None or (c1 - c0) * 1e-9 <= self.busy * max(now - w0, 1e-9):
+                return now - t0
+            if now - t0 >= self.max_wait:
+                return now - t0
+            c0 = c1
+
+
 def _loadavg() -> float | None:
     try:
         return os.getloadavg()[0]
@@ -129,6 +200,7 @@ def measure_group(
     seed: int = 0,
     clock: Callable[[], float] = time.perf_counter,
     loadavg: Callable[[], float | None] = _loadavg,
+    settle: Callable[[Sequence[str]], float] | None = None,
 ) -> GroupResult:
     """Measure one group side by side; return every backend's record, annotated.
 
@@ -152,6 +224,10 @@ def measure_group(
         Of the verdict and the intervals (:func:`._stats.verdict`).
     clock, loadavg
         Injectable for the tests.
+    settle : callable, optional
+        ``settle(others)`` before each visit: waits until the other active
+        backends' workers are idle, returns the seconds waited (:class:`Settle`).
+        Time spent settling does not count against the time budget.
     """
     names = list(cells)
     res = GroupResult()
@@ -159,6 +235,7 @@ def measure_group(
     sampled = dict.fromkeys(names, 0.0)
     wall = dict.fromkeys(names, 0.0)
     cpu = dict.fromkeys(names, 0.0)
+    settled = dict.fromkeys(names, 0.0)
     t_group = clock()
 
     def remaining(b: str) -> float | None:
@@ -199,6 +276,8 @@ def measure_group(
         res.orders.append(order)
         seen = set()
         for b in order:
+            if settle is not None:
+                settled[b] += settle([o for o in active if o != b])
             reply = call(b, "sample")
             if reply is None:
                 active.remove(b)
@@ -228,8 +307,8 @@ def measure_group(
             if precise_enough(pairs, precision=precision):
                 res.stop = "precision reached"
                 break
-        if r >= timer.hard_min_samples and \
-                clock() - t_rounds >= timer.max_run_time * max(1, len(active)):
+        if r >= timer.hard_min_samples and clock() - t_rounds - sum(settled.values()) \
+                >= timer.max_run_time * max(1, len(active)):
             res.stop = "time budget spent"
             break
     for b in list(active):
@@ -240,13 +319,13 @@ def measure_group(
     res.rounds = rounds
     res.blocks = blocks
     res.elapsed_s = clock() - t_group
-    _annotate(res, names, wall, cpu, loads, margin=margin, level=level, seed=seed)
+    _annotate(res, names, wall, cpu, loads, settled, margin=margin, level=level, seed=seed)
     return res
 
 
 def _annotate(res: GroupResult, names: Sequence[str], wall: Mapping[str, float],
-              cpu: Mapping[str, float], loads: list[float], *, margin: float, level: float,
-              seed: int) -> None:
+              cpu: Mapping[str, float], loads: list[float], settled: Mapping[str, float], *,
+              margin: float, level: float, seed: int) -> None:
     """Add ``side_by_side``, ``ratios`` and ``verdict`` to every record of the group."""
     good = {b: res.rounds[b] for b in res.rounds
             if res.records.get(b, {}).get("status") in ("ok", "unchecked")}
@@ -289,6 +368,7 @@ def _annotate(res: GroupResult, names: Sequence[str], wall: Mapping[str, float],
                 "cpu_s": cpu[b],
                 "effective_cores": cores[b],
                 "load_avg_1min": load,
+                "settle_s": settled[b],
             }
             rec["ratios"] = {o: pairs[(b, o)] for o in good if (b, o) in pairs}
         rec["verdict"] = v
@@ -373,8 +453,9 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
     from ._stats import classify_stall, stall_factor
 
     timer = config.timer_config()
-    opts = dict(timer=timer, failed_record=failed_record, time_limit=config.time_limit,
-                precision=timer.precision, margin=config.margin, seed=config.seed)
+    opts: dict[str, Any] = dict(timer=timer, failed_record=failed_record,
+                                time_limit=config.time_limit, precision=timer.precision,
+                                margin=config.margin, seed=config.seed)
     peaks = Peaks()
     if store.previous is not None:  # resuming: the peaks measured before
         for r in store.previous.latest().values():
@@ -384,6 +465,13 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
 
     with tempfile.TemporaryDirectory(prefix="xlinalg-bench-") as tmp:
         pool = Pool(config, Path(tmp))
+
+        def worker_cpu_ns(b: str) -> int | None:
+            w = pool.workers.get(b)
+            proc = getattr(w, "proc", None)
+            return process_cpu_ns(proc.pid) if proc is not None else None
+
+        opts["settle"] = Settle(worker_cpu_ns)
         try:
             write_header(pool.selfcheck() if todo else {})
 
