@@ -14,6 +14,7 @@ import pytest
 
 from xlinalg.bench import RunConfig, TimerConfig, read_results, run_benchmark
 from xlinalg.bench._compare import compare_records, header_differences
+from xlinalg.bench._passes import merge_passes
 from xlinalg.bench._sidebyside import (
     ClientFailure,
     Peaks,
@@ -24,6 +25,7 @@ from xlinalg.bench._sidebyside import (
 )
 from xlinalg.bench._stats import (
     classify_stall,
+    combine_passes,
     half_width,
     paired_ratio,
     precise_enough,
@@ -126,10 +128,12 @@ class FakeClient:
         self.name, self.clock, self.cost, self.cores = name, clock, cost, cores
         self.fail_at, self.skip, self.log = fail_at, skip, log if log is not None else []
         self.n = 0
+        self.times: list[float] = []
 
     def _rec(self, status="ok"):
+        med = float(np.median(self.times)) if self.times else 1.0
         return {"key": self.name, "backend": self.name, "status": status,
-                "time": {"median_s": 1.0}}
+                "time": {"median_s": med, "raw_s": list(self.times)}}
 
     def begin(self, cell, timeout):
         self.clock.t += 0.01
@@ -142,6 +146,7 @@ class FakeClient:
         if self.fail_at is not None and self.n == self.fail_at:
             raise ClientFailure("crash", f"{self.name} died")
         t = self.cost(self.n)
+        self.times.append(t)
         self.n += 1
         self.clock.t += t
         return {"event": "samples", "times": [t], "number": 1, "wall_s": t,
@@ -368,10 +373,13 @@ STALL_CASES = textwrap.dedent('''
     # "measurement number:seconds per call,...": the others take 4 ms a call
     SLOW = {int(k): float(v) for k, v in (x.split(":") for x in
             os.environ.get("XL_TEST_SLOW_BEGINS", "").split(",") if x)}
+    COUNTER = os.environ["XL_TEST_BEGIN_FILE"]  # counted over the run's worker processes
 
 
     def _setup(rng, n):
-        BEGINS["n"] += 1  # once per measurement of the cell in this worker
+        with open(COUNTER, "a") as f:  # once per measurement of the cell
+            f.write("x")
+        BEGINS["n"] = os.path.getsize(COUNTER)
         return (rng.standard_normal(n),)
 
 
@@ -397,7 +405,8 @@ FAST = TimerConfig(warmup_time=0.0, min_sample_time=0.001, min_run_time=0.005,
 def test_recheck_remeasures_and_flags_a_stall(tmp_path, monkeypatch, slow, stalled, how):
     cases = tmp_path / "stall_cases.py"
     cases.write_text(STALL_CASES)
-    monkeypatch.setenv("XL_TEST_SLOW_BEGINS", slow)  # 1: main, 2: recheck, 3: remeasure
+    monkeypatch.setenv("XL_TEST_SLOW_BEGINS", slow)  # 1: first pass, 2: second, 3: remeasure
+    monkeypatch.setenv("XL_TEST_BEGIN_FILE", str(tmp_path / "begins"))
     out = tmp_path / "r.jsonl"
     run_benchmark(RunConfig(backends=["numpy"], cases=["t_stall"], scale="quick", out=out,
                             timer=FAST, calibrate=False, case_files=[cases], memory=False,
@@ -405,18 +414,89 @@ def test_recheck_remeasures_and_flags_a_stall(tmp_path, monkeypatch, slow, stall
                             stall_factor=4.0))  # 25x stalls; 4 ms sleeps stretch under load
     res = read_results(out)
     recs = res.records
-    if stalled is None:  # nothing off: one record, no stall field
-        assert len(recs) == 1
-        assert "stall" not in recs[0]
+    assert len(recs) == 2  # the first pass, then the record over the passes (newest wins)
+    assert res.latest()["t_stall|numpy|float64|4"] is recs[1]
+    passes = recs[1]["time"]["passes"]
+    if stalled is None:  # nothing off: two passes, no stall field
+        assert "stall" not in recs[1]
+        assert len(passes) == 2
+        assert recs[1]["side_by_side"]["rounds"] == sum(p["samples"] for p in passes)
         return
-    assert len(recs) == 2  # the first measurement, then the remeasurement (newest wins)
     st = recs[1]["stall"]
     assert st["stalled"] is stalled
     assert st["how"].startswith(how)
     assert st["factor"] > 4.0
-    assert res.latest()["t_stall|numpy|float64|4"] is recs[1]
+    # the pass shown to be off is left out; with no two agreeing, all three stay
+    assert len(passes) == (3 if stalled else 2)
+    if not stalled:
+        assert recs[1]["time"]["median_s"] < 0.05  # the 0.1 s stall is not in it
     # the run's header has the fence self-check of every backend
     assert res.headers[0]["run"]["fence_selfcheck"]["numpy"]["ok"] is True
+
+
+# ---------------------------------------------------------------------- passes
+def test_combine_passes_spans_the_passes():
+    agree = [{("a", "b"): {"ratio": 2.0, "lo": 1.9, "hi": 2.1, "rounds": 20, "level": 0.95}},
+             {("a", "b"): {"ratio": 2.0, "lo": 1.95, "hi": 2.2, "rounds": 7, "level": 0.95}}]
+    c = combine_passes(agree)[("a", "b")]
+    assert c["ratio"] == pytest.approx(2.0)
+    assert (c["lo"], c["hi"]) == (1.9, 2.2)
+    assert c["rounds"] == 27
+    assert c["passes"] == [2.0, 2.0]
+    # two processes, two states: each pass is tight, the truth is not
+    split = [{("a", "b"): {"ratio": 0.5, "lo": 0.49, "hi": 0.51, "rounds": 20}},
+             {("a", "b"): {"ratio": 1.0, "lo": 0.99, "hi": 1.01, "rounds": 7}}]
+    c = combine_passes(split)[("a", "b")]
+    assert c["ratio"] == pytest.approx(math.sqrt(0.5))  # each pass weighs the same
+    assert (c["lo"], c["hi"]) == (0.49, 1.01)
+    # a pair only one pass has (a backend that failed in the other) keeps that pass
+    assert combine_passes([split[0], {}])[("a", "b")]["ratio"] == 0.5
+
+
+def _pass(specs, **kw):
+    res, _ = _group(specs, T, precision=0.05, **kw)
+    return res.records
+
+
+def test_merge_passes_names_a_winner_only_when_every_pass_agrees():
+    p1 = _pass({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 2.0}})
+    p2 = _pass({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 2.1}})
+    m = merge_passes([p1, p2], margin=1.05, level=0.95, seed=0)
+    assert m["b"]["verdict"]["fastest"] == "a"
+    assert m["a"]["ratios"]["b"]["ratio"] == pytest.approx(1 / math.sqrt(2.0 * 2.1))
+    sbs = m["a"]["side_by_side"]
+    n1, n2 = p1["a"]["side_by_side"]["rounds"], p2["a"]["side_by_side"]["rounds"]
+    assert sbs["rounds"] == n1 + n2 == len(sbs["round_s"]) == len(sbs["order"])
+    assert [p["rounds"] for p in sbs["passes"]] == [n1, n2]
+    assert sbs["stop"] == "pass 1: precision reached; pass 2: precision reached"
+    # b in the second pass's processes ran at 0.9: a bimodal library, a tie
+    p3 = _pass({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 0.9}})
+    m = merge_passes([p1, p3], margin=1.05, level=0.95, seed=0)
+    v = m["a"]["verdict"]
+    assert v["fastest"] is None
+    assert v["text"].startswith("tie within noise")
+    r = m["b"]["ratios"]["a"]
+    assert r["lo"] <= 0.9
+    assert r["hi"] >= 2.0
+    t = m["b"]["time"]
+    assert t["raw_s"] == p1["b"]["time"]["raw_s"] + p3["b"]["time"]["raw_s"]
+    assert [p["median_s"] for p in t["passes"]] == [2.0, 0.9]
+    assert t["passes_spread"] == pytest.approx(2.0 / 0.9)
+    assert t["samples"] == len(t["raw_s"])
+
+
+def test_merge_passes_keeps_a_failure_and_a_wrong_result():
+    p1 = _pass({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 2.0},
+                "c": {"cost": lambda i: 3.0}})
+    p2 = _pass({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 2.0, "fail_at": 1},
+                "c": {"cost": lambda i: 3.0}})
+    p1["c"]["status"] = "wrong"
+    m = merge_passes([p1, p2], margin=1.05, level=0.95, seed=0)
+    assert m["b"]["status"] == "failed"  # the second pass's failure is not averaged away
+    assert m["c"]["status"] == "wrong"
+    assert m["a"]["verdict"]["excluded"] == {"b": "failed", "c": "wrong"}
+    assert m["a"]["verdict"]["text"] == "only a ran"
+    assert list(m) == ["a", "b", "c"]
 
 
 # ---------------------------------------------------------------------- equal footing

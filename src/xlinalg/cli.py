@@ -175,10 +175,11 @@ def _build_parser() -> _Parser:
                         "clears F over the whole interval (default: 1.05); else 'tie within "
                         "noise'")
     p.add_argument("--no-recheck", action="store_true",
-                   help="skip the end-of-run recheck that measures again the cells far off "
-                        "their recheck (stalls)")
+                   help="skip the second pass at the end of the run (every cell again, in "
+                        "fresh worker processes; its intervals and verdicts span both passes, "
+                        "and cells whose passes disagree are measured again: stalls)")
     p.add_argument("--stall-factor", type=_positive_float, default=2.0, metavar="F",
-                   help="a cell whose median is more than F times off its recheck is measured "
+                   help="a cell whose two passes are more than F times apart is measured "
                         "again (default: 2)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-report", action="store_true",
@@ -585,7 +586,7 @@ class _Progress:
             self.total = total
             if payload.get("already_done"):
                 print(f"resuming: {payload['already_done']} cell(s) already in the file, "
-                      f"{total} to run", file=sys.stderr)
+                      f"{payload.get('cells', total)} to run", file=sys.stderr)
             if self.enabled and sys.stderr.isatty():
                 try:
                     from rich.progress import (

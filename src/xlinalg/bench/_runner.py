@@ -10,9 +10,11 @@ C A B, ...), each backend in its own worker process, all kept alive through the
 run; drift and neighbouring jobs then hit every backend alike, and each ratio
 between two backends comes with an interval from the paired rounds. The fence
 self-check runs in every worker before the first cell (its result is in the
-header); at the end of the run every cell is rechecked briefly and a cell far
-off its recheck is measured again (``stall`` in its record). Each finished
-cell is appended to the results file at once.
+header); before each visit the other workers must have gone idle; at the end
+of the run every cell is measured a second time in fresh worker processes, the
+record that stands spans both passes, and a cell whose passes disagree is
+measured a third time (``stall`` in its record). Each finished cell is
+appended to the results file at once.
 
 Isolation (default): one worker process per backend
 (:mod:`xlinalg.bench._worker`). A cell that passes ``time_limit`` has its
@@ -113,11 +115,13 @@ class RunConfig:
         A backend is named fastest only when the interval of its ratio to every
         other backend clears this factor (1.05: 5 %); else "tie within noise".
     recheck : bool
-        At the end of the run, measure every cell again briefly; a cell whose
-        median is more than `stall_factor` off its recheck is measured again
-        in full, and flagged ``stall.stalled`` if it still disagrees.
+        At the end of the run, measure every cell a second time in fresh worker
+        processes (``min_samples`` rounds); its ratios and verdict then span both
+        passes. A cell whose passes' medians are more than `stall_factor` apart
+        is measured again in full, and flagged ``stall.stalled`` if no two of
+        its three measurements agree.
     stall_factor : float
-        How far off (either way) a cell's median may be from its recheck.
+        How far apart (either way) a cell's two passes may be.
     calibrate : bool
         Start each backend with the calibration cells (``calib_gemm``,
         ``calib_stream`` at the scale's sizes): the peak GFLOP/s and GB/s that
@@ -354,14 +358,15 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
         )
         env = collect_env()
         store.check_settings(env, run_info)  # a --resume under other settings: before any work
-        total = len(todo)
+        # side by side, every cell is measured in two passes (the second with the recheck)
+        total = len(todo) * (2 if config.isolate and config.recheck else 1)
         run_info["load_at_start"] = _load_at_start(env)
 
         def write_header(selfcheck: dict[str, Any]) -> None:
             store.write_header(env, {**run_info, "fence_selfcheck": selfcheck})
             if progress:
-                progress("plan", {"cells": total, "already_done": summary.already_done}, 0,
-                         total)
+                progress("plan", {"cells": len(todo), "already_done": summary.already_done},
+                         0, total)
 
         if config.isolate:
             from ._sidebyside import run_side_by_side

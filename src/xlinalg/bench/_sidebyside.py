@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ._passes import group_verdict, merge_passes, parallelism_note
 from ._stats import (
     DEFAULT_LEVEL,
     DEFAULT_MARGIN,
@@ -47,8 +48,6 @@ from ._stats import (
     on_gpu,
     precise_enough,
     rotation,
-    starved,
-    verdict,
 )
 from ._timer import TimerConfig
 from ._workerproc import ClientFailure, Pool, WorkerClient, failed_record
@@ -63,11 +62,6 @@ __all__ = [
     "process_cpu_ns",
     "run_side_by_side",
 ]
-
-#: Effective cores differing by more than this factor between backends: the
-#: verdict says the libraries did not use the same parallelism.
-PARALLELISM_FACTOR = 1.4
-
 
 class Client(Protocol):
     """One backend's side of a group (a worker process, or a fake in the tests).
@@ -172,19 +166,6 @@ def _loadavg() -> float | None:
         return os.getloadavg()[0]
     except (AttributeError, OSError):  # pragma: no cover - not POSIX
         return None
-
-
-def parallelism_note(cores: Mapping[str, float | None]) -> str | None:
-    """A sentence when the backends kept different numbers of cores busy, else None."""
-    known = {b: c for b, c in cores.items() if c is not None and c > 0}
-    if len(known) < 2:
-        return None
-    lo, hi = min(known.values()), max(known.values())
-    if hi / lo <= PARALLELISM_FACTOR:
-        return None
-    parts = ", ".join(f"{b} {c:.1f}" for b, c in known.items())
-    return (f"not the same parallelism: effective cores {parts} (a library using more cores "
-            "wins by parallelism, and loses more when the machine is loaded)")
 
 
 def measure_group(
@@ -329,25 +310,9 @@ def _annotate(res: GroupResult, names: Sequence[str], wall: Mapping[str, float],
     """Add ``side_by_side``, ``ratios`` and ``verdict`` to every record of the group."""
     good = {b: res.rounds[b] for b in res.rounds
             if res.records.get(b, {}).get("status") in ("ok", "unchecked")}
-    v = verdict(good, margin=margin, level=level, seed=seed)
     cores = {b: effective_cores(cpu[b], wall[b]) for b in res.rounds}
-    note = parallelism_note({b: cores[b] for b in good})
-    v["effective_cores"] = {b: cores[b] for b in good}
-    starving = {b: c for b, c in v["effective_cores"].items() if starved(b, c)}
-    if starving and len(good) > 1:
-        # The process waited for a CPU most of the time: the times measure the
-        # scheduler, and no verdict drawn from them would hold in the next run.
-        v["starved"] = starving
-        v["fastest"] = None
-        v["tie"] = list(good)
-        worst = min(starving, key=lambda b: starving[b])
-        v["text"] = (f"no verdict: {worst} ran only {100 * starving[worst]:.0f}% of the wall "
-                     "time (the machine is oversubscribed; the times measure the scheduler)")
-        note = "; ".join(x for x in (note, v["text"]) if x)
-    v["parallelism_note"] = note
-    excluded = [b for b in res.rounds if b not in good]
-    if excluded:
-        v["excluded"] = {b: res.records.get(b, {}).get("status") for b in excluded}
+    excluded = {b: res.records.get(b, {}).get("status") for b in res.rounds if b not in good}
+    v = group_verdict(good, cores, excluded, margin=margin, level=level, seed=seed)
     pairs = all_pairs(good, level=level, seed=seed)
     load = ({"min": min(loads), "max": max(loads), "mean": sum(loads) / len(loads),
              "samples": len(loads)} if loads else None)
@@ -424,13 +389,30 @@ def _groups(cells: Sequence[dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:
     return list(out.values())
 
 
-def _recheck_cell(cell: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any]:
-    """A short remeasurement of `cell` at the calls per sample it used (no check, no memory)."""
+def _second_pass_cell(cell: dict[str, Any], rec: dict[str, Any],
+                      timer: TimerConfig) -> dict[str, Any]:
+    """The cell of the second pass: the calls per sample of the first, a short
+    warm-up, ``min_samples`` rounds, no check and no memory (done in the first)."""
     t = dict(cell.get("timer") or {})
+    n = max(timer.hard_min_samples, timer.min_samples)
     t.update(number=(rec.get("time") or {}).get("number") or t.get("number"),
              warmup_time=min(float(t.get("warmup_time", 0.02)), 0.02),
-             min_samples=3, max_samples=3, hard_min_samples=3, min_run_time=0.0)
+             min_samples=n, max_samples=n, hard_min_samples=min(n, timer.hard_min_samples),
+             min_run_time=0.0)
     return {**cell, "timer": t, "check": False, "memory": False}
+
+
+def _passes_that_stand(first: dict[str, Any], second: dict[str, Any], third: dict[str, Any],
+                       stalls: Sequence[dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """Which passes a remeasured group keeps: without the one pass its remeasurement
+    shows was off (the first when every backend that was off "healed", the second
+    when the recheck was off), else all three (the interval then spans them)."""
+    hows = {str((s or {}).get("how", "")).split(":")[0] for s in stalls}
+    if hows == {"healed"}:
+        return [third, second]
+    if hows == {"recheck was off"}:
+        return [first, third]
+    return [first, second, third]
 
 
 def _median_s(rec: dict[str, Any] | None) -> float | None:
@@ -460,7 +442,7 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
     if store.previous is not None:  # resuming: the peaks measured before
         for r in store.previous.latest().values():
             peaks.learn(r)
-    total = len(todo)
+    total = len(todo) * (2 if config.recheck else 1)  # the second pass
     done = 0
 
     with tempfile.TemporaryDirectory(prefix="xlinalg-bench-") as tmp:
@@ -507,30 +489,41 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
 
             if not config.recheck:
                 return
+            # The second pass, in fresh worker processes: what a process keeps for
+            # its life (thread placement, memory layout) and what a stretch of the
+            # run shares (a neighbour's job) now differs between the passes.
+            pool.close()
             for group, recs in measured:
                 ok = {b: r for b, r in recs.items() if _median_s(r) is not None
                       and r.get("status") in ("ok", "unchecked", "wrong")}
                 if not ok:
                     continue
-                again = measure({b: _recheck_cell(group[b], ok[b]) for b in ok})
+                if progress:
+                    for b in ok:
+                        progress("start", group[b], done, total)
+                again = measure({b: _second_pass_cell(group[b], ok[b], timer) for b in ok})
                 checked = {b: _median_s(again.get(b)) for b in ok}
                 factors = {b: stall_factor(_median_s(ok[b]), checked[b]) for b in ok}
                 off = [b for b, f in factors.items() if f is not None and f > config.stall_factor]
-                if not off:
-                    continue
-                if progress:
-                    for cell in group.values():
-                        progress("start", cell, done, total)
-                new = measure(group)  # the whole group again: its ratios stay paired
-                for b, rec in new.items():
-                    first, rc, now = _median_s(ok.get(b)), checked.get(b), _median_s(rec)
-                    rec["stall"] = {
-                        "first_median_s": first,
-                        "recheck_median_s": rc,
-                        "remeasured_median_s": now,
-                        "group_off": off,
-                        **classify_stall(first, rc, now, threshold=config.stall_factor),
-                    }
+                passes = [recs, again]
+                stalls: dict[str, dict[str, Any]] = {}
+                if off:
+                    new = measure(group)  # the whole group again: its ratios stay paired
+                    for b, rec in new.items():
+                        first, rc, now = _median_s(ok.get(b)), checked.get(b), _median_s(rec)
+                        stalls[b] = {
+                            "first_median_s": first,
+                            "recheck_median_s": rc,
+                            "remeasured_median_s": now,
+                            "group_off": off,
+                            **classify_stall(first, rc, now, threshold=config.stall_factor),
+                        }
+                    passes = _passes_that_stand(recs, again, new, [stalls.get(b) for b in off])
+                merged = merge_passes(passes, margin=config.margin, level=DEFAULT_LEVEL,
+                                      seed=config.seed)
+                for b, rec in merged.items():
+                    if b in stalls:
+                        rec["stall"] = stalls[b]
                     append(rec)
         except BaseException:  # Ctrl-C, SIGTERM: do not wait for the cells in flight
             pool.close(kill=True)

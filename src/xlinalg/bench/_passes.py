@@ -1,0 +1,170 @@
+"""A group's verdict, and one record per backend from several passes over the run.
+
+A *pass* is one side-by-side measurement of a group (:func:`._sidebyside.measure_group`).
+The run measures every group twice: the first pass as the run goes, the second
+at its end in fresh worker processes. Process state (where the scheduler put a
+library's threads, how its buffers fell in memory, a neighbour that was busy in
+those minutes) is shared by all rounds of one pass, so one pass's interval
+cannot say how the next run will come out; two passes in different processes
+at different times can. :func:`merge_passes` makes the record that stands from
+the passes: all rounds, ratios whose interval spans the passes
+(:func:`._stats.combine_passes`), and the verdict drawn from those.
+
+Pure: records in, records out (the tests drive it with synthetic passes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._stats import all_pairs, combine_passes, effective_cores, starved, verdict
+from ._timer import NOISE_THRESHOLD, Stats
+
+__all__ = ["PARALLELISM_FACTOR", "group_verdict", "merge_passes", "parallelism_note"]
+
+#: Effective cores differing by more than this factor between backends: the
+#: verdict says the libraries did not use the same parallelism.
+PARALLELISM_FACTOR = 1.4
+
+_GOOD = ("ok", "unchecked")
+
+
+def parallelism_note(cores: Mapping[str, float | None]) -> str | None:
+    """A sentence when the backends kept different numbers of cores busy, else None."""
+    known = {b: c for b, c in cores.items() if c is not None and c > 0}
+    if len(known) < 2:
+        return None
+    lo, hi = min(known.values()), max(known.values())
+    if hi / lo <= PARALLELISM_FACTOR:
+        return None
+    parts = ", ".join(f"{b} {c:.1f}" for b, c in known.items())
+    return (f"not the same parallelism: effective cores {parts} (a library using more cores "
+            "wins by parallelism, and loses more when the machine is loaded)")
+
+
+def group_verdict(good: Mapping[str, Sequence[float | None]],
+                  cores: Mapping[str, float | None], excluded: Mapping[str, Any], *,
+                  margin: float, level: float, seed: int,
+                  pairs: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+                  ) -> dict[str, Any]:
+    """The verdict of a group: :func:`._stats.verdict` over the rounds of the
+    backends whose result is good, with their effective cores, the parallelism
+    note, no verdict at all when a CPU worker was starved, and the excluded
+    backends with their status."""
+    v = verdict(good, margin=margin, level=level, seed=seed, pairs=pairs)
+    note = parallelism_note({b: cores.get(b) for b in good})
+    v["effective_cores"] = {b: cores.get(b) for b in good}
+    starving = {b: c for b, c in v["effective_cores"].items() if starved(b, c)}
+    if starving and len(good) > 1:
+        # The process waited for a CPU most of the time: the times measure the
+        # scheduler, and no verdict drawn from them would hold in the next run.
+        v["starved"] = starving
+        v["fastest"] = None
+        v["tie"] = list(good)
+        worst = min(starving, key=lambda b: starving[b])
+        v["text"] = (f"no verdict: {worst} ran only {100 * starving[worst]:.0f}% of the wall "
+                     "time (the machine is oversubscribed; the times measure the scheduler)")
+        note = "; ".join(x for x in (note, v["text"]) if x)
+    v["parallelism_note"] = note
+    if excluded:
+        v["excluded"] = dict(excluded)
+    return v
+
+
+def _times(rec: Mapping[str, Any]) -> list[float]:
+    raw = (rec.get("time") or {}).get("raw_s") or []
+    return [float(x) for x in raw if isinstance(x, (int, float)) and x > 0 and math.isfinite(x)]
+
+
+def _merged_time(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The first pass's ``time`` with its statistics over the rounds of every pass,
+    and each pass's median in ``passes``."""
+    base = dict(recs[0].get("time") or {})
+    raw = [x for r in recs for x in _times(r)]
+    if not raw:
+        return base
+    s = Stats.from_samples(raw)
+    base.update(median_s=s.median, iqr_s=s.iqr, q1_s=s.q1, q3_s=s.q3, min_s=s.min,
+                max_s=s.max, mean_s=s.mean, stdev_s=s.stdev, iqr_over_median=s.relative_iqr,
+                noisy=s.relative_iqr > NOISE_THRESHOLD, samples=s.n, raw_s=raw)
+    meds = [(r.get("time") or {}).get("median_s") for r in recs]
+    base["passes"] = [{"median_s": m, "samples": len(_times(r))} for m, r in zip(meds, recs)]
+    good = [m for m in meds if isinstance(m, (int, float)) and m > 0]
+    if len(good) > 1:
+        base["passes_spread"] = max(good) / min(good)  # 1: the passes agree
+    return base
+
+
+def _merged_load(loads: Sequence[Any]) -> dict[str, Any] | None:
+    """``{min, max, mean, samples}`` over the passes' load readings."""
+    got = [x for x in loads if isinstance(x, dict) and x.get("samples")]
+    if not got:
+        return None
+    n = sum(int(x["samples"]) for x in got)
+    return {"min": min(float(x["min"]) for x in got), "max": max(float(x["max"]) for x in got),
+            "mean": sum(float(x["mean"]) * int(x["samples"]) for x in got) / n, "samples": n}
+
+
+def merge_passes(passes: Sequence[Mapping[str, dict[str, Any]]], *, margin: float,
+                 level: float, seed: int) -> dict[str, dict[str, Any]]:
+    """One record per backend of a group from its passes (each: backend -> record,
+    as :func:`._sidebyside.measure_group` annotated them), in the first pass's order.
+
+    A backend whose result is not good in every pass keeps its first non-good
+    record (a failure or a wrong result is never averaged away). The others get
+    their rounds and blocks of every pass in one ``side_by_side`` (with
+    ``passes``: each pass's rounds, stop, cores, load), their ``time`` over all
+    rounds, ``ratios`` spanning the passes and the verdict drawn from those.
+    """
+    first = passes[0]
+    names = list(first)
+    good = [b for b in names
+            if all(b in p and p[b].get("status") in _GOOD and p[b].get("side_by_side")
+                   for p in passes)]
+    out: dict[str, dict[str, Any]] = {}
+    for b in names:
+        if b not in good:
+            bad = next((p[b] for p in passes if b in p and p[b].get("status") not in _GOOD),
+                       first[b])
+            out[b] = dict(bad)
+    per_pass_pairs = [all_pairs({b: p[b]["side_by_side"]["round_s"] for b in good},
+                                level=level, seed=seed) for p in passes]
+    pairs = combine_passes(per_pass_pairs)
+    rounds: dict[str, list[float | None]] = {}
+    cores: dict[str, float | None] = {}
+    for b in good:
+        recs = [p[b] for p in passes]
+        sbs = [r["side_by_side"] for r in recs]
+        merged = dict(recs[0])
+        wall = sum(float(x.get("wall_s") or 0.0) for x in sbs)
+        cpu = sum(float(x.get("cpu_s") or 0.0) for x in sbs)
+        rounds[b] = [v for x in sbs for v in x.get("round_s") or []]
+        cores[b] = effective_cores(cpu, wall)
+        merged["side_by_side"] = {
+            **sbs[0],
+            "rounds": sum(int(x.get("rounds") or 0) for x in sbs),
+            "order": [o for x in sbs for o in x.get("order") or []],
+            "round_s": rounds[b],
+            "block_s": [blk for x in sbs for blk in x.get("block_s") or []],
+            "stop": "; ".join(f"pass {i + 1}: {x.get('stop')}" for i, x in enumerate(sbs)),
+            "group_elapsed_s": sum(float(x.get("group_elapsed_s") or 0.0) for x in sbs),
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "effective_cores": cores[b],
+            "settle_s": sum(float(x.get("settle_s") or 0.0) for x in sbs),
+            "load_avg_1min": _merged_load([x.get("load_avg_1min") for x in sbs]),
+            "passes": [{k: x.get(k) for k in ("rounds", "stop", "effective_cores",
+                                              "load_avg_1min", "group_elapsed_s")}
+                       for x in sbs],
+        }
+        merged["time"] = _merged_time(recs)
+        merged["ratios"] = {o: pairs[(b, o)] for o in good if (b, o) in pairs}
+        out[b] = merged
+    excluded = {b: out[b].get("status") for b in names if b not in good}
+    v = group_verdict({b: rounds[b] for b in good}, cores, excluded, margin=margin,
+                      level=level, seed=seed, pairs=pairs)
+    for b in names:
+        out[b]["verdict"] = v
+    return {b: out[b] for b in names}
