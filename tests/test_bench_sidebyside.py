@@ -599,6 +599,23 @@ def test_compare_does_not_cry_wolf_on_run_to_run_noise():
     assert [r["key"] for r in rows if r["flag"] == "REGRESSION"] == ["c7|numpy|float64|4"]
 
 
+def test_compare_counts_the_passes_a_cell_disagreed_between():
+    rng = np.random.default_rng(7)
+    old, new = _file(rng), _file(rng, {3: 2.0})  # cell 3: twice as slow in the new run
+    assert compare_records(old, new)[3]["flag"] == "REGRESSION"
+    # ... but in the old run its second pass, in fresh processes, already took 2x:
+    # the library's time depends on its process, and the new run drew the slow one
+    m = old["c3|numpy|float64|4"]["time"]["median_s"]
+    old["c3|numpy|float64|4"]["time"]["passes"] = [{"median_s": m}, {"median_s": 2 * m}]
+    row = compare_records(old, new)[3]
+    assert row["se_passes"] == pytest.approx(0.5 * math.log(2))
+    assert row["flag"] == "~"
+    assert row["lo"] < 1.0 < 2.0 < row["hi"]
+    # passes that agree add nothing: a real change still stands out
+    old["c3|numpy|float64|4"]["time"]["passes"] = [{"median_s": m}, {"median_s": m}]
+    assert compare_records(old, new)[3]["flag"] == "REGRESSION"
+
+
 def test_compare_flags_nothing_measured_by_a_starved_worker():
     rng = np.random.default_rng(6)
     old, new = _file(rng), _file(rng, {0: 1.3})

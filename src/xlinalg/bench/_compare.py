@@ -5,13 +5,19 @@ new/old of the median times and an interval around it, built from two parts:
 
 - *within the runs*: the bootstrap standard error of ``log(median(new) /
   median(old))`` from the cells' raw samples (``time.raw_s``; seeded);
+- *between the passes* of each cell: a run measures every cell twice, the
+  second time in fresh worker processes (``time.passes``); half the log of
+  the ratio of the passes' medians, for each file. A library whose time
+  depends on its process's state (0.9 ms in one process, 1.8 ms in the next)
+  moves that much from run to run with no code changed;
 - *between the runs*: how much the cells of these two files move as a whole
   when nothing changed — the robust spread (1.4826 x the median absolute
   deviation) of all comparable cells' log ratios around their median. Two runs
   of the same code on a loaded machine differ by far more than one run's
   samples say; this term is that difference, measured on the files themselves.
 
-The interval is ``log ratio ± z * sqrt(se_within² + spread²)`` with ``z`` for a
+The interval is ``log ratio ± z * sqrt(se_within² + passes_old² + passes_new² +
+spread²)`` with ``z`` for a
 family-wise level ``1 - alpha`` over all compared cells (Bonferroni). A cell is a
 REGRESSION only when the whole interval lies above ``1 + threshold`` (default
 5 %), an improvement when it lies below ``1 / (1 + threshold)``, and only when
@@ -129,6 +135,15 @@ def _median(r: Mapping[str, Any]) -> float | None:
     return float(v) if v > 0 and math.isfinite(v) else None
 
 
+def _pass_spread(r: Mapping[str, Any]) -> float:
+    """Half the log of max/min of the passes' medians (``time.passes``); 0 with one pass."""
+    passes = _get(r, "time", "passes")
+    meds = [float(m) for p in passes if isinstance(p, dict)
+            and isinstance(m := p.get("median_s"), (int, float)) and not isinstance(m, bool)
+            and m > 0 and math.isfinite(m)] if isinstance(passes, list) else []
+    return 0.5 * math.log(max(meds) / min(meds)) if len(meds) > 1 else 0.0
+
+
 def _starved_cores(r: Mapping[str, Any]) -> float | None:
     """The effective cores of a side-by-side record whose worker was starved, else None."""
     from ._stats import starved
@@ -153,7 +168,7 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
     """One row per cell key in either file (see the module docstring).
 
     Each compared row has ``ratio``, ``lo``, ``hi`` (the interval), ``se_within``
-    (log scale), ``n_old``/``n_new`` and ``flag``; the shared figures of the
+    and ``se_passes`` (log scale), ``n_old``/``n_new`` and ``flag``; the shared figures of the
     comparison (``shift``, ``spread``, ``z``) are in every compared row too.
     """
     from statistics import NormalDist
@@ -182,12 +197,13 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
         row.update(ratio=mn / mo, n_old=len(so), n_new=len(sn))
         ri = ratio_interval(so, sn)
         row["se_within"] = ri["se_log"] if ri else None
+        row["se_passes"] = math.hypot(_pass_spread(o), _pass_spread(n))
     compared = [r for r in rows if r["ratio"] is not None]
     shift, spread = _spread([math.log(r["ratio"]) for r in compared])
     m = max(1, len(compared))
     z = NormalDist().inv_cdf(1.0 - alpha / (2.0 * m))
     for r in compared:
-        se = math.hypot(r["se_within"] or 0.0, spread)
+        se = math.hypot(r["se_within"] or 0.0, r["se_passes"], spread)
         half = z * se
         r.update(lo=r["ratio"] * math.exp(-half), hi=r["ratio"] * math.exp(half),
                  shift=math.exp(shift), spread=spread, z=z)
