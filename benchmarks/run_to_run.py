@@ -14,7 +14,8 @@ Prints, over the (case, size) cells both files hold (calibration cells left out)
   second), which is what the issue measured on the old runner;
 * backend-pair ratios (every pair of backends in every cell) that move by more
   than 1.25x between the runs, from the paired ratios in the records
-  (``ratios``) and from the medians;
+  (``ratios``) and from the medians; and of the paired moves, those whose
+  intervals in the two runs do not overlap (a move the intervals did not cover);
 * then run ``xlinalg compare a.jsonl b.jsonl`` yourself for its regressions.
 
 Nothing is asserted: this prints, a person reads.
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         for k, x, y in differ:
             print(f"    {k}: {x} -> {y}")
     for label in ("paired ratios", "medians"):
-        moved, total = [], 0
+        moved, total, uncovered = [], 0, 0
         for k in common:
             names = [n for n in a[k] if n in b[k]]
             for x, y in itertools.combinations(names, 2):
@@ -97,12 +98,21 @@ def main(argv: list[str] | None = None) -> int:
                 total += 1
                 f = max(ra / rb, rb / ra)
                 if f > args.move:
-                    moved.append((k, x, y, ra, rb))
+                    gap = ""
+                    if label != "medians":
+                        apart = pa["hi"] < pb["lo"] or pb["hi"] < pa["lo"]
+                        uncovered += apart
+                        gap = (f" [{pa['lo']:.3g}, {pa['hi']:.3g}] -> "
+                               f"[{pb['lo']:.3g}, {pb['hi']:.3g}]"
+                               + (" (intervals apart)" if apart else ""))
+                    moved.append((k, x, y, ra, rb, gap))
         share = f" ({100 * len(moved) / total:.0f}%)" if total else ""
+        apart_text = (f"; {uncovered} with intervals that do not overlap"
+                      if label != "medians" else "")
         print(f"[{label}] backend-pair ratios moving by more than {args.move:.2f}x: "
-              f"{len(moved)} of {total}{share}")
-        for k, x, y, ra, rb in moved:
-            print(f"    {k} {x}/{y}: {ra:.3g} -> {rb:.3g}")
+              f"{len(moved)} of {total}{share}{apart_text}")
+        for k, x, y, ra, rb, gap in moved:
+            print(f"    {k} {x}/{y}: {ra:.3g} -> {rb:.3g}{gap}")
     return 0
 
 
