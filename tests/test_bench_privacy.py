@@ -54,7 +54,7 @@ def someone(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_results_file_names_no_path_user_or_host(someone, tmp_path):
     out = tmp_path / "r.jsonl"
-    run_benchmark(RunConfig(backends=["numpy"], cases=["matmul"], sizes=["8"], out=out,
+    run_benchmark(RunConfig(backends=["numpy"], cases=["a1_gemm"], sizes=["8"], out=out,
                             timer=FAST, isolate=False, calibrate=False, recheck=False))
     text = out.read_text(encoding="utf-8")
     _assert_private(text)
