@@ -18,7 +18,8 @@ What it runs, in one process, on LocalClusters of worker processes on 127.0.0.1:
    apart. Samples are interleaved (each round runs every variant, in a rotated
    order); the ratio is the median of per-round ratios. Task counts are
    ``len(x.__dask_graph__())`` (the persisted inputs counted in both).
-2. **scaling**: solve (errors="raise") on 1 and 2 workers, same batch.
+2. **scaling**: solve (errors="raise"), ``method="unrolled"`` and plain Dask on a
+   1-worker and a 2-worker cluster, both up at once, samples interleaved; same batch.
 3. **out of core**: tall-and-skinny ``qr`` of a float64 matrix 3x one worker's
    memory limit (workers of 256 MiB, a 768 MiB matrix generated on the workers),
    xlinalg against ``da.linalg.qr``; R is checked against the Gram matrix.
@@ -165,19 +166,34 @@ def _solve_side_by_side(client: Any, n: int, rounds: int) -> list[dict[str, Any]
 
 
 def _scaling(n: int, rounds: int) -> list[dict[str, Any]]:
+    """solve and method="unrolled" on a 1-worker and a 2-worker cluster, both up at
+    once so that the samples interleave (each round runs every (workers, call) pair,
+    in a rotated order); speed-up: the median of per-round ratios."""
     import xlinalg as xl
 
-    out = []
-    for workers in (1, 2):
-        cluster, client = _cluster(workers, "2GiB")
-        try:
-            a, b = _inputs(client, n, 16)
-            _time_once(client, lambda a, b: xl.solve(a, b), a, b)
-            ts = [_time_once(client, lambda a, b: xl.solve(a, b), a, b)[1] for _ in range(rounds)]
-            out.append({"workers": workers, "systems": n, "chunks": 16, "median_s": statistics.median(ts)})
-        finally:
+    calls = {"solve": lambda a, b: xl.solve(a, b),
+             "unrolled": lambda a, b: xl.solve(a, b, method="unrolled"),
+             "plain": lambda a, b: _variants()["plain"](a, b)}
+    clusters = {w: _cluster(w, "2GiB") for w in (1, 2)}
+    try:
+        inputs = {w: _inputs(client, n, 16) for w, (_, client) in clusters.items()}
+        pairs = [(w, c) for w in clusters for c in calls]
+        for w, c in pairs:  # warm
+            _time_once(clusters[w][1], calls[c], *inputs[w])
+        ts: dict[tuple[int, str], list[float]] = {p: [] for p in pairs}
+        for r in range(rounds):
+            for w, c in pairs[r % len(pairs):] + pairs[: r % len(pairs)]:
+                ts[(w, c)].append(_time_once(clusters[w][1], calls[c], *inputs[w])[1])
+    finally:
+        for cluster, client in clusters.values():
             _close(cluster, client)
-    out[1]["speedup_vs_1"] = out[0]["median_s"] / out[1]["median_s"]
+    out = []
+    for c in calls:
+        for w in clusters:
+            row = {"workers": w, "call": c, "systems": n, "chunks": 16, "median_s": statistics.median(ts[(w, c)])}
+            if w == 2:
+                row["speedup_vs_1"] = statistics.median(x / y for x, y in zip(ts[(1, c)], ts[(2, c)]))
+            out.append(row)
     return out
 
 
@@ -257,11 +273,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['chunks']:>6} {r['variant']:>15} {r['against']:>15} {r['time_ratio']:>10.2f} "
                   f"{r['tasks']:>5}/{r['against_tasks']:<6} {r['task_ratio']:>10.2f}")
     if "scaling" in parts:
-        print("scaling: solve on 1 and 2 workers", flush=True)
+        print("scaling: solve, method='unrolled' and plain Dask on 1 and 2 workers", flush=True)
         result["scaling"] = _scaling(n, rounds)
         for r in result["scaling"]:
-            print(f"  {r['workers']} worker(s): {r['median_s']:.3f} s")
-        print(f"  2 workers / 1 worker speed-up: {result['scaling'][1]['speedup_vs_1']:.2f}x")
+            print(f"  {r['call']:>8}, {r['workers']} worker(s): {r['median_s']:.3f} s"
+                  + (f"  (2 workers / 1 worker speed-up {r['speedup_vs_1']:.2f}x)" if "speedup_vs_1" in r else ""))
     if "qr" in parts:
         mib, mem = (192, 256) if args.quick else (768, 256)
         print(f"tall-skinny qr: a {mib} MiB matrix, workers of {mem} MiB", flush=True)
