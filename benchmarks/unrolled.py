@@ -41,7 +41,7 @@ import contextlib
 import numpy as np
 
 from xlinalg import _unrolled as U
-from xlinalg._unrolled import _libs
+from xlinalg.backends import _jax as jax_backend
 
 N_HEADLINE = 5
 
@@ -596,8 +596,8 @@ def _env() -> dict[str, Any]:
     for mod in ("jax", "torch"):
         with contextlib.suppress(ImportError):
             env[mod] = __import__(mod).__version__
-    env["jax_cpu_chunk"] = _libs._JAX_CPU_CHUNK
-    env["jax_cpu_options"] = _libs._JAX_CPU_OPTIONS
+    env["jax_cpu_chunk"] = jax_backend.UNROLLED_CPU_CHUNK
+    env["jax_cpu_options"] = jax_backend.UNROLLED_CPU_OPTIONS
     return env
 
 

@@ -32,7 +32,10 @@ from hypothesis.extra import numpy as hnp
 import xlinalg as xl
 from conftest import BackendCase, require_backend, tolerance
 from xlinalg import _unrolled as U
-from xlinalg._unrolled import _inplace, _libs, _schedule, _selection
+from xlinalg._unrolled import _inplace, _schedule, _selection
+from xlinalg.backends import _jax as jax_backend
+from xlinalg.backends import _numpy as numpy_backend
+from xlinalg.backends import _torch as torch_backend
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "unrolled-cpu.json"
@@ -292,7 +295,7 @@ def test_numpy_inplace_program_is_the_schedule(monkeypatch: pytest.MonkeyPatch, 
     (same operations, same order), within rounding on complex (NumPy's complex
     loops differ between strided and contiguous arrays), with chunk boundaries
     and a short last chunk, singular members, NaN and inf inputs."""
-    monkeypatch.setattr(_libs, "_NUMPY_CHUNK", 7)
+    monkeypatch.setattr(numpy_backend, "UNROLLED_CHUNK", 7)
     U.clear_cache()
     nb, k = 53, 2
     a = rng.standard_normal((nb, n, n)) + (1j * rng.standard_normal((nb, n, n)) if dtype is np.complex128 else 0)
@@ -341,7 +344,7 @@ def test_jax_under_jit_gives_nan() -> None:
 @pytest.mark.parametrize("nb", [50, 53])  # an even split, and a remainder
 def test_jax_chunks(monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator, nb: int) -> None:
     _, jnp = _jax()
-    monkeypatch.setattr(_libs, "_JAX_CPU_CHUNK", 7)
+    monkeypatch.setattr(jax_backend, "UNROLLED_CPU_CHUNK", 7)
     U.clear_cache()
     try:
         a = rng.standard_normal((nb, 3, 3))
@@ -374,7 +377,7 @@ def test_torch_compiled() -> None:
     import torch
 
     if not U.torch_compile_available("cpu"):
-        pytest.skip(f"torch-cpu: {_libs._torch_compile_reason('cpu')}")
+        pytest.skip(f"torch-cpu: {torch_backend.torch_compile_reason('cpu')}")
     a = np.stack([np.array([[0.0, 2.0], [1.0, 1.0]]), np.zeros((2, 2)), 4 * np.eye(2)])
     b = np.array([2.0, 2.0])
     x = U.solve_unrolled(torch.from_numpy(a), torch.from_numpy(b), errors="nan", compile=True)

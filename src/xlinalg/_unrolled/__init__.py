@@ -14,8 +14,10 @@ The package, along its seams:
 
 * :mod:`._schedule`: the algorithm, written once, and its renderers (Python
   source over a namespace, C source for the CuPy kernel);
-* :mod:`._build`: what every kernel is made of; the library-specific builders
-  (layout, compiler, kernel) are the backends' (:mod:`._libs`);
+* :mod:`._build`: what every kernel is made of; what is library-specific
+  (default layout, compiler, kernel builder) are hooks of each backend in
+  ``xlinalg.backends`` (``Backend.unrolled_*``);
+* :mod:`._inplace`: the schedule as ufunc calls into reused buffers (NumPy);
 * :mod:`._cache`: kernels cached per ``(backend, n, dtype, device, layout, compiled)``;
 * :mod:`._solve`: validation, dispatch and the singular check;
 * :mod:`._selection`: ``method="auto"``'s measured rules, loaded from the
@@ -32,8 +34,9 @@ the measurements and the selection rule (:func:`prefer_unrolled`).
 
 from __future__ import annotations
 
+from ..backends import BACKEND_NAMES, get_backend
+from ..backends._torch import torch_compile_available
 from ._cache import clear_cache, compiled_cache_info, is_warm
-from ._libs import DEFAULT_LAYOUT, torch_compile_available
 from ._schedule import LAYOUTS, MAX_N, op_count
 from ._selection import (
     METHODS,
@@ -43,6 +46,10 @@ from ._selection import (
     use_unrolled,
 )
 from ._solve import solve_adapter, solve_unrolled
+
+#: backend id -> the layout the unrolled solver uses there by default (the
+#: backend's ``unrolled_layout``: the one measured fastest; docs/unrolled.md)
+DEFAULT_LAYOUT: dict[str, str] = {name: get_backend(name).unrolled_layout for name in BACKEND_NAMES}
 
 __all__ = [
     "DEFAULT_LAYOUT",

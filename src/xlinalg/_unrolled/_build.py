@@ -35,6 +35,12 @@ class _Kernel:
         #: whether ``run`` returns, next to `x`, one flag "some member of x is NaN"
         #: (JAX) rather than the per-member zero-pivot mask
         self.flag_only = bool(getattr(run, "flag_only", False))
+        #: whether a compile serves one input shape only (JAX), not every batch size
+        self.per_shape = bool(getattr(run, "per_shape", False))
+        #: ``traced(x)``: whether the result `x` is inside the caller's trace (torch:
+        #: ``torch.compiler.is_compiling``), where no exception can be raised; None:
+        #: the adapter's :meth:`traced` alone decides
+        self.traced: Callable[[Any], bool] | None = getattr(run, "traced", None)
         self.calls = 0
         #: numbers of systems solved (bounded)
         self.batches: set[int] = set()

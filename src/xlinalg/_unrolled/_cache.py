@@ -1,19 +1,18 @@
-"""The cache of unrolled kernels: one per (backend, n, dtype, device, layout, compiled)."""
+"""The cache of unrolled kernels: one per (backend, n, dtype, device, layout, compiled).
+
+What a backend compiles with and how its kernel is built are the backend's
+hooks (``Backend.unrolled_compiler``, ``unrolled_compile_problem``,
+``unrolled_kernel`` in ``xlinalg.backends``); a backend without a kernel of its
+own runs the schedule eagerly over the standard's functions.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..backends import BACKEND_NAMES, get_backend
 from ..backends._adapter import Adapter
 from ._build import _Kernel, _make_generic
-from ._libs import (
-    _COMPILERS,
-    _make_cupy,
-    _make_jax,
-    _make_numpy,
-    _make_torch,
-    _torch_compile_reason,
-)
 from ._schedule import _LOCK
 
 _KERNELS: dict[tuple[Any, ...], _Kernel] = {}
@@ -48,27 +47,27 @@ def compiled_cache_info() -> list[dict[str, Any]]:
 
 
 def _resolve_compile(backend: str, compile: bool | None, complex_: bool) -> bool:
+    """Whether to compile on `backend` (an id), given ``compile=`` and the dtype's kind."""
     if compile is not None and compile not in (True, False):
         raise TypeError(f"`compile` must be None, True or False, got {compile!r}")
-    compiler = _COMPILERS.get(backend)
-    if backend == "cupy" and complex_:
-        compiler = None  # the CUDA kernel is real-only; complex runs the eager schedule
+    b = get_backend(backend)
+    compiler = b.unrolled_compiler(complex_)
     if compiler is None:
         if compile:
+            compiled = [name for name in BACKEND_NAMES if get_backend(name).unrolled_compiler(False)]
             raise ValueError(
                 f"solve_unrolled: no compiler for the {backend} backend"
-                + (" with complex dtypes" if backend == "cupy" else "")
-                + f"; compiled backends: {', '.join(sorted(_COMPILERS))}. Pass compile=None or False"
+                + (" with complex dtypes" if b.unrolled_compiler(False) else "")
+                + f"; compiled backends: {', '.join(sorted(compiled))}. Pass compile=None or False"
             )
         return False
     if compile is False:
         return False
-    if compiler == "torch.compile":
-        reason = _torch_compile_reason(backend.split("-", 1)[1])
-        if reason is not None:
-            if compile:
-                raise RuntimeError(f"solve_unrolled: compile=True needs torch.compile, but {reason}")
-            return False
+    reason = b.unrolled_compile_problem()
+    if reason is not None:
+        if compile:
+            raise RuntimeError(f"solve_unrolled: compile=True needs {compiler}, but {reason}")
+        return False
     return True
 
 
@@ -80,15 +79,8 @@ def _kernel(ad: Adapter, backend: str, n: int, a: Any, layout: str, compiled: bo
     kern = _KERNELS.get(key)
     if kern is not None:
         return kern
-    if backend == "numpy":
-        run = _make_numpy(n, layout, dtype)
-    elif backend.startswith("torch"):
-        run = _make_torch(n, layout, dtype, device, compiled)
-    elif backend.startswith("jax"):
-        run = _make_jax(n, layout, compiled, cpu=backend == "jax-cpu")
-    elif backend == "cupy" and compiled:
-        run = _make_cupy(n, layout, dtype)
-    else:
+    run = get_backend(backend).unrolled_kernel(n, layout, dtype, device, compiled)
+    if run is None:  # the standard's functions, eagerly
         run = _make_generic(ad, n, layout, dtype, device)
     with _LOCK:
         kern = _KERNELS.setdefault(key, _Kernel(key, run))
@@ -99,10 +91,9 @@ def is_warm(backend: str, n: int, dtype_name: str, batch: int | None = None) -> 
     """Whether a compiled solver for (backend, n, dtype) has run (JAX: for `batch` systems).
 
     torch compiles with dynamic shapes (one program for every batch size); JAX
-    compiles per input shape, so there `batch` (number of systems) must match.
+    compiles per input shape (its kernels say so: ``per_shape``), so there `batch`
+    (number of systems) must match.
     """
     with _LOCK:
         kernels = [k for k in _KERNELS.values() if k.key[:3] == (backend, n, dtype_name) and k.key[5]]
-    if batch is None or not backend.startswith("jax"):
-        return any(k.calls for k in kernels)
-    return any(batch in k.batches for k in kernels)
+    return any(batch in k.batches if batch is not None and k.per_shape else k.calls for k in kernels)

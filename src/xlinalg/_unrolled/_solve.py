@@ -9,11 +9,11 @@ import numpy as np
 
 from .._lib import _dispatch, _validate
 from .._lib._errors import LinAlgError
+from ..backends import get_backend
 from ..backends._adapter import Adapter, _singular_message, _to_batch, singular_members
 from ..backends._numpy import NUMPY
 from ._build import _Kernel
 from ._cache import _LOCK, _RESOLVED, _kernel, _resolve_compile
-from ._libs import DEFAULT_LAYOUT
 from ._schedule import LAYOUTS, MAX_N
 
 
@@ -65,14 +65,9 @@ def _check_singular(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, flag_only: bo
         _raise_singular(mask, a_batch)
 
 
-def _traced(ad: Adapter, x: Any) -> bool:
-    if ad.traced(x):
-        return True
-    if type(x).__module__.startswith("torch"):
-        import torch
-
-        return bool(torch.compiler.is_compiling())
-    return False
+def _traced(ad: Adapter, kern: _Kernel, x: Any) -> bool:
+    """Whether `x` is inside the caller's trace or compile (no exception possible there)."""
+    return ad.traced(x) or (kern.traced is not None and kern.traced(x))
 
 
 def _confirm_zero_pivots(cand: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -81,15 +76,16 @@ def _confirm_zero_pivots(cand: np.ndarray, a: np.ndarray) -> np.ndarray:
     if cand.any():
         sel = a[cand]
         n = sel.shape[-1]
-        _, zero = _kernel(NUMPY, "numpy", n, sel, "batch-last", False)(
+        _, zero = _kernel(NUMPY, NUMPY.backend(sel), n, sel, "batch-last", False)(
             sel, np.zeros((sel.shape[0], n, 1), sel.dtype), ((), ())
         )
         cand[cand] = np.asarray(zero)
     return cand
 
 
-def _dask_block(ab: np.ndarray, bb: np.ndarray, vector: bool, errors: str, layout: str) -> np.ndarray:
-    """One Dask block: the NumPy schedule, checked as on NumPy (see DaskAdapter.map_solve)."""
+def _block(ab: np.ndarray, bb: np.ndarray, vector: bool, errors: str, layout: str) -> np.ndarray:
+    """One block of a lazy array (Dask): NumPy's kernel, checked as on NumPy (see
+    DaskAdapter.map_solve)."""
     return solve_adapter(NUMPY, ab, bb, vector, errors, layout=layout, compile=False)
 
 
@@ -118,8 +114,8 @@ def solve_adapter(
     kern = _RESOLVED.get(rkey)
     if kern is None:
         layout, kern = _resolve(ad, a, int(n), layout, compile)
-        if kern is None:  # Dask (a DaskAdapter): lazy blocks of the NumPy schedule, nothing to cache
-            kernel = functools.partial(_dask_block, layout=layout)
+        if kern is None:  # lazy blocks (Dask): NumPy's kernel on each, nothing to cache
+            kernel = functools.partial(_block, layout=layout)
             return ad.map_solve(a, b, vector, errors, kernel)  # type: ignore[attr-defined]
         with _LOCK:
             if len(_RESOLVED) > 256:  # bounded (dtype x device x n x options)
@@ -128,32 +124,31 @@ def solve_adapter(
     if vector and kern.takes_vector:
         # JAX: the vector's expand and squeeze happen inside the compiled program
         x, bad = kern(a, b, (a.shape, (*b.shape, 1)), vector=True)
-        if errors == "raise" and not _traced(ad, x):
+        if errors == "raise" and not _traced(ad, kern, x):
             _check_singular(ad, a, b, x, bad, kern.flag_only, vector=True)
         return x
     bm = b[..., None] if vector else b
     x, bad = kern(a, bm, (tuple(a.shape), tuple(bm.shape)))
-    if errors == "raise" and not _traced(ad, x):
+    if errors == "raise" and not _traced(ad, kern, x):
         _check_singular(ad, a, bm, x, bad, kern.flag_only)
     return x[..., 0] if vector else x
 
 
 def _resolve(ad: Adapter, a: Any, n: int, layout: str | None, compile: bool | None) -> tuple[str, _Kernel | None]:
-    """The layout and kernel for these arguments (kernel None: Dask); argument errors raised here."""
+    """The layout and kernel for these arguments (kernel None: blockwise, Dask); argument errors raised here."""
     if n > MAX_N:
         raise ValueError(
             f"solve_unrolled: n = {n} is above the unrolled solver's limit of {MAX_N} "
             "(its code grows like n³ and LAPACK wins long before); use method='native'"
         )
+    backend = ad.backend(a)
+    hooks = get_backend(backend)
     if layout is None:
-        layout = DEFAULT_LAYOUT.get(backend := ad.backend(a), "batch-first")
-    else:
-        if layout not in LAYOUTS:
-            raise ValueError(f"solve_unrolled: `layout` must be None or one of {LAYOUTS}, got {layout!r}")
-        backend = ad.backend(a)
-    if backend == "dask":
-        if compile:
-            raise ValueError("solve_unrolled: no compiler for the dask backend; pass compile=None or False")
+        layout = hooks.unrolled_layout
+    elif layout not in LAYOUTS:
+        raise ValueError(f"solve_unrolled: `layout` must be None or one of {LAYOUTS}, got {layout!r}")
+    if hooks.unrolled_blockwise:  # lazy arrays of blocks: NumPy's kernel per block
+        _resolve_compile(backend, compile, False)  # (compile=True: no compiler, an error)
         return layout, None
     complex_ = ad.kind(a.dtype) == "c"
     compiled = _resolve_compile(backend, compile, complex_)

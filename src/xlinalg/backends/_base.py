@@ -260,6 +260,31 @@ class Backend:
         H-KH+1, W-KW+1)``: valid cross-correlation, stride 1 (:attr:`conv2d_kernel`)."""
         raise NotImplementedError(f"backend {self.name!r} has no 2-D convolution")
 
+    # ---------------------------------------------------------------- the unrolled solver
+    #: the storage order ``xlinalg._unrolled`` uses by default here: the one
+    #: measured fastest (docs/unrolled.md; GPU entries not yet measured)
+    unrolled_layout: str = "batch-first"
+    #: whether the unrolled solve runs per block of a lazy array (Dask): NumPy's
+    #: kernel mapped over the blocks by the adapter's ``map_solve``
+    unrolled_blockwise: bool = False
+
+    def unrolled_compiler(self, complex_: bool) -> str | None:
+        """The compiler of this backend's unrolled kernel (its name, for messages), or
+        None: the schedule runs eagerly. `complex_`: for a complex dtype."""
+        return None
+
+    def unrolled_compile_problem(self) -> str | None:
+        """Why :meth:`unrolled_compiler` cannot be used in this process (checked once),
+        or None where it works."""
+        return None
+
+    def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,
+                        compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
+        """This backend's unrolled solve for one (n, layout, dtype, device, compiled):
+        ``run(a, bm) -> (x, singular)`` (``xlinalg._unrolled._build._Kernel``), or
+        None: the schedule over the standard's functions, eagerly."""
+        return None
+
     def __repr__(self) -> str:
         return f"<Backend {self.name}>"
 

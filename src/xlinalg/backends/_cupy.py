@@ -133,5 +133,54 @@ class CuPyBackend(Backend):
     def make_adapter(self) -> Adapter:
         return CuPyAdapter()
 
+    def unrolled_compiler(self, complex_: bool) -> str | None:
+        # the CUDA kernel is real-only: complex runs the schedule eagerly
+        return None if complex_ else "cupy.ElementwiseKernel"
+
+    def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,
+                        compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
+        return make_unrolled_kernel(n, layout, dtype) if compiled else None
+
+
+# ---------------------------------------------------------------------- the unrolled solver
+def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[..., tuple[Any, Any]]:
+    """The unrolled schedule as one CUDA elementwise kernel (float32/float64): one
+    thread per system, the factorization in registers (``_schedule._c_source``)."""
+    import cupy as cp
+
+    from .._unrolled._build import _flatten
+    from .._unrolled._schedule import _c_source, _std_namespace
+
+    kernel = cp.ElementwiseKernel(
+        "raw T a, raw T b, raw T nanv, int64 nb, int64 k",
+        "raw T x, raw bool bad",
+        _c_source(n, layout),
+        f"xlinalg_unrolled_solve_n{n}_{layout.replace('-', '_')}",
+        preamble="",
+    )
+    ns = _std_namespace(cp)
+
+    def run(a: Any, bm: Any) -> tuple[Any, Any]:
+        with a.device:
+            a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
+            nanv = cp.full((1,), float("nan"), dtype=dtype)
+            if layout == "batch-first":
+                a3 = cp.ascontiguousarray(a3)
+                b3 = cp.ascontiguousarray(b3)
+                x = cp.empty((nb, n, k), dtype=dtype)
+            else:
+                a3 = cp.ascontiguousarray(cp.transpose(a3, (1, 2, 0)))
+                b3 = cp.ascontiguousarray(cp.transpose(b3, (1, 2, 0)))
+                x = cp.empty((n, k, nb), dtype=dtype)
+            bad = cp.empty((nb,), dtype=cp.bool_)
+            # 1-D views: a raw CArray of more dimensions unravels every flat index
+            # with integer divisions
+            kernel(a3.reshape(-1), b3.reshape(-1), nanv, nb, k, x.reshape(-1), bad, size=nb)
+            if layout == "batch-last":
+                x = cp.transpose(x, (2, 0, 1))
+            return cp.reshape(x, (*batch, n, k)), cp.reshape(bad, batch)
+
+    return run
+
 
 BACKENDS = (CuPyBackend(),)

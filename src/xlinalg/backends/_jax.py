@@ -261,6 +261,7 @@ class JaxBackend(Backend):
         self.platform = platform
         self.name = f"jax-{platform}"
         self.gpu = platform == "gpu"
+        self.unrolled_layout = "batch-last" if self.gpu else "batch-first"
 
     def _probe(self) -> str | None:
         reason = super()._probe()
@@ -341,6 +342,13 @@ class JaxBackend(Backend):
         # the array's own method (C++), called directly: synchronize costs one call more
         return getattr(cls, "block_until_ready", None) or self.synchronize
 
+    def unrolled_compiler(self, complex_: bool) -> str | None:
+        return "jax.jit"
+
+    def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,
+                        compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
+        return make_unrolled_kernel(n, layout, compiled, cpu=not self.gpu)
+
 
 def jax_backend_name(x: Any) -> str:
     """``"jax-cpu"`` or ``"jax-gpu"``: where JAX array `x` lies (a tracer: ``"jax-cpu"``)."""
@@ -359,6 +367,96 @@ def _jax_cpu_only() -> bool:
         return set(backends()) == {"cpu"}
     except Exception:  # a JAX without it: ask each array
         return False
+
+
+# ---------------------------------------------------------------------- the unrolled solver
+#: JAX on the CPU: options for XLA. Its new fusion emitters duplicate the cheap
+#: producers of the unrolled program into many kernels; the classic emitters
+#: fuse it into a few loops (measured: docs/unrolled.md)
+UNROLLED_CPU_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+#: JAX on the CPU: systems per chunk (a ``lax.map`` over chunks keeps every
+#: intermediate in the cache; docs/unrolled.md)
+UNROLLED_CPU_CHUNK = 10000
+
+
+def make_unrolled_kernel(n: int, layout: str, compiled: bool, cpu: bool) -> Callable[..., tuple[Any, Any]]:
+    """JAX: one jitted program; returns ``(x, flag)``: singular members are NaN in `x`,
+    and `flag` (0-d) says whether any entry of `x` is NaN.
+
+    On the CPU the batch is cut into chunks of about :data:`UNROLLED_CPU_CHUNK`
+    systems solved by a ``lax.map`` (the intermediates stay in the cache), and
+    XLA's classic fusion emitters are asked for (:data:`UNROLLED_CPU_OPTIONS`).
+    The singular mask is not an output: a second output would be a second fusion
+    recomputing the program; NaN rows mark the candidates instead, confirmed on
+    the host only when there are any (``xlinalg._unrolled._solve._check_singular``).
+    Whether there are any is the flag, reduced inside the program from the
+    written `x` (an optimization barrier keeps XLA from fusing the solve into the
+    reduction a second time): ``errors="raise"`` reads one bool, not the solution.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from .._unrolled._build import _chunks, _flatten
+    from .._unrolled._schedule import _assemble_select, _python_function, _std_namespace
+
+    ns = _std_namespace(jnp)
+    ns.arange = jnp.arange
+    core = _python_function(n, layout, ns)
+    chunk = UNROLLED_CPU_CHUNK if cpu else 0
+
+    def solve3(a3: Any, b3: Any) -> Any:
+        one = jnp.asarray(1, dtype=a3.dtype)
+        nan = jnp.asarray(float("nan"), dtype=a3.dtype)
+        rows, _ = core(a3, b3, one, nan)
+        return _assemble_select(ns, rows, layout)
+
+    def solve_flat(a3: Any, b3: Any, nb: int, k: int) -> Any:
+        if not chunk or nb <= chunk:
+            return solve3(a3, b3)
+        m, c = _chunks(nb, chunk)
+        head = m * c
+        ac = jnp.reshape(a3[:head], (m, c, n, n))
+        bc = jnp.reshape(b3[:head], (m, c, n, k))
+        x = jax.lax.map(lambda ab: solve3(ab[0], ab[1]), (ac, bc))
+        x = jnp.reshape(x, (head, n, k))
+        if head < nb:
+            x = jnp.concat([x, solve3(a3[head:], b3[head:])], axis=0)
+        return x
+
+    def whole(a: Any, bm: Any, vector: bool = False) -> tuple[Any, Any]:
+        if vector:  # inside the program: eager JAX indexing costs a dispatch a call
+            bm = bm[..., None]
+        a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
+        x = jnp.reshape(solve_flat(a3, b3, nb, k), (*batch, n, k))
+        flag = jnp.any(jnp.isnan(jax.lax.optimization_barrier(x)))  # (dropped when unused)
+        return (x[..., 0] if vector else x), flag
+
+    whole.takes_vector = True  # type: ignore[attr-defined]
+    whole.flag_only = True  # type: ignore[attr-defined]
+    if not compiled:
+        return whole
+    top = jax.jit(whole, static_argnums=2, compiler_options=dict(UNROLLED_CPU_OPTIONS) if cpu else None)
+    plain_jit = jax.jit(whole, static_argnums=2)
+    tracer = jax.core.Tracer
+    state = {"options_ok": cpu}
+
+    def run(a: Any, bm: Any, vector: bool = False) -> tuple[Any, Any]:
+        if isinstance(a, tracer) or isinstance(bm, tracer):
+            return whole(a, bm, vector)  # inside the caller's trace: inlined into its program
+        if state["options_ok"]:
+            try:
+                return top(a, bm, vector)
+            except Exception as exc:  # an XLA without these options
+                if "xla_cpu" not in str(exc):
+                    raise
+                state["options_ok"] = False
+        return plain_jit(a, bm, vector)
+
+    run.jitted = top  # type: ignore[attr-defined]  # (for inspection: .lower(...).compile())
+    run.takes_vector = True  # type: ignore[attr-defined]
+    run.flag_only = True  # type: ignore[attr-defined]
+    run.per_shape = True  # type: ignore[attr-defined]  # jax.jit compiles per input shape
+    return run
 
 
 BACKENDS = (JaxBackend("cpu"), JaxBackend("gpu"))

@@ -201,5 +201,79 @@ class NumPyBackend(Backend):
     def owns(self, x: Any) -> bool:
         return isinstance(x, np.ndarray)
 
+    unrolled_layout = "batch-last"
+
+    def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,
+                        compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
+        return make_unrolled_kernel(n, layout, dtype)
+
+
+# ---------------------------------------------------------------------- the unrolled solver
+#: batch-last: systems per chunk of the in-place program (``xlinalg._unrolled._inplace``:
+#: its buffers stay in the cache; docs/unrolled.md)
+UNROLLED_CHUNK = 4096
+
+
+def unrolled_namespace() -> Any:
+    """NumPy's own functions for the generated code (no array-api-compat wrappers:
+    200 calls per solve)."""
+    import types
+
+    return types.SimpleNamespace(
+        abs=np.abs, where=np.where, stack=np.stack, reshape=np.reshape,
+        permute_dims=np.transpose, broadcast_to=np.broadcast_to, concat=np.concatenate,
+    )
+
+
+def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
+    """NumPy's unrolled solve, eagerly: batch-last runs the in-place program by chunks,
+    batch-first the Python rendering."""
+    from .._unrolled._build import _eager_run
+    from .._unrolled._schedule import _python_function
+
+    ns = unrolled_namespace()
+    one, nan = np.asarray(1, dtype=dtype), np.asarray(np.nan, dtype=dtype)
+    if layout == "batch-last":
+        run = _chunked(ns, n, dtype, one, nan)
+    else:
+        run = _eager_run(ns, _python_function(n, layout, ns), n, layout, lambda a: (one, nan), False)
+
+    def quiet(a: Any, bm: Any) -> tuple[Any, Any]:
+        with np.errstate(all="ignore"):  # inf/NaN inputs: IEEE results, no warnings
+            return run(a, bm)
+
+    return quiet
+
+
+def _chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
+    """The in-place program over chunks of :data:`UNROLLED_CHUNK` systems."""
+    from .._unrolled._build import _flatten
+    from .._unrolled._inplace import inplace_function
+
+    fn, kinds = inplace_function(n, np)
+    types_ = {"T": np.dtype(dtype), "R": np.empty(0, dtype).real.dtype, "B": np.dtype(bool)}
+
+    def run(a: Any, bm: Any) -> tuple[Any, Any]:
+        a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
+        c = max(1, min(nb, UNROLLED_CHUNK))
+        x = np.empty((nb, n, k), dtype)
+        bad = np.empty(nb, bool)
+        at, bt = np.empty((n * n, c), dtype), np.empty((n, k, c), dtype)
+        xt, bc = np.empty((n, k, c), dtype), np.empty(c, bool)
+        buf = [np.empty((c,) if s == "e" else (k, c), types_[t]) for t, s in kinds]
+        for s0 in range(0, nb, c):
+            m = min(c, nb - s0)
+            if m < c:  # the last chunk: views of the first m columns
+                at, bt, xt, bc = at[:, :m], bt[..., :m], xt[..., :m], bc[:m]
+                buf = [v[..., :m] for v in buf]
+            np.copyto(at, np.reshape(a3[s0:s0 + m], (m, n * n)).T)
+            np.copyto(bt, np.transpose(b3[s0:s0 + m], (1, 2, 0)))
+            fn(at, bt, xt, bc, one, nan, buf)
+            np.copyto(x[s0:s0 + m], np.transpose(xt, (2, 0, 1)))
+            bad[s0:s0 + m] = bc
+        return np.reshape(x, (*batch, n, k)), np.reshape(bad, batch)
+
+    return run
+
 
 BACKENDS = (NumPyBackend(),)

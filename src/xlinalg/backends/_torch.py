@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -162,6 +163,7 @@ class TorchBackend(Backend):
         self.device_type = device_type
         self.name = f"torch-{device_type}"
         self.gpu = device_type == "cuda"
+        self.unrolled_layout = "batch-last" if self.gpu else "batch-first"
 
     def _probe(self) -> str | None:
         reason = super()._probe()
@@ -230,6 +232,16 @@ class TorchBackend(Backend):
     def type_fence(self, cls: type) -> Callable[[Any], Any] | None:
         return _torch_fence
 
+    def unrolled_compiler(self, complex_: bool) -> str | None:
+        return "torch.compile"
+
+    def unrolled_compile_problem(self) -> str | None:
+        return torch_compile_reason(self.device_type)
+
+    def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,
+                        compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
+        return make_unrolled_kernel(n, layout, dtype, device, compiled)
+
 
 def _torch_name(x: Any) -> str:
     return f"torch-{x.device.type}"  # "torch-cpu", "torch-cuda", or another device type
@@ -240,6 +252,127 @@ def _torch_fence(x: Any) -> None:
         import torch
 
         torch.cuda.synchronize(x.device)
+
+
+# ---------------------------------------------------------------------- the unrolled solver
+#: torch.compile's options for the unrolled program: Inductor's scheduler stops
+#: fusing at 64 nodes by default, so the program (hundreds of elementwise nodes)
+#: became a dozen loops over the batch, every intermediate written to memory; one
+#: loop keeps them in registers (measured: docs/unrolled.md)
+UNROLLED_OPTIONS = {"max_fusion_size": 4096}
+
+_COMPILE_OK: dict[str, str | None] = {}
+_COMPILE_LOCK = threading.Lock()
+
+
+def torch_compile_reason(device_type: str = "cpu") -> str | None:
+    """Why ``torch.compile`` cannot be used on `device_type` here, or None if it works.
+
+    Tried once per process and device type with a one-line function (a few
+    seconds the first time): Inductor needs a working C++ compiler on the CPU
+    and Triton on CUDA. ``XLINALG_TORCH_COMPILE=0`` disables it.
+    """
+    if device_type in _COMPILE_OK:
+        return _COMPILE_OK[device_type]
+    with _COMPILE_LOCK:  # the self-test runs once, whichever threads ask first
+        if device_type not in _COMPILE_OK:
+            _COMPILE_OK[device_type] = _compile_self_test(device_type)
+    return _COMPILE_OK[device_type]
+
+
+def _compile_self_test(device_type: str) -> str | None:
+    from .._lib import _env
+
+    reason: str | None = None
+    if not _env.env_flag("XLINALG_TORCH_COMPILE", True):
+        reason = "disabled by XLINALG_TORCH_COMPILE"
+    else:
+        try:
+            import torch
+
+            fn = torch.compile(lambda x: x * 2.0 + 1.0, fullgraph=True, dynamic=False)
+            out = fn(torch.ones(3, device=device_type))
+            if not bool((out == 3.0).all()):  # pragma: no cover - a broken toolchain
+                reason = "torch.compile gave a wrong result in a self-test"
+        except Exception as exc:  # no compiler, no Triton, an old torch...
+            reason = f"torch.compile does not work here: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    return reason
+
+
+def torch_compile_available(device_type: str = "cpu") -> bool:
+    """Whether ``torch.compile`` works on `device_type` (``"cpu"`` or ``"cuda"``) here.
+
+    The first call compiles a one-line function (a few seconds); the answer is
+    cached for the process.
+
+    Parameters
+    ----------
+    device_type : str, optional
+        The torch device type.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from xlinalg._unrolled import torch_compile_available
+    >>> isinstance(torch_compile_available.__doc__, str)
+    True
+    """
+    return torch_compile_reason(device_type) is None
+
+
+def _unrolled_namespace() -> Any:
+    import types
+
+    import torch
+
+    return types.SimpleNamespace(
+        abs=torch.abs,
+        where=torch.where,
+        stack=lambda xs, axis=0: torch.stack(xs, dim=axis),
+        reshape=torch.reshape,
+        permute_dims=torch.permute,
+        broadcast_to=torch.broadcast_to,
+        concat=lambda xs, axis=0: torch.cat(xs, dim=axis),
+    )
+
+
+def make_unrolled_kernel(n: int, layout: str, dtype: Any, device: Any, compiled: bool) -> Callable[..., tuple[Any, Any]]:
+    """The unrolled solve on torch: the Python rendering, through ``torch.compile``
+    (one compile for every batch size: dynamic shapes) where `compiled`."""
+    import torch
+
+    from .._unrolled._build import _eager_run
+    from .._unrolled._schedule import _assemble, _python_function
+
+    ns = _unrolled_namespace()
+    one = torch.tensor(1, dtype=dtype, device=device)
+    nan = torch.tensor(float("nan"), dtype=dtype, device=device)
+    consts = lambda a: (one, nan)  # noqa: E731
+    core = _python_function(n, layout, ns)
+    plain = _eager_run(ns, core, n, layout, consts, False)
+    traced = lambda x: bool(torch.compiler.is_compiling())  # noqa: E731
+    if not compiled:
+        plain.traced = traced  # type: ignore[attr-defined]
+        return plain
+
+    def whole(a3: Any, b3: Any, one: Any, nan: Any) -> tuple[Any, Any]:
+        rows, bad = core(a3, b3, one, nan)
+        return _assemble(ns, rows, layout), bad
+
+    # dynamic=True: one compile serves every batch size (measured as fast as static)
+    fast = _eager_run(ns, torch.compile(whole, fullgraph=True, dynamic=True,
+                                        options=dict(UNROLLED_OPTIONS)), n, layout, consts, True)
+
+    def run(a: Any, bm: Any) -> tuple[Any, Any]:
+        if torch.compiler.is_compiling():  # inside the caller's torch.compile: inline
+            return plain(a, bm)
+        return fast(a, bm)
+
+    run.traced = traced  # type: ignore[attr-defined]
+    return run
 
 
 BACKENDS = (TorchBackend("cpu"), TorchBackend("cuda"))
