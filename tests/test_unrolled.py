@@ -500,6 +500,11 @@ def test_selection_file_is_checked(tmp_path: pathlib.Path) -> None:
     path.write_text(json.dumps(good))
     with pytest.raises(ValueError, match=r"sel\.json.*malformed"):
         _selection._load_selection(str(path))
+    good["rules"][0]["batch_min"].append(1000)
+    good["rules"][0]["backend"] = "mlx"
+    path.write_text(json.dumps(good))
+    with pytest.raises(ValueError, match=r"sel\.json.*'mlx', not a backend"):
+        _selection._load_selection(str(path))
 
 
 def test_cache_and_ops() -> None:
