@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .._cases import backend_object
+
 __all__ = ["A1", "A1_SIZES", "F16_DTYPES", "gemm_bytes", "gemm_flops",
            "gemm_rtol", "gemm_setup", "mkn", "own", "prepared", "shape2", "sigmoid_ref",
-           "solve_setup", "diagonal_shift"]
+           "solve_setup", "diagonal_shift", "when_lazy"]
+
+def when_lazy(reason: str) -> Callable[[str, str, Any], str | None]:
+    """A skip rule: `reason` (``{backend}`` filled in) on a lazy backend, whose arrays
+    are task graphs computed on demand (:attr:`~xlinalg.backends.Backend.lazy`)."""
+
+    def rule(backend: str, dtype: str, size: Any) -> str | None:
+        be = backend_object(backend)
+        return reason.format(backend=backend) if be is not None and be.lazy else None
+
+    return rule
+
 
 F16_DTYPES = ("float64", "float32", "float16", "bfloat16")
 

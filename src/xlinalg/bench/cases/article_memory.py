@@ -18,6 +18,7 @@ from ._common import (
     gemm_setup,
     mkn,
     prepared,
+    when_lazy,
 )
 
 __all__: list[str] = []
@@ -36,7 +37,14 @@ _NO_VIEWS = {b: get_backend(b).no_strided_views for b in BACKEND_NAMES
              if get_backend(b).no_strided_views}
 
 
+_LAZY_LAYOUT = when_lazy("{backend} is lazy: its arrays are chunked task graphs, so a strided "
+                         "view has no layout to time")
+
+
 def _layout_skip(backend: str, dtype: str, size: Any) -> str | None:
+    lazy = _LAZY_LAYOUT(backend, dtype, size)
+    if lazy is not None:
+        return lazy
     be = backend_object(backend)
     if be is not None and be.no_strided_views and not size[1]:
         return str(be.no_strided_views)
@@ -69,7 +77,6 @@ register_case(
         bytes=lambda s, itemsize: itemsize * (2.0 * s[0] * (s[0] // 2) + s[0] * s[0]),
         dtypes=F16_DTYPES,
         skip_if=_layout_skip,
-        skip={"dask": "Dask arrays are chunked graphs: a strided view has no layout to time"},
         notes={"array-api-strict": "array-api-strict wraps a NumPy array: x[:, ::2] is a real "
                                    "strided NumPy view, so the layout difference is NumPy's",
                **_NO_VIEWS},

@@ -7,12 +7,13 @@ from typing import Any
 import numpy as np
 
 from .._cases import Case, backend_object, register_case
-from ._common import diagonal_shift, own, prepared, solve_setup
+from ._common import diagonal_shift, own, prepared, solve_setup, when_lazy
 
 __all__: list[str] = []
 
 
-_DASK_LOOP = ("a Python loop of tiny lazy solves times Dask's graph building and "
+_LAZY_LOOP = when_lazy(
+    "{backend} is lazy: a Python loop of tiny lazy solves times its graph building and "
     "scheduler per system, not solving")
 _DASK_BATCHED = "dask.array.linalg.solve is 2-D only (no batched stacks)"
 
@@ -86,7 +87,7 @@ _systems_case(
     {"quick": [(100, 5)], "default": [(1000, 5)], "full": [(1000, 5)]},
     tags=("loop",),
     build=_build_solve_loop,
-    skip={"dask": _DASK_LOOP},
+    skip_if=_LAZY_LOOP,
 )
 
 
@@ -176,7 +177,7 @@ _systems_case(
     _Q4_SIZES,
     tags=("loop",),
     build=_build_solve_loop,
-    skip={"dask": _DASK_LOOP},
+    skip_if=_LAZY_LOOP,
 )
 
 
@@ -195,11 +196,19 @@ _systems_case(
     "call, recorded apart); solutions stacked once",
     _Q4_SIZES,
     build=_build_solve_many,
-    skip={"dask": _DASK_LOOP},
+    skip_if=_LAZY_LOOP,
 )
 
 
+_LAZY_UNROLLED = when_lazy("{backend} is lazy: the unrolled straight-line code builds a "
+                           "graph of hundreds of tiny tasks: it times the scheduler, not the "
+                           "solve")
+
+
 def _unrolled_skip(backend: str, dtype: str, size: Any) -> str | None:
+    lazy = _LAZY_UNROLLED(backend, dtype, size)
+    if lazy is not None:
+        return lazy
     if size[1] > 8:
         return "solve_unrolled handles n <= 8 only"
     return None
@@ -228,7 +237,5 @@ _systems_case(
     setup=_batched_setup,
     build=_build_unrolled,
     reference=np.linalg.solve,
-    skip={"dask": "the unrolled straight-line code on Dask builds a graph of hundreds "
-                  "of tiny tasks: it times the scheduler, not the solve"},
     skip_if=_unrolled_skip,
 )
