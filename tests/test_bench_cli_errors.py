@@ -18,7 +18,7 @@ from xlinalg.bench import cell_key, read_results
 from xlinalg.cli import main
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
-QUICK = ["bench", "--quick", "--backends", "numpy", "--cases", "solve", "--no-calibrate",
+QUICK = ["bench", "--quick", "--backends", "numpy", "--cases", "q3_solve_sweep", "--no-calibrate",
          "--no-progress", "--sizes", "4"]
 
 
@@ -112,7 +112,7 @@ def test_disk_full_mid_run_keeps_what_was_written(tmp_path, monkeypatch):
         return real(fd)
 
     monkeypatch.setattr(_store.os, "fsync", fsync)
-    code, _, err = run_cli("bench", "--quick", "--backends", "numpy", "--cases", "solve",
+    code, _, err = run_cli("bench", "--quick", "--backends", "numpy", "--cases", "q3_solve_sweep",
                            "--no-calibrate", "--no-progress", "--no-isolate", "--out", str(out))
     assert code == 2, err
     one_line(err, "No space left on device", "1 cell(s) finished before are in it")
