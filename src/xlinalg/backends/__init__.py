@@ -319,11 +319,11 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
     source = backend_of(x)
     if source == backend and not copy:
         return x
-    _convert.check_dtype_fits(x, source, backend)
+    _convert.check_dtype_fits(x, source, target)
     src = _REGISTRY[source]
-    y = _convert.plain(x, source)
+    y = src.plain(x)
     if not copy and y is x and not src.lazy and not target.lazy:
-        routed = _convert.zero_copy(x, source, target)
+        routed = _convert.zero_copy(x, src, target)
         if routed is not None and (routed[1] or copy is None):
             return routed[0]
     if copy is False:
@@ -331,6 +331,4 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
             f"converting a {source} array to {backend} needs a copy (different devices, no "
             "DLPack route, read-only memory, or a torch conj/neg view); pass copy=None to allow it"
         )
-    return target.from_numpy(_convert.native_order(src.to_numpy(y), backend))
-
-
+    return target.from_numpy(_convert.native_order(src.to_numpy(y), target))

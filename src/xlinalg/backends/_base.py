@@ -158,6 +158,46 @@ class Backend:
         self.synchronize(x)
         return x
 
+    # ---------------------------------------------------------------- conversion (xl.to)
+    #: whether its arrays are NumPy arrays on the host (NumPy, Dask's chunks): it takes
+    #: every NumPy dtype as it is (any byte order, ml_dtypes' bfloat16, long double)
+    numpy_host: bool = False
+    #: whether its arrays are writable (a DLPack view must then never alias memory
+    #: its owner treats as read-only)
+    writable_arrays: bool = False
+
+    def dtype_refusal(self, name: str) -> str | None:
+        """Why this backend cannot hold dtype `name` as it is (the fix included), or None.
+
+        Only what is particular to the library; ``_convert.check_dtype_fits`` adds
+        the rules every backend shares (extended precision, bfloat16 on the host).
+        """
+        return None
+
+    def plain(self, x: Any) -> Any:
+        """`x` without lazy bits other libraries cannot see (a copy only where set)."""
+        return x
+
+    def host_view(self, x: Any) -> np.ndarray | None:
+        """The NumPy view of `x` where its memory is the host's and NumPy's, else None."""
+        return None
+
+    def read_only(self, x: Any) -> bool:
+        """Whether `x`'s memory is read-only to its owner (no writable alias may be made)."""
+        h = self.host_view(x)
+        return h is not None and not h.flags.writeable
+
+    def unsafe_layout(self, x: Any) -> bool:
+        """Negative strides or a non-native byte order: no DLPack route takes them."""
+        h = self.host_view(x)
+        return h is not None and (any(s < 0 for s in h.strides) or not h.dtype.isnative)
+
+    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
+        """`x` as this backend's array through DLPack: ``(array, shared)``, or None where
+        no route applies. With `protect`, a device copy (``shared`` False) instead of a
+        writable alias of read-only memory. The default: no route (a host copy)."""
+        return None
+
     # ---------------------------------------------------------------- array types
     #: the library's key: the backends of one library share its adapter (``"torch"``)
     library: str = ""

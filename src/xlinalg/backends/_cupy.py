@@ -70,6 +70,7 @@ class CuPyBackend(Backend):
     gpu = True
     library = "cupy"
     namespace_names = ("array_api_compat.cupy", "cupy")
+    writable_arrays = True
     extra_float_dtypes = ("float16",)
     conv2d_kernel = "im2col: sliding_window_view + tensordot"
 
@@ -142,6 +143,17 @@ class CuPyBackend(Backend):
         return make_unrolled_kernel(n, layout, dtype) if compiled else None
 
 
+    # ---------------------------------------------------------------- conversion
+    def unsafe_layout(self, x: Any) -> bool:
+        return any(s < 0 for s in x.strides)
+
+    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
+        import cupy
+
+        out = cupy.from_dlpack(x)
+        return (out.copy(), False) if protect else (out, True)
+
+
 # ---------------------------------------------------------------------- the unrolled solver
 def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[..., tuple[Any, Any]]:
     """The unrolled schedule as one CUDA elementwise kernel (float32/float64): one
@@ -181,6 +193,5 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[..., tuple
             return cp.reshape(x, (*batch, n, k)), cp.reshape(bad, batch)
 
     return run
-
 
 BACKENDS = (CuPyBackend(),)

@@ -282,6 +282,7 @@ class DaskBackend(Backend):
     lazy = True
     library = "dask"
     namespace_names = ("array_api_compat.dask.array", "dask.array")
+    numpy_host = True  # NumPy chunks
     extra_float_dtypes = ("float16",)
 
     def native_namespace(self) -> Any:

@@ -232,6 +232,10 @@ def _jax_solve_nan(jnp: Any, a: Any, b: Any, vector: bool) -> Any:
     return x[..., 0] if vector else x
 
 
+#: dtypes JAX holds only with ``jax_enable_x64`` (it would silently narrow them)
+_X64 = {"int64": "int32", "uint64": "uint32", "float64": "float32", "complex128": "complex64"}
+
+
 class JaxBackend(Backend):
     module = "jax"
     install = 'pip install "jax[cpu]"  (GPU: pip install "jax[cuda12]")'
@@ -290,7 +294,7 @@ class JaxBackend(Backend):
 
         # 64-bit dtypes with JAX's 64-bit mode off (uint64 included): a TypeError
         # naming the dtype and the fix, as xl.to gives (JAX would narrow them)
-        _convert.check_dtype_fits(arr, "numpy", self.name)
+        _convert.check_dtype_fits(arr, "numpy", self)
         return jax.device_put(np.array(arr, copy=True), self._device())
 
     def owns(self, x: Any) -> bool:
@@ -318,6 +322,27 @@ class JaxBackend(Backend):
         import jax.numpy as jnp
 
         return jnp
+
+    # ---------------------------------------------------------------- conversion
+    def dtype_refusal(self, name: str) -> str | None:
+        import jax
+
+        if name in _X64 and not jax.config.read("jax_enable_x64"):
+            return (
+                f"JAX is in its default 32-bit mode and would make it {_X64[name]}, changing "
+                'values. Call jax.config.update("jax_enable_x64", True) at start-up (or set '
+                f"JAX_ENABLE_X64=1), or cast to {_X64[name]} first if its values allow"
+            )
+        return None
+
+    def read_only(self, x: Any) -> bool:
+        return True  # JAX arrays are immutable; XLA may share and reuse their buffers
+
+    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
+        import jax
+
+        out = jax.dlpack.from_dlpack(x)
+        return (out, True) if self.owns(out) else None
 
     def array_types(self) -> tuple[type, ...]:
         import jax

@@ -172,6 +172,7 @@ class NumPyBackend(Backend):
     install = "pip install numpy"
     library = "numpy"
     namespace_names = ("array_api_compat.numpy", "numpy")
+    numpy_host = True
     extra_float_dtypes = ("float16",)
     numpy_arrays = True
     conv2d_kernel = "im2col: sliding_window_view + tensordot"
@@ -201,6 +202,11 @@ class NumPyBackend(Backend):
     def owns(self, x: Any) -> bool:
         return isinstance(x, np.ndarray)
 
+    def host_view(self, x: Any) -> np.ndarray | None:
+        return x
+
+    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
+        return np.from_dlpack(x), True
     unrolled_layout = "batch-last"
 
     def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,

@@ -61,6 +61,23 @@ class StrictBackend(Backend):
     def owns(self, x: Any) -> bool:
         return type(x).__module__.startswith("array_api_strict")
 
+    def dtype_refusal(self, name: str) -> str | None:
+        if name in ("bfloat16", "float16"):
+            return (f"array-api-strict has no {name}. Cast to float32 first (exact: it "
+                    f"holds every {name})")
+        return None
+
+    def host_view(self, x: Any) -> np.ndarray | None:
+        try:
+            return np.from_dlpack(x)
+        except Exception:
+            return None
+
+    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
+        import array_api_strict
+
+        return array_api_strict.from_dlpack(x), True
+
     def namespace(self) -> Any:
         self.require()
         import array_api_strict

@@ -136,6 +136,7 @@ class TorchBackend(Backend):
     install = "pip install torch  (CPU build: pip install torch==2.13.0)"
     library = "torch"
     namespace_names = ("array_api_compat.torch", "torch")
+    writable_arrays = True
     extra_float_dtypes = ("float16", "bfloat16")
     function_compiler = "torch.compile (Inductor)"
     # Inductor builds C++ (CPU) or Triton (CUDA) kernels: seconds per shape and dtype
@@ -232,6 +233,19 @@ class TorchBackend(Backend):
     def type_fence(self, cls: type) -> Callable[[Any], Any] | None:
         return _torch_fence
 
+    # ---------------------------------------------------------------- conversion
+    def plain(self, x: Any) -> Any:
+        if x.is_conj() or x.is_neg():
+            return x.resolve_conj().resolve_neg()
+        return x
+
+    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
+        import torch
+
+        out = torch.from_dlpack(x)
+        if out.device.type != self.device_type:
+            return None
+        return (out.clone(), False) if protect else (out, True)
     def unrolled_compiler(self, complex_: bool) -> str | None:
         return "torch.compile"
 
