@@ -313,11 +313,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
         rows.append(row)
     env = collect_env()
     threads: dict[str, Any] = {}
-    if any(r["backend"].startswith("torch") and r["available"] for r in rows):
-        import torch
-
-        threads["torch"] = torch.get_num_threads()
-        threads["torch_float32_matmul_precision"] = torch.get_float32_matmul_precision()
+    for r in rows:
+        if r["available"]:  # each library's own settings (torch: threads, precision)
+            threads.update(get_backend(r["backend"]).thread_info())
     env["blas"] = _blas_now()
     if args.json:
         print(json.dumps({"backends": rows, "env": env, "threads": threads}, indent=2))

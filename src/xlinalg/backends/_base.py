@@ -12,6 +12,7 @@ overrides what its library needs. Nothing here imports an array library but NumP
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import threading
@@ -143,11 +144,7 @@ class Backend:
         backend must say how to wait (CUDA queues work asynchronously): it is an
         error to leave this hook to the default.
         """
-        if self.gpu:
-            raise NotImplementedError(
-                f"backend {self.name!r} runs on a GPU and defines no synchronize(): "
-                "override Backend.synchronize in its module"
-            )
+        self._gpu_must_say("synchronize")
 
     def materialize(self, x: Any) -> Any:
         """Wait for `x` and return it in a form that holds its values.
@@ -197,6 +194,84 @@ class Backend:
         no route applies. With `protect`, a device copy (``shared`` False) instead of a
         writable alias of read-only memory. The default: no route (a host copy)."""
         return None
+
+    # ---------------------------------------------------------------- benchmark
+    #: whether ``synchronize`` must see every result of a timed block (JAX: each
+    #: result has its own readiness), not only the last
+    fence_every_result: bool = False
+    #: whether tracemalloc sees its arrays' memory (NumPy's allocator underneath)
+    numpy_buffers: bool = False
+
+    def _gpu_must_say(self, hook: str) -> None:
+        if self.gpu:
+            raise NotImplementedError(
+                f"backend {self.name!r} runs on a GPU and defines no {hook}(): the default "
+                "is the host's, wrong for it; override it in the library's module"
+            )
+
+    def cast(self, x: Any, dtype: Any) -> Any:
+        """`x` cast to `dtype` (a :meth:`native_dtype`) on the backend."""
+        return x.astype(dtype)
+
+    def host_result(self, x: Any) -> np.ndarray:
+        """A result on the host for the benchmark's correctness check (widened where
+        the library's own host form would not compare)."""
+        return np.asarray(self.to_numpy(x))
+
+    def materialize_all(self, outs: Any) -> tuple[Any, ...]:
+        """:meth:`materialize` of each of `outs` (a lazy library: in one evaluation)."""
+        return tuple(self.materialize(o) for o in outs)
+
+    def fence_description(self) -> str:
+        """What the benchmark's fence does for this backend, for the records."""
+        self._gpu_must_say("fence_description")
+        return "none needed (synchronous backend)"
+
+    def device_clock(self) -> Any:
+        """A clock of device time (``start()``, then ``stop()`` -> seconds) or None: the
+        benchmark then times on the host, across the fence."""
+        self._gpu_must_say("device_clock")
+        return None
+
+    def memory_reset(self) -> Any:
+        """Before a measured call: reset the device allocator's peak; returns what
+        :meth:`memory_peaks` needs. The host's own figures need nothing here."""
+        self._gpu_must_say("memory_reset")
+        return None
+
+    def memory_peaks(self, token: Any) -> dict[str, int]:
+        """After the measured call: the device allocator's figures, each named after
+        what it measured (``{"cuda_max_allocated_bytes": n}``; bench/_memory.py)."""
+        self._gpu_must_say("memory_peaks")
+        return {}
+
+    def release_memory(self) -> None:
+        """Give cached device memory back (after a cell, and after a failure)."""
+
+    def configure(self, *, threads: int | None, allow_tf32: bool) -> Callable[[], None]:
+        """Apply the benchmark's fairness settings in this process, before any array
+        is made (the BLAS pools are set for every backend alike); returns the undo."""
+        return lambda: None
+
+    def settings(self, state: dict[str, Any]) -> None:
+        """Add the settings in effect (threads, matmul precision, ...) to `state`, the
+        backend's fairness record (``bench/_env.backend_state``)."""
+
+    def thread_info(self) -> dict[str, Any]:
+        """The library's own thread settings in this process (``xlinalg info``)."""
+        return {}
+
+    def worker_env(self, env: dict[str, str], *, threads: int | None, allow_tf32: bool) -> None:
+        """Set what a benchmark worker process of this backend needs in its environment
+        (`env`, a copy of the runner's) before it starts."""
+
+    # ---------------------------------------------------------------- tests
+    def configure_for_tests(self) -> None:
+        """Per-library configuration before a test's first array (the testing kit)."""
+
+    def default_device(self) -> contextlib.AbstractContextManager[Any]:
+        """A context in which the namespace's array creation lands on this backend's device."""
+        return contextlib.nullcontext()
 
     # ---------------------------------------------------------------- array types
     #: the library's key: the backends of one library share its adapter (``"torch"``)
@@ -268,8 +343,10 @@ class Backend:
 
     def processor_class(self) -> str:
         """``"gpu"`` or ``"cpu"``: the processor whose calibrated peak its cells are
-        measured against."""
-        return "gpu" if self.gpu else "cpu"
+        measured against. A GPU backend must say (a GPU's throughput divided by the
+        CPU's peak, or an accelerator's by a GPU's, would be a wrong finding)."""
+        self._gpu_must_say("processor_class")
+        return "cpu"
 
     def native_namespace(self) -> Any:
         """The library's own namespace (``numpy``, ``torch``, ``jax.numpy``...), which

@@ -153,6 +153,57 @@ class CuPyBackend(Backend):
         out = cupy.from_dlpack(x)
         return (out.copy(), False) if protect else (out, True)
 
+    # ---------------------------------------------------------------- benchmark
+    # (not exercised on machines without a CUDA device)
+    def processor_class(self) -> str:
+        return "gpu"
+
+    def fence_description(self) -> str:
+        return "per block: current-stream synchronize (+ CUDA events for device time)"
+
+    def device_clock(self) -> Any:  # pragma: no cover - needs a CUDA device
+        import cupy
+
+        class _CupyEvents:
+            def start(self) -> None:
+                self._a = cupy.cuda.Event()
+                self._b = cupy.cuda.Event()
+                self._a.record()
+
+            def stop(self) -> float:
+                self._b.record()
+                self._b.synchronize()
+                return float(cupy.cuda.get_elapsed_time(self._a, self._b)) / 1e3
+
+        return _CupyEvents()
+
+    def memory_reset(self) -> Any:  # pragma: no cover - needs CUDA
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+        pool = cupy.get_default_memory_pool()
+        pool.free_all_blocks()
+        return pool, pool.used_bytes()
+
+    def memory_peaks(self, token: Any) -> dict[str, int]:  # pragma: no cover - needs CUDA
+        pool, base = token
+        return {"cupy_pool_peak_bytes": int(pool.total_bytes() - base)}
+
+    def release_memory(self) -> None:  # pragma: no cover - needs CUDA
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
+        cupy.get_default_pinned_memory_pool().free_all_blocks()
+
+    def settings(self, state: dict[str, Any]) -> None:  # pragma: no cover - needs CUDA
+        import os
+
+        state["matmul_precision"] = {"CUPY_TF32": os.environ.get("CUPY_TF32", "0")}
+
+    def worker_env(self, env: dict[str, str], *, threads: int | None, allow_tf32: bool) -> None:
+        # CuPy reads CUPY_TF32 from the environment
+        env["CUPY_TF32"] = "1" if allow_tf32 else "0"
+
 
 # ---------------------------------------------------------------------- the unrolled solver
 def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[..., tuple[Any, Any]]:

@@ -283,6 +283,7 @@ class DaskBackend(Backend):
     library = "dask"
     namespace_names = ("array_api_compat.dask.array", "dask.array")
     numpy_host = True  # NumPy chunks
+    numpy_buffers = True
     extra_float_dtypes = ("float16",)
 
     def native_namespace(self) -> Any:
@@ -334,6 +335,26 @@ class DaskBackend(Backend):
 
     def materialize(self, x: Any) -> Any:
         return x.compute() if hasattr(x, "compute") else x
+
+    def materialize_all(self, outs: Any) -> tuple[Any, ...]:
+        import dask
+
+        return tuple(dask.compute(*outs))  # one evaluation: shared tasks run once
+
+    def fence_description(self) -> str:
+        return "per call: compute() (Dask graphs are evaluated inside the timed call)"
+
+    def configure(self, *, threads: int | None, allow_tf32: bool) -> Callable[[], None]:
+        # a cluster's Client, or the threaded scheduler (bench/_dask.py)
+        from ..bench import _dask
+
+        return _dask.configure(threads)
+
+    def settings(self, state: dict[str, Any]) -> None:
+        from ..bench import _dask
+
+        state["dask"] = _dask.state()  # scheduler, workers, chunking: kept with each result
+        state["threads"]["dask_workers"] = state["dask"]["dask_workers"]
 
     def array_types(self) -> tuple[type, ...]:
         import dask.array as da

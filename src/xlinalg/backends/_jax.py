@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import cmath
+import contextlib
 import math
 from collections.abc import Callable
 from typing import Any
@@ -241,6 +242,8 @@ class JaxBackend(Backend):
     install = 'pip install "jax[cpu]"  (GPU: pip install "jax[cuda12]")'
     library = "jax"
     namespace_names = ("jax.numpy",)
+    # each result of a timed block has its own readiness (asynchronous dispatch)
+    fence_every_result = True
     extra_float_dtypes = ("float16", "bfloat16")
     no_strided_views = ("JAX has no layout a user can choose: x[:, ::2] is a slice that XLA "
                         "materialises as a new row-major array, so the 'strided' operand is "
@@ -343,6 +346,89 @@ class JaxBackend(Backend):
 
         out = jax.dlpack.from_dlpack(x)
         return (out, True) if self.owns(out) else None
+
+    # ---------------------------------------------------------------- benchmark
+    def processor_class(self) -> str:
+        return "gpu" if self.gpu else "cpu"
+
+    def fence_description(self) -> str:
+        return "per block: jax.block_until_ready on every result of the block"
+
+    def device_clock(self) -> Any:
+        return None  # no event API: the host clock across block_until_ready
+
+    def memory_reset(self) -> Any:
+        return None  # peak_bytes_in_use is not resettable: the process's peak
+
+    def memory_peaks(self, token: Any) -> dict[str, int]:
+        try:
+            stats = self._device().memory_stats()
+        except Exception:
+            stats = None
+        if stats and "peak_bytes_in_use" in stats:  # pragma: no cover - GPU only
+            return {"jax_peak_bytes_in_use": int(stats["peak_bytes_in_use"])}
+        return {}  # the JAX CPU client reports none
+
+    def configure(self, *, threads: int | None, allow_tf32: bool) -> Callable[[], None]:
+        # 64-bit mode on (float64 cases compare like for like), default matmul
+        # precision "highest" (full float32) unless allow_tf32
+        import jax
+
+        old_x64 = bool(jax.config.read("jax_enable_x64"))
+        old_prec = jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
+        jax.config.update("jax_enable_x64", True)
+        jax.config.update(
+            "jax_default_matmul_precision", "tensorfloat32" if allow_tf32 else "highest"
+        )
+
+        def undo() -> None:
+            jax.config.update("jax_default_matmul_precision", old_prec)
+            jax.config.update("jax_enable_x64", old_x64)
+
+        return undo
+
+    def settings(self, state: dict[str, Any]) -> None:
+        import importlib.metadata
+
+        import jax
+
+        try:
+            state["jaxlib"] = importlib.metadata.version("jaxlib")
+        except importlib.metadata.PackageNotFoundError:
+            state["jaxlib"] = None
+        state["x64"] = bool(jax.config.read("jax_enable_x64"))
+        state["matmul_precision"] = {
+            "default": str(jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
+                           or "default")
+        }
+        state["threads"]["jax"] = (
+            "XLA CPU thread pool (not settable at run time; limited by CPU affinity "
+            "and XLA_FLAGS when --threads is given)"
+        )
+        state["async_dispatch"] = True
+
+    def worker_env(self, env: dict[str, str], *, threads: int | None, allow_tf32: bool) -> None:
+        if self.gpu:
+            # all workers are alive at once: JAX must not take 75 % of the GPU up front
+            env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+            return
+        env.setdefault("JAX_PLATFORMS", "cpu")
+        if threads == 1:
+            flags = env.get("XLA_FLAGS", "")
+            flags += " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+            env["XLA_FLAGS"] = flags.strip()
+
+    # ---------------------------------------------------------------- tests
+    def configure_for_tests(self) -> None:
+        import jax
+
+        # float64 means float64 (array-api-extra's tests do the same)
+        jax.config.update("jax_enable_x64", True)
+
+    def default_device(self) -> contextlib.AbstractContextManager[Any]:
+        import jax
+
+        return jax.default_device(self._device())
 
     def array_types(self) -> tuple[type, ...]:
         import jax

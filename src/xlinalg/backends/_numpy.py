@@ -173,6 +173,7 @@ class NumPyBackend(Backend):
     library = "numpy"
     namespace_names = ("array_api_compat.numpy", "numpy")
     numpy_host = True
+    numpy_buffers = True
     extra_float_dtypes = ("float16",)
     numpy_arrays = True
     conv2d_kernel = "im2col: sliding_window_view + tensordot"
@@ -207,6 +208,7 @@ class NumPyBackend(Backend):
 
     def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
         return np.from_dlpack(x), True
+
     unrolled_layout = "batch-last"
 
     def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,

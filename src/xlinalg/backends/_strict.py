@@ -49,6 +49,7 @@ class StrictBackend(Backend):
     module = "array_api_strict"
     install = "pip install array-api-strict"
     library = "array_api_strict"
+    numpy_buffers = True  # a NumPy array inside each array
 
     def from_numpy(self, arr: np.ndarray) -> Any:
         import array_api_strict as xps

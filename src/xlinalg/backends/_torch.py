@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -246,6 +247,7 @@ class TorchBackend(Backend):
         if out.device.type != self.device_type:
             return None
         return (out.clone(), False) if protect else (out, True)
+
     def unrolled_compiler(self, complex_: bool) -> str | None:
         return "torch.compile"
 
@@ -255,6 +257,117 @@ class TorchBackend(Backend):
     def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,
                         compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
         return make_unrolled_kernel(n, layout, dtype, device, compiled)
+
+    # ---------------------------------------------------------------- benchmark
+    def processor_class(self) -> str:
+        return "gpu" if self.gpu else "cpu"
+
+    def cast(self, x: Any, dtype: Any) -> Any:
+        return x.to(dtype)
+
+    def host_result(self, x: Any) -> np.ndarray:
+        import torch
+
+        if x.dtype in (torch.bfloat16, torch.float16):
+            x = x.float()
+        return np.asarray(self.to_numpy(x))
+
+    def fence_description(self) -> str:
+        if self.gpu:
+            return "per block: torch.cuda.synchronize (+ CUDA events for device time)"
+        return super().fence_description()
+
+    def device_clock(self) -> Any:
+        if not self.gpu:
+            return None
+        import torch  # pragma: no cover - needs a CUDA device
+
+        class _TorchEvents:  # pragma: no cover - needs a CUDA device
+            def start(self) -> None:
+                self._a = torch.cuda.Event(enable_timing=True)
+                self._b = torch.cuda.Event(enable_timing=True)
+                self._a.record()
+
+            def stop(self) -> float:
+                self._b.record()
+                self._b.synchronize()
+                return float(self._a.elapsed_time(self._b)) / 1e3
+
+        return _TorchEvents()  # pragma: no cover - needs a CUDA device
+
+    def memory_reset(self) -> Any:
+        if not self.gpu:
+            return None
+        import torch  # pragma: no cover - needs CUDA
+
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        return torch.cuda.memory_allocated()
+
+    def memory_peaks(self, token: Any) -> dict[str, int]:
+        if not self.gpu:
+            return {}
+        import torch  # pragma: no cover - needs CUDA
+
+        torch.cuda.synchronize()
+        return {"cuda_max_allocated_bytes": int(torch.cuda.max_memory_allocated() - (token or 0))}
+
+    def release_memory(self) -> None:
+        if self.gpu:  # pragma: no cover - needs CUDA
+            import torch
+
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+
+    def configure(self, *, threads: int | None, allow_tf32: bool) -> Callable[[], None]:
+        import torch
+
+        undo: list[Callable[[], None]] = []
+        old_tprec = torch.get_float32_matmul_precision()
+        old_threads = torch.get_num_threads()
+        torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
+        undo.append(lambda: torch.set_float32_matmul_precision(old_tprec))
+        if self.gpu:  # pragma: no cover - needs CUDA
+            old_tf32 = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+
+            def _undo_tf32() -> None:
+                torch.backends.cuda.matmul.allow_tf32 = old_tf32
+
+            undo.append(_undo_tf32)
+        if threads is not None:
+            torch.set_num_threads(threads)
+            undo.append(lambda: torch.set_num_threads(old_threads))
+
+        def restore() -> None:
+            for f in reversed(undo):
+                f()
+
+        return restore
+
+    def settings(self, state: dict[str, Any]) -> None:
+        import torch
+
+        state["threads"]["torch"] = torch.get_num_threads()
+        state["threads"]["torch_interop"] = torch.get_num_interop_threads()
+        state["matmul_precision"] = {"float32": torch.get_float32_matmul_precision()}
+        if self.gpu:  # pragma: no cover - needs CUDA
+            state["matmul_precision"]["allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
+            state["cuda"] = torch.version.cuda
+
+    def thread_info(self) -> dict[str, Any]:
+        import torch
+
+        return {"torch": torch.get_num_threads(),
+                "torch_float32_matmul_precision": torch.get_float32_matmul_precision()}
+
+    # ---------------------------------------------------------------- tests
+    def default_device(self) -> contextlib.AbstractContextManager[Any]:
+        if not self.gpu:
+            return contextlib.nullcontext()
+        import torch
+
+        return torch.device(self.device_type)
 
 
 def _torch_name(x: Any) -> str:

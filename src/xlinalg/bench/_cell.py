@@ -28,14 +28,17 @@ import time
 import traceback
 import zlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._cases import Case, Ctx, format_size, get_case, native_dtype, native_namespace
+from ._cases import Case, Ctx, format_size, get_case
 from ._memory import measure_memory, release_memory
 from ._store import cell_key
-from ._timer import Measurement, Timer, TimerConfig, cuda_event_clock
+from ._timer import Measurement, Timer, TimerConfig
+
+if TYPE_CHECKING:
+    from ..backends import Backend
 
 __all__ = ["CellTimeout", "check_result", "classify_error", "execute_cell", "make_cell"]
 
@@ -120,17 +123,14 @@ def _host_cast(arr: np.ndarray, dtype: str) -> np.ndarray:
 def _to_backend(backend: Any, host: np.ndarray, dtype: str) -> Any:
     x = backend.from_numpy(host)
     if dtype == "bfloat16":  # host holds bf16-exact float32 values: cast on the backend
-        nd = native_dtype(backend.name, dtype)
-        x = x.to(nd) if hasattr(x, "to") and backend.name.startswith("torch") else x.astype(nd)
+        x = backend.cast(x, backend.native_dtype(dtype))
     return x
 
 
 def _materialize(backend: Any, out: Any) -> Any:
     """A lazy backend's result evaluated (each member of a tuple result)."""
     if isinstance(out, (tuple, list)):
-        import dask
-
-        return tuple(dask.compute(*out))
+        return backend.materialize_all(out)
     return backend.materialize(out)
 
 
@@ -140,13 +140,7 @@ def _result_to_numpy(backend: Any, x: Any) -> Any:
         return tuple(_result_to_numpy(backend, v) for v in x)
     if isinstance(x, np.ndarray):
         return x
-    if backend.name.startswith("torch") and hasattr(x, "dtype"):
-        import torch
-
-        if x.dtype in (torch.bfloat16, torch.float16):
-            x = x.float()
-    out = backend.to_numpy(x)
-    return np.asarray(out)
+    return backend.host_result(x)
 
 
 def _layout(x: Any) -> dict[str, Any]:
@@ -265,13 +259,6 @@ def alarm(seconds: float | None) -> Iterator[None]:
 
 
 # ---------------------------------------------------------------------- the cell
-_JAX_FENCE = "per block: jax.block_until_ready on every result of the block"
-_FENCES = {
-    "jax-cpu": _JAX_FENCE,
-    "jax-gpu": _JAX_FENCE,
-    "torch-cuda": "per block: torch.cuda.synchronize (+ CUDA events for device time)",
-    "cupy": "per block: current-stream synchronize (+ CUDA events for device time)",
-}
 
 def execute_cell(
     cell: dict[str, Any],
@@ -328,6 +315,7 @@ def execute_cell(
     host: list[np.ndarray] = []
     ref: Any = None
     timer: Timer | None = None
+    backend: Backend | None = None
     try:
         with alarm(time_limit):
             backend = _backends.get_backend(backend_name)
@@ -343,9 +331,9 @@ def execute_cell(
             if cell.get("check", True) and case.reference is not None:
                 ref = case.reference(*[h.astype(np.float64) for h in host])
             # 4: on the backend, fenced, outside the timed region
-            xp = native_namespace(backend_name)
+            xp = backend.native_namespace()
             ctx = Ctx(backend=backend_name, xp=xp, xl=_xlinalg(), dtype=dtype,
-                      native_dtype=native_dtype(backend_name, dtype), size=size)
+                      native_dtype=backend.native_dtype(dtype), size=size)
             inputs = [_to_backend(backend, h, dtype) for h in host]
             if not backend.lazy:
                 backend.synchronize(*inputs)
@@ -363,18 +351,17 @@ def execute_cell(
                     return _materialize(backend, fn(*args))
 
                 fence = None
-                fence_desc = "per call: compute() (Dask graphs are evaluated inside the timed call)"
             else:
                 stmt = functools.partial(fn, *args)
                 fence = backend.synchronize
-                fence_desc = _FENCES.get(backend_name, "none needed (synchronous backend)")
+            fence_desc = backend.fence_description()
             # 5: timing
             timer = Timer(
                 stmt,
                 fence=fence,
-                fence_all=backend_name.startswith("jax"),
+                fence_all=backend.fence_every_result,
                 config=cfg,
-                device_clock=cuda_event_clock(backend_name),
+                device_clock=backend.device_clock(),
             )
             m = sampler(timer) if sampler is not None else timer.run()
             rec["time"] = m.to_dict()
@@ -409,12 +396,12 @@ def execute_cell(
                         fence(out)
 
                 try:
-                    rec["memory"] = measure_memory(backend_name, _once)
+                    rec["memory"] = measure_memory(backend, _once)
                 except (KeyboardInterrupt, SystemExit, CellTimeout):
                     raise
                 except Exception as exc:  # keep the timing; say why memory is missing
                     rec["memory"] = {"measured": [], "error": classify_error(exc)}
-                    release_memory(backend_name)
+                    release_memory(backend)
             rec["fairness"] = {
                 "dtype": dtype,
                 "threads": state.get("threads"),
@@ -451,7 +438,7 @@ def execute_cell(
         inputs.clear()
         host.clear()
         ref = None
-        release_memory(backend_name)
+        release_memory(backend)
     rec["cell_wall_s"] = time.perf_counter() - t_start
     return rec
 

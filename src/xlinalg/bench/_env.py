@@ -258,55 +258,27 @@ def configure_backend(
 ) -> Callable[[], None]:
     """Apply the fairness settings in this process, before any array is made.
 
-    - JAX: 64-bit mode on (float64 cases compare like for like), default matmul
-      precision "highest" (full float32) unless `allow_tf32`.
-    - torch: float32 matmul precision "highest" (no TF32) unless `allow_tf32`,
-      in which case "high"; ``torch.set_num_threads(threads)``.
-    - BLAS/OpenMP pools (NumPy, SciPy, torch's): ``threadpool_limits(threads)``.
-    - Dask: a dask.distributed cluster when one is named or active, else the
+    - The backend's own settings (``Backend.configure``, in its module of
+      ``xlinalg.backends``). JAX: 64-bit mode on (float64 cases compare like for
+      like), default matmul precision "highest" (full float32) unless
+      `allow_tf32`. torch: float32 matmul precision "highest" (no TF32) unless
+      `allow_tf32`, in which case "high"; ``torch.set_num_threads(threads)``.
+      Dask: a dask.distributed cluster when one is named or active, else the
       threaded scheduler with `threads` workers when given (``bench/_dask.py``).
-    - CuPy reads ``CUPY_TF32`` from the environment (the runner sets it for
-      its worker processes).
+      CuPy reads ``CUPY_TF32`` from the environment (the runner sets it for its
+      worker processes: ``Backend.worker_env``).
+    - BLAS/OpenMP pools (NumPy, SciPy, torch's): ``threadpool_limits(threads)``.
 
     Returns
     -------
     callable
         Restores the previous settings (for runs inside a caller's process).
     """
-    undo: list[Callable[[], None]] = []
-    if backend.startswith("jax"):
-        import jax
+    from ..backends import get_backend
 
-        old_x64 = bool(jax.config.read("jax_enable_x64"))
-        old_prec = jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
-        jax.config.update("jax_enable_x64", True)
-        jax.config.update(
-            "jax_default_matmul_precision", "tensorfloat32" if allow_tf32 else "highest"
-        )
-        undo.append(lambda: jax.config.update("jax_enable_x64", old_x64))
-        undo.append(lambda: jax.config.update("jax_default_matmul_precision", old_prec))
-    if backend.startswith("torch"):
-        import torch
-
-        old_tprec = torch.get_float32_matmul_precision()
-        old_threads = torch.get_num_threads()
-        torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
-        undo.append(lambda: torch.set_float32_matmul_precision(old_tprec))
-        if backend == "torch-cuda":  # pragma: no cover - needs CUDA
-            old_tf32 = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = allow_tf32
-
-            def _undo_tf32() -> None:
-                torch.backends.cuda.matmul.allow_tf32 = old_tf32
-
-            undo.append(_undo_tf32)
-        if threads is not None:
-            torch.set_num_threads(threads)
-            undo.append(lambda: torch.set_num_threads(old_threads))
-    if backend == "dask":  # a cluster's Client, or the threaded scheduler (bench/_dask.py)
-        from . import _dask
-
-        undo.append(_dask.configure(threads))
+    undo: list[Callable[[], None]] = [
+        get_backend(backend).configure(threads=threads, allow_tf32=allow_tf32)
+    ]
     if threads is not None:
         try:
             from threadpoolctl import threadpool_limits
@@ -338,34 +310,5 @@ def backend_state(backend: str, *, threads_requested: int | None = None) -> dict
     }
     with contextlib.suppress(AttributeError, OSError):
         state["threads"]["affinity"] = len(os.sched_getaffinity(0))
-    if backend.startswith("torch"):
-        import torch
-
-        state["threads"]["torch"] = torch.get_num_threads()
-        state["threads"]["torch_interop"] = torch.get_num_interop_threads()
-        state["matmul_precision"] = {"float32": torch.get_float32_matmul_precision()}
-        if backend == "torch-cuda":  # pragma: no cover - needs CUDA
-            state["matmul_precision"]["allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
-            state["cuda"] = torch.version.cuda
-    elif backend.startswith("jax"):
-        import jax
-
-        state["jaxlib"] = _dist_version("jaxlib")
-        state["x64"] = bool(jax.config.read("jax_enable_x64"))
-        state["matmul_precision"] = {
-            "default": str(jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
-                           or "default")
-        }
-        state["threads"]["jax"] = (
-            "XLA CPU thread pool (not settable at run time; limited by CPU affinity "
-            "and XLA_FLAGS when --threads is given)"
-        )
-        state["async_dispatch"] = True
-    elif backend == "cupy":  # pragma: no cover - needs CUDA
-        state["matmul_precision"] = {"CUPY_TF32": os.environ.get("CUPY_TF32", "0")}
-    elif backend == "dask":
-        from . import _dask
-
-        state["dask"] = _dask.state()  # scheduler, workers, chunking: kept with each result
-        state["threads"]["dask_workers"] = state["dask"]["dask_workers"]
+    b.settings(state)
     return state

@@ -27,12 +27,16 @@ measured (a report must not compare an allocator's peak with an RSS delta):
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
 import tracemalloc
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..backends import Backend
 
 __all__ = ["measure_memory", "release_memory"]
 
@@ -100,31 +104,18 @@ class _RssSampler:
             self.peak = r
 
 
-def measure_memory(backend: str, call: Callable[[], Any]) -> dict[str, Any]:
+def measure_memory(backend: Backend, call: Callable[[], Any]) -> dict[str, Any]:
     """Run `call()` once (it must include the fence) and return what was measured.
 
     The result is ``{"measured": [names], <name>: bytes, ...}``; ``call``'s
-    return value is discarded.
+    return value is discarded. The device's figures come from the backend
+    (``Backend.memory_reset`` / ``memory_peaks``).
     """
     out: dict[str, Any] = {}
-    host_traced = backend in ("numpy", "array-api-strict", "dask")
+    host_traced = backend.numpy_buffers
 
     # device allocators: reset before the call
-    torch_base = None
-    if backend == "torch-cuda":  # pragma: no cover - needs CUDA
-        import torch
-
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        torch_base = torch.cuda.memory_allocated()
-    cupy_pool = None
-    if backend == "cupy":  # pragma: no cover - needs CUDA
-        import cupy
-
-        cupy.cuda.Device().synchronize()
-        cupy_pool = cupy.get_default_memory_pool()
-        cupy_pool.free_all_blocks()
-        cupy_base = cupy_pool.used_bytes()
+    token = backend.memory_reset()
 
     # host: RSS high-water mark (and tracemalloc for NumPy-backed backends)
     rss0 = _rss()
@@ -149,46 +140,18 @@ def measure_memory(backend: str, call: Callable[[], Any]) -> dict[str, Any]:
     if rss0 is not None and peak is not None:
         out["rss_peak_delta_bytes"] = max(0, int(peak) - int(rss0))
         out["rss_method"] = "VmHWM (exact)" if exact_hwm else "sampled every 1 ms"
-
-    if backend == "torch-cuda":  # pragma: no cover - needs CUDA
-        import torch
-
-        torch.cuda.synchronize()
-        out["cuda_max_allocated_bytes"] = int(torch.cuda.max_memory_allocated() - (torch_base or 0))
-    if cupy_pool is not None:  # pragma: no cover - needs CUDA
-        out["cupy_pool_peak_bytes"] = int(cupy_pool.total_bytes() - cupy_base)
-    if backend.startswith("jax"):
-        try:
-            import jax
-
-            dev = jax.devices("gpu" if backend == "jax-gpu" else "cpu")[0]
-            stats = dev.memory_stats()
-        except Exception:
-            stats = None
-        if stats and "peak_bytes_in_use" in stats:  # pragma: no cover - GPU only
-            out["jax_peak_bytes_in_use"] = int(stats["peak_bytes_in_use"])
+    out.update(backend.memory_peaks(token))
     out["measured"] = sorted(k for k in out if k.endswith("_bytes"))
     return out
 
 
-def release_memory(backend: str) -> None:
-    """Give memory back after a cell (and after a failure): gc, allocator caches."""
+def release_memory(backend: Backend | None) -> None:
+    """Give memory back after a cell (and after a failure): gc, allocator caches
+    (`backend` None: a cell that failed before its backend was found)."""
     import gc
 
     gc.collect()
-    if backend == "torch-cuda":  # pragma: no cover - needs CUDA
-        try:
-            import torch
-
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
-        except Exception:
-            pass
-    elif backend == "cupy":  # pragma: no cover - needs CUDA
-        try:
-            import cupy
-
-            cupy.get_default_memory_pool().free_all_blocks()
-            cupy.get_default_pinned_memory_pool().free_all_blocks()
-        except Exception:
-            pass
+    if backend is not None:
+        # (a failure here must not hide the cell's own outcome)
+        with contextlib.suppress(Exception):
+            backend.release_memory()

@@ -25,7 +25,7 @@ IQR, min, max, mean. ``IQR/median`` above ``noise_threshold`` sets
 The garbage collector is disabled inside timed blocks (as :mod:`timeit` does).
 
 Device clocks: on CUDA backends a :class:`DeviceClock` (CUDA events on the
-current stream) can time each block on the device as well; the host time stays
+current stream, from ``Backend.device_clock()``) can time each block on the device as well; the host time stays
 the primary figure because it is the one a user of the library experiences.
 """
 
@@ -46,7 +46,6 @@ __all__ = [
     "Stats",
     "Timer",
     "TimerConfig",
-    "cuda_event_clock",
 ]
 
 NOISE_THRESHOLD = 0.10
@@ -275,46 +274,6 @@ class DeviceClock(Protocol):
     def start(self) -> None: ...
 
     def stop(self) -> float: ...
-
-
-def cuda_event_clock(backend_name: str) -> DeviceClock | None:
-    """A CUDA-event clock on the current stream of torch-cuda or CuPy, else None.
-
-    The events bracket the block on the stream the library issues work to (the
-    current stream), as ``cupyx.profiler.benchmark`` and ``triton.testing.do_bench``
-    do. Not exercised on machines without a CUDA device.
-    """
-    if backend_name == "torch-cuda":  # pragma: no cover - needs a CUDA device
-        import torch
-
-        class _TorchEvents:
-            def start(self) -> None:
-                self._a = torch.cuda.Event(enable_timing=True)
-                self._b = torch.cuda.Event(enable_timing=True)
-                self._a.record()
-
-            def stop(self) -> float:
-                self._b.record()
-                self._b.synchronize()
-                return float(self._a.elapsed_time(self._b)) / 1e3
-
-        return _TorchEvents()
-    if backend_name == "cupy":  # pragma: no cover - needs a CUDA device
-        import cupy
-
-        class _CupyEvents:
-            def start(self) -> None:
-                self._a = cupy.cuda.Event()
-                self._b = cupy.cuda.Event()
-                self._a.record()
-
-            def stop(self) -> float:
-                self._b.record()
-                self._b.synchronize()
-                return float(cupy.cuda.get_elapsed_time(self._a, self._b)) / 1e3
-
-        return _CupyEvents()
-    return None
 
 
 def _no_fence(*_: Any) -> None:

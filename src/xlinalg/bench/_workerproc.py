@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..backends import get_backend
 from ._cases import format_size, get_case
 
 __all__ = ["ClientFailure", "Pool", "Worker", "WorkerClient", "WorkerError", "failed_record"]
@@ -71,17 +72,7 @@ class Worker:
         if n is not None:
             for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
                 env[var] = str(n)
-        if self.backend == "jax-cpu":
-            env.setdefault("JAX_PLATFORMS", "cpu")
-            if n == 1:
-                flags = env.get("XLA_FLAGS", "")
-                flags += " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-                env["XLA_FLAGS"] = flags.strip()
-        if self.backend == "jax-gpu":
-            # all workers are alive at once: JAX must not take 75 % of the GPU up front
-            env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-        if self.backend == "cupy":
-            env["CUPY_TF32"] = "1" if self.config.allow_tf32 else "0"
+        get_backend(self.backend).worker_env(env, threads=n, allow_tf32=self.config.allow_tf32)
         return env
 
     def start(self, timeout: float) -> None:

@@ -6,7 +6,6 @@ Registered by :func:`xlinalg.testing.pytest_configure`; not imported by
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -82,16 +81,7 @@ def xp(xlinalg_backend: _registry.Backend) -> Iterator[Any]:
     ``xp.asarray`` creates arrays on the backend's device: torch-cuda makes
     CUDA its default device and JAX its platform's device for the test.
     """
-    with contextlib.ExitStack() as stack:
-        name = xlinalg_backend.name
-        if name == "torch-cuda":
-            import torch
-
-            stack.enter_context(torch.device("cuda"))
-        elif name.startswith("jax"):
-            import jax
-
-            stack.enter_context(jax.default_device(jax.devices(name.split("-")[1])[0]))
+    with xlinalg_backend.default_device():
         yield xlinalg_backend.namespace()
 
 

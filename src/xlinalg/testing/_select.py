@@ -80,11 +80,7 @@ def _env_flag(name: str) -> bool:
 
 def _setup(name: str) -> None:
     """Per-library configuration, done before the first array of a test is made."""
-    if name.startswith("jax"):
-        import jax
-
-        # float64 means float64 (array-api-extra's tests do the same)
-        jax.config.update("jax_enable_x64", True)
+    _registry.get_backend(name).configure_for_tests()
 
 
 def resolve_backend(name: str, *, require_cpu: bool = False) -> _registry.Backend:

@@ -1,0 +1,83 @@
+"""The Backend hooks: defaults for a host library, no silent default for a GPU one.
+
+Everything outside ``xlinalg.backends`` asks a backend object (tests/test_library_names.py);
+a hook left to its default must then be right, or refuse. A host library may leave
+the device hooks alone (nothing to wait for, no device allocator, the CPU's peak);
+a GPU library that leaves one alone gets an error naming the hook, never the
+host's answer (a fence that does not wait, a throughput divided by the CPU peak).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from xlinalg import backends
+from xlinalg.backends import Backend
+
+#: hooks whose host default would be wrong for a GPU library
+GPU_HOOKS = ("synchronize", "fence_description", "device_clock", "memory_reset", "memory_peaks",
+             "processor_class")
+
+
+class _Host(Backend):
+    name = "fake-host"
+    module = "numpy"
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        return np.array(arr)
+
+
+class _Gpu(_Host):
+    name = "fake-gpu"
+    gpu = True
+
+
+def test_a_host_backend_gets_the_host_defaults() -> None:
+    b = _Host()
+    b.synchronize(np.ones(2))  # nothing to wait for
+    assert b.type_fence(np.ndarray) is None
+    assert b.fence_description() == "none needed (synchronous backend)"
+    assert b.device_clock() is None
+    assert b.memory_peaks(b.memory_reset()) == {}
+    assert b.processor_class() == "cpu"
+    assert b.dtype_refusal("float64") is None
+    assert b.from_dlpack(np.ones(2), False) is None  # no route: xl.to copies on the host
+
+
+@pytest.mark.parametrize("hook", GPU_HOOKS)
+def test_a_gpu_backend_must_define_each_device_hook(hook: str) -> None:
+    b = _Gpu()
+    args: tuple[Any, ...] = (None,) if hook == "memory_peaks" else ()
+    with pytest.raises(NotImplementedError, match=f"fake-gpu.*{hook}"):
+        getattr(b, hook)(*args)
+    assert b.type_fence(np.ndarray) == b.synchronize  # the fence is asked, never skipped
+
+
+def test_a_gpu_backend_that_declares_its_processor_class_gets_its_peak() -> None:
+    class _Declared(_Gpu):
+        def processor_class(self) -> str:
+            return "gpu"
+
+    assert _Declared().processor_class() == "gpu"
+
+
+@pytest.mark.parametrize("name", [n for n in backends.BACKEND_NAMES if backends.get_backend(n).gpu])
+def test_every_registered_gpu_backend_defines_its_device_hooks(name: str) -> None:
+    # read from the classes: runs without the GPU (the calls themselves need one)
+    b = backends.get_backend(name)
+    for hook in GPU_HOOKS:
+        assert getattr(type(b), hook) is not getattr(Backend, hook), (name, hook)
+    assert b.processor_class() == "gpu"
+
+
+@pytest.mark.parametrize("name", backends.BACKEND_NAMES)
+def test_every_registered_backend_answers_the_host_hooks(name: str) -> None:
+    b = backends.get_backend(name)
+    assert b.processor_class() in ("cpu", "gpu")
+    assert isinstance(b.fence_description(), str)
+    assert b.library, name
+    assert type(b).array_types is not Backend.array_types, name
+    assert type(b).make_adapter is not Backend.make_adapter, name
