@@ -19,7 +19,8 @@ The group is measured as follows:
    few cores those spinning threads take a core from the next backend.
 3. **stop** — after at least ``min_samples`` rounds and ``min_run_time`` of
    samples per backend, as soon as every pair's ratio interval is tighter
-   than ``precision``, or when the time budget
+   than ``precision`` or a CPU worker is starved (kept less than
+   ``STARVED_CORES`` busy: no verdict is drawn then), or when the time budget
    (``max_run_time`` per backend) is spent, or at ``max_samples`` rounds.
 4. **finish** — every client checks its result and measures memory, and
    returns its record (whose ``time`` is the statistics of its round samples).
@@ -43,11 +44,13 @@ from ._passes import group_verdict, merge_passes, parallelism_note
 from ._stats import (
     DEFAULT_LEVEL,
     DEFAULT_MARGIN,
+    STARVED_CORES,
     all_pairs,
     effective_cores,
     on_gpu,
     precise_enough,
     rotation,
+    starved,
 )
 from ._timer import TimerConfig
 from ._workerproc import ClientFailure, Pool, WorkerClient, failed_record
@@ -283,6 +286,12 @@ def measure_group(
         if r >= timer.min_samples and all(sampled[b] >= timer.min_run_time for b in active):
             if len(active) < 2:
                 res.stop = "min rounds (one backend)"
+                break
+            hungry = [b for b in active if starved(b, effective_cores(cpu[b], wall[b]))]
+            if hungry:
+                # waiting for a CPU most of the time: no verdict can come from these
+                # rounds (the times measure the scheduler), and more rounds buy nothing
+                res.stop = f"starved: {', '.join(hungry)} below {STARVED_CORES} cores"
                 break
             pairs = all_pairs({b: rounds[b] for b in active}, level=level, seed=seed)
             if precise_enough(pairs, precision=precision):
