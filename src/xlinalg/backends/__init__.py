@@ -8,10 +8,10 @@ benchmark. It imports no array library until a backend is asked for, and it
 never imports pytest.
 
 Each library has one module here (``_numpy.py``, ``_torch.py``, ``_jax.py``,
-``_cupy.py``, ``_dask.py``, ``_strict.py``) holding its :class:`Adapter` (the
+``_cupy.py``, ``_dask.py``, ``_strict.py``) holding its ``Adapter`` (the
 numerical overrides) and its :class:`Backend` objects (the hooks: which arrays
-are its own, how to create, convert and wait for them, ...); ``_base.py`` holds
-both bases with the standard-only default of every hook. Everything else asks a
+are its own, how to create, convert and wait for them, ...); ``_base.py`` and
+``_adapter.py`` hold the two bases with the standard-only default of every hook. Everything else asks a
 backend object, found by id (:func:`get_backend`) or by array type (the cached
 lookup below); adding a library is one module and one line of the registry.
 """
