@@ -638,3 +638,12 @@ def test_processor_class_is_the_backends_answer():
     assert F.device_class({"backend": "cupy"}) == "gpu"
     assert F.device_class({"backend": "jax-cpu"}) == "cpu"
     assert F.device_class({"backend": "my-gpu-lib"}) == "cpu"  # unknown here: a CPU
+
+
+def test_plot_colours_follow_the_backend_registry():
+    from xlinalg.backends import BACKEND_NAMES
+    from xlinalg.bench import _plots
+
+    colours = [_plots._color(b) for b in BACKEND_NAMES]
+    assert len(set(colours)) == len(colours)  # every known backend its own colour
+    assert _plots._color("my-backend") == _plots._color("my-backend")

@@ -99,13 +99,19 @@ def _text(s: Any) -> str:
 
 
 _MARK = {"noisy": " ~", "stalled": " STALL"}
-_COLORS = {"array-api-strict": "C0", "dask": "C1", "jax-cpu": "C2", "torch-cpu": "C3",
-           "numpy": "C4", "torch-cuda": "C5", "cupy": "C6", "jax-gpu": "C8"}
+#: matplotlib's tab10 colours, grey (C7) last: it reads as "missing" beside the others.
+_PALETTE = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9", "C7")
 
 
 def _color(backend: str) -> str:
-    """The same colour for a backend in every plot."""
-    return _COLORS.get(backend, f"C{(7 + sum(map(ord, backend))) % 10}")
+    """The same colour for a backend in every plot: its place in the backend registry
+    (a new library gets the next colour without an edit here); a name the registry does
+    not know gets one from its characters."""
+    from ..backends import BACKEND_NAMES
+
+    if backend in BACKEND_NAMES:
+        return _PALETTE[BACKEND_NAMES.index(backend) % len(_PALETTE)]
+    return _PALETTE[sum(map(ord, backend)) % len(_PALETTE)]
 
 
 def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, Any]]:
