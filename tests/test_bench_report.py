@@ -647,3 +647,22 @@ def test_plot_colours_follow_the_backend_registry():
     colours = [_plots._color(b) for b in BACKEND_NAMES]
     assert len(set(colours)) == len(colours)  # every known backend its own colour
     assert _plots._color("my-backend") == _plots._color("my-backend")
+
+
+def test_committed_reports_link_every_plot_they_hold():
+    import struct
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    reports = sorted(root.glob("*-report"))
+    if not reports:
+        pytest.skip("no committed report in benchmarks/results")
+    for d in reports:
+        html = (d / "report.html").read_text(encoding="utf-8")
+        md = (d / "report.md").read_text(encoding="utf-8")
+        linked = set(re.findall(r'<img src="([^"]+)"', html))
+        assert linked == {p.name for p in d.glob("*.png")}, d.name  # none missing, none stray
+        assert linked == set(re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)), d.name
+        assert not list(d.glob("*.svg")), d.name
+        for name in linked:
+            width = struct.unpack(">I", (d / name).read_bytes()[16:20])[0]
+            assert width <= MAX_WIDTH_PX, (d.name, name, width)
