@@ -122,7 +122,10 @@ def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, An
         groups[(r["case"], str(r["dtype"]))].append(r)
     out = []
     for (case, dtype), rs in sorted(groups.items()):
-        fig, ax = _fig(10, 5.5)
+        # a full sweep (about 100 sizes) gets the whole width limit: at 1000 px its
+        # points and rings ran together
+        n_sizes = len({F.side(r) for r in rs})
+        fig, ax = _fig(10 if n_sizes <= 20 else _MAX_W_IN, 5.5 if n_sizes <= 20 else 6.5)
         lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in rs:
             lines[r["backend"]].append(r)
