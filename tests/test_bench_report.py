@@ -666,3 +666,10 @@ def test_committed_reports_link_every_plot_they_hold():
         for name in linked:
             width = struct.unpack(">I", (d / name).read_bytes()[16:20])[0]
             assert width <= MAX_WIDTH_PX, (d.name, name, width)
+
+
+def test_size_labels_sort_whatever_their_characters():
+    from xlinalg.bench._report import _label_key
+
+    labels = ["1000x20", "²x3", "1000x5", "x", "", "1e5x2", "１２x3"]  # superscript, fullwidth
+    assert sorted(labels, key=_label_key)[:2] == ["1000x5", "1000x20"]

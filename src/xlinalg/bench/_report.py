@@ -194,7 +194,8 @@ def _loop_blocks(records: list[dict[str, Any]]) -> list[Block]:
 
 def _label_key(label: str) -> list[tuple[float, str]]:
     """A size label as it sorts for a reader: "1000x5" before "1000x20"."""
-    return [(float(p), "") if p.isdigit() else (float("inf"), p) for p in label.split("x")]
+    return [(int(p), "") if p.isascii() and p.isdigit() and len(p) < 40 else (float("inf"), p)
+            for p in str(label).split("x")]
 
 
 def _first(r: dict[str, Any]) -> float | None:
