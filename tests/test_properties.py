@@ -31,8 +31,7 @@ def matrices(draw, *, square: bool = False, min_side: int = 1, max_side: int = 5
     batch = draw(batch_shapes)
     m = draw(st.integers(min_side, max_side))
     n = m if square else draw(st.integers(min_side, max_side))
-    x = draw(hnp.arrays(dtype, (*batch, m, n), elements=_elements(dtype)))
-    return x
+    return draw(hnp.arrays(dtype, (*batch, m, n), elements=_elements(dtype)))
 
 
 @st.composite

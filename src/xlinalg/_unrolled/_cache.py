@@ -83,8 +83,7 @@ def _kernel(ad: Adapter, backend: str, n: int, a: Any, layout: str, compiled: bo
     if run is None:  # the standard's functions, eagerly
         run = _make_generic(ad, n, layout, dtype, device)
     with _LOCK:
-        kern = _KERNELS.setdefault(key, _Kernel(key, run))
-    return kern
+        return _KERNELS.setdefault(key, _Kernel(key, run))
 
 
 def is_warm(backend: str, n: int, dtype_name: str, batch: int | None = None) -> bool:

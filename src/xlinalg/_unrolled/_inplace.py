@@ -134,8 +134,8 @@ def _plan(n: int) -> _Plan:
             last[a] = t
     for name in (*rows, f.zero):  # outputs live to the end
         last[name] = len(ops)
-    kind: dict[str, str] = {c: "C" for c in _CONSTANTS}
-    shape: dict[str, str] = {c: "e" for c in _CONSTANTS}
+    kind: dict[str, str] = dict.fromkeys(_CONSTANTS, "C")
+    shape: dict[str, str] = dict.fromkeys(_CONSTANTS, "e")
     where_is: dict[str, str] = {}  # value -> the expression holding it (a buffer or a view)
     owned: dict[str, int] = {}  # value -> its buffer number (values in a buffer we may reuse)
     free: dict[tuple[str, str], list[int]] = {}

@@ -58,7 +58,7 @@ class DaskAdapter(Adapter):
         return self.da.stack(arrays, axis=0).rechunk({0: "auto"})
 
     def _core_whole(self, x: Any, ncore: int = 2) -> Any:
-        chunks = {i: -1 for i in range(x.ndim - ncore, x.ndim)}
+        chunks = dict.fromkeys(range(x.ndim - ncore, x.ndim), -1)
         return x.rechunk(chunks) if any(len(c) > 1 for c in x.chunks[-ncore:]) else x
 
     def solve(self, a: Any, b: Any, vector: bool, errors: str,

@@ -95,7 +95,7 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     sp = recorded.get("speedup") if isinstance(recorded, dict) else None
     if (isinstance(recorded, dict) and isinstance(sp, dict) and sp.get("over") in names
             and (recorded.get("fastest") in names or set(recorded.get("tie") or ()) & names)
-            and set(recorded.get("effective_cores") or {b: 0 for b in names}) == names):
+            and set(recorded.get("effective_cores") or dict.fromkeys(names, 0)) == names):
         # the runner's verdict over exactly these backends (side by side, paired rounds)
         tied = [b for b in (recorded.get("tie") or []) if b != sp["over"]]
         out["winner"] = recorded.get("fastest") or (tied or [win])[0]
