@@ -218,7 +218,7 @@ class NumPyBackend(Backend):
 
 # ---------------------------------------------------------------------- the unrolled solver
 #: batch-last: systems per chunk of the in-place program (``xlinalg._unrolled._inplace``:
-#: its buffers stay in the cache; docs/unrolled.md)
+#: its buffers stay in the cache; docs/unrolled.md), for one right-hand side
 UNROLLED_CHUNK = 4096
 
 
@@ -263,7 +263,9 @@ def _chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any) -> Callable[[Any, 
 
     def run(a: Any, bm: Any) -> tuple[Any, Any]:
         a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
-        c = max(1, min(nb, UNROLLED_CHUNK))
+        # systems per chunk: fewer for many right-hand sides, so that the (K, chunk)
+        # buffers stay about as large as for one (at least 256 systems a chunk)
+        c = max(1, min(nb, max(min(UNROLLED_CHUNK, 256), UNROLLED_CHUNK // k)))
         x = np.empty((nb, n, k), dtype)
         bad = np.empty(nb, bool)
         at, bt = np.empty((n * n, c), dtype), np.empty((n, k, c), dtype)
