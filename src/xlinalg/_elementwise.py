@@ -201,8 +201,8 @@ def _binary_op(name: str) -> Callable[[_F], _F]:
                 ):
                     try:
                         return k[0](x1, x2)
-                    except Exception:
-                        pass  # the checked path names the argument
+                    except Exception:  # noqa: S110 -- the checked path below re-raises, naming the argument
+                        pass
             return _binary(name, x1, x2, xp)
 
         return op  # type: ignore[return-value]

@@ -207,7 +207,7 @@ def matmul(a: Array, b: Array, /, *, xp: Namespace | None = None) -> Array:
         ):
             try:
                 r = k[0](a, b)
-            except Exception:  # any refusal is diagnosed by the checked path below
+            except Exception:  # noqa: S110 -- any refusal is re-raised by the checked path below
                 pass
             else:
                 # torch skips its dtype check when a broadcast batch is empty (the

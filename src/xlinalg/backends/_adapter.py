@@ -193,7 +193,9 @@ class Adapter:
             info = xp.__array_namespace_info__()
             if "float64" not in info.dtypes(device=self.device(x), kind="real floating"):
                 f64 = xp.float32
-        except Exception:
+        except (AttributeError, TypeError, ValueError):
+            # no inspection API (a namespace before the 2023.12 standard) or one that
+            # refuses this device: the standard's default, float64 exists
             pass
         return xp.float32, f64
 
@@ -413,7 +415,7 @@ def make_solve_fast(call: Callable[[Any, Any], Any], ok: frozenset[Any]) -> Call
         if a.ndim == 2 and ((da := a.dtype) is b.dtype) and da in ok:
             try:
                 return call(a, b)
-            except Exception:
+            except Exception:  # noqa: S110 -- xl.solve's checked path re-raises, naming the argument
                 pass
         return MISSING
 

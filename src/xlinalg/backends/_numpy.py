@@ -35,7 +35,7 @@ class NumPyAdapter(Adapter):
 
             self._solve_gufunc = _umath_linalg.solve
             self._solve1_gufunc = _umath_linalg.solve1
-        except Exception:  # pragma: no cover - a NumPy without them
+        except (ImportError, AttributeError):  # pragma: no cover - a NumPy without them
             pass
         self._expit: Any = None
 

@@ -55,7 +55,7 @@ def _set_parent_death_signal() -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
         libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    except Exception:  # pragma: no cover - best effort
+    except (OSError, AttributeError):  # pragma: no cover - no libc or no prctl: best effort
         pass
 
 
