@@ -78,9 +78,9 @@ def test_filename_is_safe_short_and_injective():
 
 @pytest.mark.parametrize("text", ["$x^2$", "$$", "a$b$c", "\\$", "$\\frac{1}{0}$", "x\x1b"])
 def test_plot_text_is_never_math_text(tmp_path, text):
-    import matplotlib
+    import matplotlib as mpl
 
-    matplotlib.use("Agg", force=True)
+    mpl.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots()

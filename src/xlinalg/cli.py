@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as _dt
+import datetime as dt
 import importlib
 import json
 import math
@@ -369,7 +369,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _blas_now() -> list[dict[str, Any]]:
-    import numpy  # noqa: F401 - load NumPy's BLAS so that threadpoolctl sees it
+    import numpy as np  # noqa: F401 - load NumPy's BLAS so that threadpoolctl sees it
 
     from .bench._env import blas_info
 
@@ -433,7 +433,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise _UsageError("xlinalg bench: error: --resume needs --out FILE (the file to continue)")
     if args.resume and args.overwrite:
         raise _UsageError("xlinalg bench: error: --resume and --overwrite exclude each other")
-    out = args.out or f"xlinalg-bench-{_dt.datetime.now():%Y%m%d-%H%M%S}.jsonl"
+    out = args.out or f"xlinalg-bench-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl"
     config = RunConfig(
         backends=_split(args.backends),
         cases=_split(args.cases),

@@ -29,9 +29,9 @@ _MAX_W_IN = MAX_WIDTH_PX / _DPI - 0.1
 
 
 def _plt() -> Any:
-    import matplotlib
+    import matplotlib as mpl
 
-    matplotlib.use("Agg", force=True)
+    mpl.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
     return plt

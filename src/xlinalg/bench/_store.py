@@ -23,7 +23,7 @@ schema of :mod:`._schema` (a missing field, or a known field of the wrong type).
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
+import datetime as dt
 import json
 import math
 import os
@@ -199,7 +199,7 @@ def dumps_record(record: Mapping[str, Any]) -> str:
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 # ---------------------------------------------------------------------- reading
