@@ -1,5 +1,6 @@
-"""The public surface: a sorted ``__all__`` equal to the public names, numpydoc
-docstrings on every public function, and docstring examples that run."""
+"""The public surface: a sorted ``__all__`` equal to the public names, docstrings
+that numpydoc's validator accepts on every public function, and docstring
+examples that run."""
 
 from __future__ import annotations
 
@@ -56,29 +57,23 @@ def test_version() -> None:
     assert re.fullmatch(r"\d+\.\d+(\.\d+)?([.+-].*)?", xl.__version__)
 
 
-def _sections(doc: str) -> set[str]:
-    return set(re.findall(r"^(\w[\w ]*)\n-{3,}$", doc, re.M))
+#: numpydoc's validator (the checks its ``numpydoc lint`` and Sphinx extension run),
+#: every check except two that do not fit short API functions: ES01 (an extended
+#: summary: a one-line summary plus Parameters/Returns/Examples says enough for
+#: ``add``) and SA01 (a See Also section: most functions have no useful sibling).
+#: So the gate covers, among others: GL08 a docstring exists, SS01-SS06 the summary
+#: line, PR01/PR02 every parameter documented and none invented, PR03-PR10 their
+#: types and descriptions, RT01-RT05 the Returns section, EX01 an Examples section.
+NUMPYDOC_SKIPPED = frozenset({"ES01", "SA01"})
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
-def test_numpydoc_sections(name: str) -> None:
-    fn = getattr(xl, name)
-    doc = inspect.getdoc(fn)
-    assert doc, f"{name} has no docstring"
-    summary = doc.splitlines()[0].strip()
-    assert summary, name
-    assert summary[0].isupper() or summary.startswith("``"), summary
-    sections = _sections(doc)
-    params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
-    required = {"Returns", "Examples"} | ({"Parameters"} if params else set())
-    assert required <= sections, f"{name}: missing {required - sections}"
-    if "Parameters" in sections:  # every parameter is documented
-        body = doc.split("Parameters\n----------", 1)[1]
-        for p in params:
-            if p.kind is inspect.Parameter.VAR_POSITIONAL:
-                assert f"*{p.name}" in body, f"{name}: *{p.name} undocumented"
-            else:
-                assert re.search(rf"^\s*(\w+, )*{p.name}\b.*:", body, re.M), f"{name}: `{p.name}` undocumented"
+def test_numpydoc_validates(name: str) -> None:
+    from numpydoc.validate import validate
+
+    errors = [f"{code}: {msg}" for code, msg in validate(f"xlinalg.{name}")["errors"]
+              if code not in NUMPYDOC_SKIPPED]
+    assert not errors, f"xlinalg.{name}: " + "; ".join(errors)
 
 
 def test_public_classes_have_docstrings() -> None:

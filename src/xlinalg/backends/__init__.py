@@ -235,10 +235,6 @@ def synchronize(*arrays: Array, backend: str | None = None) -> None:
     backend : str, optional
         With no arrays, wait for all queued work on this backend.
 
-    Returns
-    -------
-    None
-
     Examples
     --------
     >>> import xlinalg as xl
