@@ -471,9 +471,7 @@ def cells_for(backends: tuple[str, ...]) -> list[tuple[str, str, str]]:
     for (fn, inp), cell in SPEC.items():
         if isinstance(cell.outcome, NA):
             continue
-        for b in backends:
-            if cell.only is None or b in cell.only:
-                out.append((fn, inp, b))
+        out.extend((fn, inp, b) for b in backends if cell.only is None or b in cell.only)
     return out
 
 

@@ -257,9 +257,8 @@ def header_differences(old: Mapping[str, Any] | None,
             out.append(f"{label}: {a!r} -> {b!r}")
     po, pn = _get(old, "env", "packages") or {}, _get(new, "env", "packages") or {}
     if isinstance(po, dict) and isinstance(pn, dict):
-        for k in sorted(set(po) | set(pn)):
-            if po.get(k) != pn.get(k):
-                out.append(f"{k} version: {po.get(k)!r} -> {pn.get(k)!r}")
+        out.extend(f"{k} version: {po.get(k)!r} -> {pn.get(k)!r}"
+                   for k in sorted(set(po) | set(pn)) if po.get(k) != pn.get(k))
     return out
 
 

@@ -109,10 +109,9 @@ def _env_lines(hdr: HeaderRecord | None) -> list[str]:
                    if gpus else "none"),
         "packages: " + ", ".join(f"{k} {v}" for k, v in pk.items() if v),
     ]
-    for lib in env.get("blas") or []:
-        if lib.get("user_api") == "blas":
-            lines.append(f"BLAS: {lib.get('internal_api')} {lib.get('version') or ''} "
-                         f"({lib.get('architecture') or ''}), {lib.get('num_threads')} threads")
+    lines.extend(f"BLAS: {lib.get('internal_api')} {lib.get('version') or ''} "
+                 f"({lib.get('architecture') or ''}), {lib.get('num_threads')} threads"
+                 for lib in env.get("blas") or [] if lib.get("user_api") == "blas")
     return lines
 
 
@@ -278,10 +277,8 @@ def _summary_blocks(records: list[dict[str, Any]], env: dict[str, Any]) -> list[
 def _article_blocks(records: list[dict[str, Any]], env: dict[str, Any],
                     peaks: dict[str, Any]) -> list[Block]:
     have = {str(r.get("dtype")) for r in records if F.good(r)}
-    rows = []
-    for a in F.article_rows(records):
-        rows.append([a["section"], a["item"], a["article"], *a["own"], *a["float64"],
-                     *a["float32"], a["gpu"]])
+    rows = [[a["section"], a["item"], a["article"], *a["own"], *a["float64"], *a["float32"],
+             a["gpu"]] for a in F.article_rows(records)]
     out: list[Block] = [
         ("h", 2, "The article side by side", "article"),
         ("p", "Each table row of the article (its figures are per-call milliseconds, "
@@ -383,9 +380,7 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
     blocks.append(("p", "Results: " + ", ".join(str(f.path) for f in files)
                    + f"; {len(records)} cells ("
                    + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")."))
-    for f in files:
-        for w in f.warnings:
-            blocks.append(("p", f"Warning: {w}"))
+    blocks.extend(("p", f"Warning: {w}") for f in files for w in f.warnings)
     if len(files) > 1:
         blocks.append(("p", "The runs in this report, and how fast the machine was in each "
                             "(the calibration GEMM and the share of noisy cells: numbers from "
@@ -444,7 +439,7 @@ def _peaks_blocks(peaks: dict[str, Any]) -> list[Block]:
     for cls, pc in peaks.get("by_class", {}).items():
         for dt, (v, key) in sorted(pc["gflops"].items()):
             pk.append(f"{cls} {dt}: {v:.3g} GFLOP/s (cell {key})")
-        for _, (v, key) in pc["gbs"].items():
+        for v, key in pc["gbs"].values():
             pk.append(f"{cls} streaming: {v:.3g} GB/s (cell {key})")
         sources.append(f"{cls}: {pc['source']}")
     return [("p", "Peak of this machine per processor: the best GEMM GFLOP/s per dtype and "

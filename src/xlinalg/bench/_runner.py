@@ -282,7 +282,7 @@ def plan_cells(config: RunConfig) -> list[dict[str, Any]]:
     # Calibration first (whether added here or named in `cases`).
     names = [c for c in CALIBRATION_CASES if c in cases or c in added]
     names += [c for c in cases if c not in CALIBRATION_CASES]
-    cells = []
+    cells: list[dict[str, Any]] = []
     for name in names:
         case = get_case(name)
         sizes = (
@@ -291,14 +291,14 @@ def plan_cells(config: RunConfig) -> list[dict[str, Any]]:
             else case.sizes_for(config.scale)
         )
         for size in dict.fromkeys(sizes):
-            for backend in config.backends or ():
-                cells.append(
-                    make_cell(
-                        case, backend, size, dtype=config.dtype, seed=config.seed, timer=timer,
-                        check=config.check, memory=config.memory, threads=config.threads,
-                        allow_tf32=config.allow_tf32,
-                    )
+            cells.extend(
+                make_cell(
+                    case, backend, size, dtype=config.dtype, seed=config.seed, timer=timer,
+                    check=config.check, memory=config.memory, threads=config.threads,
+                    allow_tf32=config.allow_tf32,
                 )
+                for backend in config.backends or ()
+            )
     return cells
 
 

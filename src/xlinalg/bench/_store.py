@@ -129,7 +129,7 @@ def settings_differences(header: Mapping[str, Any], run: Mapping[str, Any],
     the file, 1 now"`` per difference. A setting missing on either side (an
     older file, a caller that does not record it) is not compared."""
     now = {"run": json.loads(dumps_record(run)), "env": json.loads(dumps_record(env))}
-    out = []
+    out: list[str] = []
     for part, keys in (("run", RESUME_RUN_KEYS), ("env", RESUME_ENV_KEYS)):
         for key in keys:
             had, old = _dig(header.get(part), key)
@@ -137,10 +137,8 @@ def settings_differences(header: Mapping[str, Any], run: Mapping[str, Any],
             if not (had and has):
                 continue
             a, b = _flat(key, old), _flat(key, new)
-            for k in sorted(set(a) | set(b)):
-                if a.get(k) != b.get(k):
-                    out.append(f"{k}: {json.dumps(a.get(k))} in the file, "
-                               f"{json.dumps(b.get(k))} now")
+            out.extend(f"{k}: {json.dumps(a.get(k))} in the file, {json.dumps(b.get(k))} now"
+                       for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
     return out
 
 

@@ -112,12 +112,11 @@ def _claim_gpu(records: list[Record], env: dict[str, Any]) -> Record:
         per: dict[tuple[str, str], list[tuple[str, str, str]]] = defaultdict(list)
         for k in gp:
             per[(k[0], k[1])].append(k)
-        rs = []
+        rs: list[tuple[tuple[str, str, str], str, float]] = []
         for ks in per.values():
             k = by_size(ks)[-1]
-            for b in by_cell[k]:
-                if is_gpu(b) and good(by_cell[k][b]):
-                    rs.append((k, b, median(by_cell[k][ARTICLE_NUMPY]) / median(by_cell[k][b])))  # type: ignore[operator]
+            rs.extend((k, b, median(by_cell[k][ARTICLE_NUMPY]) / median(by_cell[k][b]))  # type: ignore[operator]
+                      for b in by_cell[k] if is_gpu(b) and good(by_cell[k][b]))
         best = max(r for *_, r in rs)
         v = ("confirmed" if 20 <= best <= 50 else
              "refuted (faster by less than 20x)" if best < 20 else
