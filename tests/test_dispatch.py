@@ -331,6 +331,28 @@ def test_a_tensor_subclass_defined_outside_torch_is_torchs() -> None:
     assert registry.get_backend("torch-cpu").owns(t)
 
 
+def test_a_library_whose_arrays_subclass_numpys_is_found_wherever_it_is_listed(monkeypatch) -> None:
+    # the nearest base class in the type's MRO decides, not the registry order: a
+    # library listed after NumPy whose arrays are ndarrays is still found
+    from xlinalg.backends import Backend
+
+    class Sub(np.ndarray):
+        pass
+
+    class SubBackend(Backend):
+        name = "sub"
+        module = "numpy"
+
+        def array_types(self) -> tuple[type, ...]:
+            return (Sub,)
+
+    sub = SubBackend()
+    monkeypatch.setattr(registry, "_BACKENDS", (*registry._BACKENDS, sub))
+    assert registry._owner(Sub) is sub
+    assert registry._owner(np.ndarray) is registry.get_backend("numpy")
+    assert registry._owner(np.float64) is registry.get_backend("numpy")
+
+
 # Every thread meets a type for the first time at once: the cache entry must be
 # built once (a second build could differ), and every thread gets the same answer.
 _KINDS_RACE = """

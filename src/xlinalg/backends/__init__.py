@@ -104,8 +104,14 @@ def _owner(cls: type) -> Backend | None:
     Decided by base classes, so that subclasses map to their library
     (``torch.nn.Parameter`` and a user's Tensor subclass defined anywhere, JAX
     tracers, NumPy subclasses and scalars). Only libraries already imported are
-    asked: an array of a library cannot exist before it is imported.
+    asked: an array of a library cannot exist before it is imported. Where two
+    libraries' classes match (a library whose arrays subclass NumPy's), the base
+    nearest to `cls` in its MRO wins, wherever the registry lists the library; a
+    virtual base (an ABC) counts as the farthest, and a tie goes to the first.
     """
+    mro = cls.__mro__
+    found: Backend | None = None
+    depth = len(mro) + 1
     for b in _BACKENDS:
         if b.module not in sys.modules:
             continue
@@ -113,9 +119,12 @@ def _owner(cls: type) -> Backend | None:
             types = b.array_types()
         except Exception:  # a broken install: not this library's array
             continue
-        if issubclass(cls, types):
-            return b
-    return None
+        for t in types:
+            if issubclass(cls, t):
+                d = mro.index(t) if t in mro else len(mro)
+                if d < depth:
+                    found, depth = b, d
+    return found
 
 
 def adapter_for_type(cls: type) -> Adapter | None:
