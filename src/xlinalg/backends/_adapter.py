@@ -193,9 +193,10 @@ class Adapter:
             info = xp.__array_namespace_info__()
             if "float64" not in info.dtypes(device=self.device(x), kind="real floating"):
                 f64 = xp.float32
-        except (AttributeError, TypeError, ValueError):
-            # no inspection API (a namespace before the 2023.12 standard) or one that
-            # refuses this device: the standard's default, float64 exists
+        except (AttributeError, RuntimeError, TypeError, ValueError):
+            # no inspection API (a namespace before the 2023.12 standard; array-api-strict
+            # set to an older version raises RuntimeError) or one that refuses this
+            # device: the standard's default, float64 exists
             pass
         return xp.float32, f64
 
