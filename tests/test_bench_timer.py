@@ -240,7 +240,53 @@ def test_fence_selfcheck_time_grows_with_work(backend):
     require_backend(backend)  # skip with the registry's reason (fail, in CI)
     res = fence_selfcheck(backend, sizes=(32, 1024))
     assert res["ok"], res
-    assert res["median_s"][1] > 3 * res["median_s"][0]
+    assert res["min_s"][1] > 3 * res["min_s"][0], res
+    assert res["attempts"][-1]["min_s"] == res["min_s"]
+
+
+def test_fence_selfcheck_fails_a_fence_that_does_not_wait(monkeypatch):
+    """Dask's fence is the evaluation of the graph: with it gone, the timed call
+    only builds the graph, at any size. Both attempts must see it (the retry with
+    the large size doubled cannot rescue a fence that does not wait)."""
+    require_backend("dask")
+    from xlinalg.bench import _cell
+
+    monkeypatch.setattr(_cell, "_materialize", lambda backend, out: out)
+    res = fence_selfcheck("dask", sizes=(32, 1024))
+    assert res["ok"] is False, res
+    assert [a["sizes"] for a in res["attempts"]] == [[32, 1024], [32, 2048]]
+    assert not any(a["ok"] for a in res["attempts"])
+
+
+@pytest.mark.parametrize(
+    ("name", "times", "ok", "sizes_tried"),
+    [
+        # a quiet machine: the work shows at once
+        ("quiet", lambda n: 1e-5 * (n / 32) ** 3, True, [[32, 1024]]),
+        # loaded: every small call waits ~30 ms for the thread pool's workers, as
+        # long as the large matmul; 8x the work in the retry shows the growth
+        ("loaded", lambda n: 0.03 + 0.04 * (n / 1024) ** 3, True,
+         [[32, 1024], [32, 2048]]),
+        # a fence that does not wait: a dispatch at every size, both attempts
+        ("broken", lambda n: 2e-5, False, [[32, 1024], [32, 2048]]),
+        # a broken fence under load: the dispatch's noise must not pass either
+        ("broken-noisy", lambda n: 2e-5 * (1.5 if n > 32 else 1.0), False,
+         [[32, 1024], [32, 2048]]),
+    ],
+)
+def test_fence_selfcheck_verdict_survives_load(monkeypatch, name, times, ok, sizes_tried):
+    """The verdict on the fastest samples, retried once with 8x the work: a
+    fixed per-call delay (the scheduler) cannot fail it, a dispatch cannot pass it."""
+    from xlinalg.bench import _selfcheck
+
+    def fake(backend, n, dtype, cfg, state):  # the fastest sample of size n
+        return {"min_s": times(n), "median_s": 2 * times(n)}
+
+    monkeypatch.setattr(_selfcheck, "_time_matmul", fake)
+    res = fence_selfcheck("numpy", sizes=(32, 1024))
+    assert res["ok"] is ok, (name, res)
+    assert [a["sizes"] for a in res["attempts"]] == sizes_tried
+    assert res["ratio"] == pytest.approx(res["min_s"][1] / res["min_s"][0])
 
 
 def test_jax_without_its_fence_times_only_the_dispatch():

@@ -5,6 +5,16 @@ without a synchronize, a Dask graph that is built but never computed) makes the
 time of a matmul the same at every size: only the dispatch is measured. Timing
 the same operation at a small and a large size and requiring the large one to
 take clearly longer catches that (the research notes' "scaling probe").
+
+On a loaded machine the small size's time is not its work: a library with a
+thread pool (torch's OpenMP, MKL) wakes its sleeping workers for each call, and
+while other processes hold the cores each wake-up waits for a scheduler time
+slice, tens of milliseconds, as long as the large matmul itself (measured in
+docs/performance.md). So the verdict uses each size's fastest sample
+(interference only ever adds time), and a ratio below the threshold is measured
+once more with the large size doubled (8x the work) before the fence is declared
+broken: a fixed per-call delay cannot hide that growth, while a fence that does
+not wait times a dispatch at any size and fails both attempts.
 """
 
 from __future__ import annotations
@@ -14,6 +24,10 @@ from typing import Any
 from ._timer import TimerConfig
 
 __all__ = ["fence_selfcheck"]
+
+#: the timer of both attempts (short: the check runs at the start of every bench)
+_TIMER = TimerConfig(warmup_time=0.01, min_sample_time=0.002, min_run_time=0.02,
+                     min_samples=5, max_samples=20, max_run_time=2.0)
 
 
 def fence_selfcheck(
@@ -28,43 +42,54 @@ def fence_selfcheck(
 ) -> dict[str, Any]:
     """Time a square ``matmul`` (case ``a1_gemm``) at two sizes on `backend` in this process.
 
-    Returns ``{"backend", "sizes", "median_s", "ratio", "work_ratio", "ok"}``
-    where ``ratio`` is the large size's median over the small one's and ``ok``
-    says whether it is at least `min_ratio` (the work ratio is ``(n1/n0)**3``,
-    32768 for the defaults, so any working fence passes by far).
+    Returns ``{"backend", "sizes", "median_s", "min_s", "ratio", "work_ratio",
+    "ok", "attempts"}``: ``ratio`` is the large size's fastest sample over the
+    small one's (``min_s``) and ``ok`` says whether it is at least `min_ratio`
+    (the work ratio is ``(n1/n0)**3``, 32768 for the defaults, so any working
+    fence passes by far). When the first attempt's ratio falls short, a second
+    one times the large size doubled; ``attempts`` lists every attempt's figures
+    and the top-level ones are the last attempt's.
 
     ``configure=False`` keeps the settings already applied in this process (a
     bench worker, which passes its `state`); otherwise the backend is
     configured with its defaults and restored afterwards.
     """
-    from ._cell import execute_cell, make_cell
     from ._env import backend_state, configure_backend
 
-    cfg = timer or TimerConfig(warmup_time=0.01, min_sample_time=0.002, min_run_time=0.02,
-                               min_samples=5, max_samples=20, max_run_time=2.0)
     restore = configure_backend(backend) if configure else (lambda: None)
+    cfg = timer or _TIMER
+    attempts: list[dict[str, Any]] = []
     try:
         state = state if state is not None else backend_state(backend)
-        medians = []
-        for n in sizes:
-            rec = execute_cell(
-                make_cell("a1_gemm", backend, n, dtype=dtype, timer=cfg, memory=False),
-                backend_state=state,
-            )
-            if rec["status"] not in ("ok", "unchecked"):
-                raise RuntimeError(
-                    f"fence self-check on {backend}: matmul n={n} did not run cleanly: "
-                    f"{rec.get('error') or rec.get('check')}"
-                )
-            medians.append(rec["time"]["median_s"])
+        for pair in (sizes, (sizes[0], 2 * sizes[1])):
+            times = [_time_matmul(backend, n, dtype, cfg, state) for n in pair]
+            best = [t["min_s"] for t in times]
+            ratio = best[1] / best[0] if best[0] > 0 else float("inf")
+            attempts.append({
+                "sizes": list(pair),
+                "median_s": [t["median_s"] for t in times],
+                "min_s": best,
+                "ratio": ratio,
+                "work_ratio": (pair[1] / pair[0]) ** 3,
+                "ok": ratio >= min_ratio,
+            })
+            if ratio >= min_ratio:
+                break
     finally:
         restore()
-    ratio = medians[1] / medians[0] if medians[0] > 0 else float("inf")
-    return {
-        "backend": backend,
-        "sizes": list(sizes),
-        "median_s": medians,
-        "ratio": ratio,
-        "work_ratio": (sizes[1] / sizes[0]) ** 3,
-        "ok": ratio >= min_ratio,
-    }
+    return {"backend": backend, **attempts[-1], "attempts": attempts}
+
+
+def _time_matmul(backend: str, n: int, dtype: str, cfg: TimerConfig,
+                 state: dict[str, Any]) -> dict[str, Any]:
+    """The ``time`` of a cell of ``a1_gemm`` at size `n`; a cell that fails raises."""
+    from ._cell import execute_cell, make_cell
+
+    rec = execute_cell(make_cell("a1_gemm", backend, n, dtype=dtype, timer=cfg, memory=False),
+                       backend_state=state)
+    if rec["status"] not in ("ok", "unchecked"):
+        raise RuntimeError(
+            f"fence self-check on {backend}: matmul n={n} did not run cleanly: "
+            f"{rec.get('error') or rec.get('check')}"
+        )
+    return dict(rec["time"])
