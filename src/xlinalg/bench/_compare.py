@@ -141,7 +141,8 @@ def _pass_spread(r: Mapping[str, Any]) -> float:
     meds = [float(m) for p in passes if isinstance(p, dict)
             and isinstance(m := p.get("median_s"), (int, float)) and not isinstance(m, bool)
             and m > 0 and math.isfinite(m)] if isinstance(passes, list) else []
-    return 0.5 * math.log(max(meds) / min(meds)) if len(meds) > 1 else 0.0
+    # logs, not max/min: 1e308 over 1e-308 overflows
+    return 0.5 * (math.log(max(meds)) - math.log(min(meds))) if len(meds) > 1 else 0.0
 
 
 def _starved_cores(r: Mapping[str, Any]) -> float | None:
@@ -152,6 +153,12 @@ def _starved_cores(r: Mapping[str, Any]) -> float | None:
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return None
     return float(v) if starved(str(r.get("backend")), float(v)) else None
+
+
+def _representable(log_ratio: float) -> bool:
+    """Whether ``exp(log_ratio)`` and its inverse are normal floats (not 0, not
+    inf, not a subnormal whose relative precision is gone)."""
+    return abs(log_ratio) < -math.log(sys.float_info.min)
 
 
 def _spread(logs: list[float]) -> tuple[float, float]:
@@ -173,7 +180,7 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
     """
     from statistics import NormalDist
 
-    from ._stats import ratio_interval
+    from ._stats import exp_or_limit, ratio_interval
 
     rows = []
     for key in list(old) + [k for k in new if k not in old]:
@@ -193,20 +200,28 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
                 or n.get("status") in ("failed", "skipped"):
             row["flag"] = f"not comparable ({o.get('status')} -> {n.get('status')})"
             continue
+        # on the log scale: mn / mo of hostile times (1e308 over 1e-308, subnormals)
+        # overflows to inf or underflows to 0, which has no log
+        log_ratio = math.log(mn) - math.log(mo)
+        if not _representable(log_ratio):
+            row["flag"] = ("not comparable (the ratio of the medians, "
+                           f"{format_time(mn)} over {format_time(mo)}, is out of range)")
+            continue
         so, sn = _samples(o), _samples(n)
-        row.update(ratio=mn / mo, n_old=len(so), n_new=len(sn))
+        row.update(ratio=math.exp(log_ratio), log_ratio=log_ratio, n_old=len(so),
+                   n_new=len(sn))
         ri = ratio_interval(so, sn)
         row["se_within"] = ri["se_log"] if ri else None
         row["se_passes"] = math.hypot(_pass_spread(o), _pass_spread(n))
     compared = [r for r in rows if r["ratio"] is not None]
-    shift, spread = _spread([math.log(r["ratio"]) for r in compared])
+    shift, spread = _spread([r["log_ratio"] for r in compared])
     m = max(1, len(compared))
     z = NormalDist().inv_cdf(1.0 - alpha / (2.0 * m))
     for r in compared:
         se = math.hypot(r["se_within"] or 0.0, r["se_passes"], spread)
         half = z * se
-        r.update(lo=r["ratio"] * math.exp(-half), hi=r["ratio"] * math.exp(half),
-                 shift=math.exp(shift), spread=spread, z=z)
+        r.update(lo=exp_or_limit(r["log_ratio"] - half), hi=exp_or_limit(r["log_ratio"] + half),
+                 shift=exp_or_limit(shift), spread=spread, z=z)
         enough = min(r["n_old"], r["n_new"]) >= min_samples and r["se_within"] is not None
         starved = [c for c in (_starved_cores(old[r["key"]]), _starved_cores(new[r["key"]]))
                    if c is not None]
@@ -262,6 +277,14 @@ def header_differences(old: Mapping[str, Any] | None,
     return out
 
 
+def _fmt(x: float, digits: int = 3) -> str:
+    """`x` with `digits` decimals, or 3 significant digits outside 0.001-1e6
+    (an interval from hostile times reaches 1e307 or 0: never 300 digits)."""
+    if x != 0 and math.isfinite(x) and not 1e-3 <= abs(x) < 1e6:
+        return f"{x:.3g}"
+    return f"{x:.{digits}f}"
+
+
 def _load(records: Mapping[str, Mapping[str, Any]]) -> float | None:
     vals = [v for r in records.values()
             if isinstance(v := _get(r, "side_by_side", "load_avg_1min", "mean"), (int, float))]
@@ -269,6 +292,7 @@ def _load(records: Mapping[str, Mapping[str, Any]]) -> float | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ._stats import exp_or_limit
     from ._store import ResultsFileError, read_results
 
     files = []
@@ -298,15 +322,15 @@ def run(args: argparse.Namespace) -> int:
         lo, hi = _load(old), _load(new)
         load = (f"; load average old {lo:.1f}, new {hi:.1f}"
                 if lo is not None and hi is not None else "")
-        print(f"all cells moved by x{r0['shift']:.3f} (median); spread between the runs: "
-              f"±{100 * (math.exp(r0['spread']) - 1):.1f}% (1 sigma){load}")
+        print(f"all cells moved by x{_fmt(r0['shift'])} (median); spread between the runs: "
+              f"±{_fmt(100 * (exp_or_limit(r0['spread']) - 1), 1)}% (1 sigma){load}")
     shown = [r for r in rows if not args.only_flagged or not r["flag"].startswith("~")]
     keys = {r["key"]: terminal(r["key"], 120) for r in shown}  # from the files: untrusted
     width = max([len("cell")] + [len(k) for k in keys.values()])
     print(f"{'cell':<{width}}  {'old':>10}  {'new':>10}  {'ratio':>7}  {'interval':>15}  flag")
     for r in shown:
-        ratio = f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"
-        iv = f"[{r['lo']:.3f}, {r['hi']:.3f}]" if r["lo"] is not None else "-"
+        ratio = _fmt(r["ratio"]) if r["ratio"] is not None else "-"
+        iv = f"[{_fmt(r['lo'])}, {_fmt(r['hi'])}]" if r["lo"] is not None else "-"
         print(f"{keys[r['key']]:<{width}}  {format_time(r['old_s']):>10}  "
               f"{format_time(r['new_s']):>10}  {ratio:>7}  {iv:>15}  {terminal(r['flag'])}")
     counts: dict[str, int] = {}

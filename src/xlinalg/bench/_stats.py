@@ -37,6 +37,7 @@ __all__ = [
     "classify_stall",
     "combine_passes",
     "effective_cores",
+    "exp_or_limit",
     "half_width",
     "on_gpu",
     "paired_ratio",
@@ -113,7 +114,8 @@ def paired_ratio(
     dict or None
         ``{"ratio", "lo", "hi", "rounds", "level"}``; None with fewer than 2 shared rounds.
     """
-    logs = [math.log(x / y) for x, y in zip(a, b) if _finite_positive(x) and _finite_positive(y)]
+    logs = [math.log(x) - math.log(y) for x, y in zip(a, b)  # x / y may overflow
+            if _finite_positive(x) and _finite_positive(y)]
     if len(logs) < 2:
         return None
     v = np.asarray(logs)
@@ -121,12 +123,17 @@ def paired_ratio(
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(meds, [alpha, 1.0 - alpha])
     return {
-        "ratio": math.exp(float(np.median(v))),
-        "lo": math.exp(float(lo)),
-        "hi": math.exp(float(hi)),
+        "ratio": exp_or_limit(float(np.median(v))),
+        "lo": exp_or_limit(float(lo)),
+        "hi": exp_or_limit(float(hi)),
         "rounds": len(logs),
         "level": level,
     }
+
+
+def _inverse(x: float) -> float:
+    """``1 / x`` for a ratio that :func:`exp_or_limit` may have made 0 or inf."""
+    return math.inf if x == 0 else 1.0 / x
 
 
 def all_pairs(
@@ -141,8 +148,8 @@ def all_pairs(
             if r is None:
                 continue
             out[(x, y)] = r
-            out[(y, x)] = {**r, "ratio": 1.0 / r["ratio"], "lo": 1.0 / r["hi"],
-                           "hi": 1.0 / r["lo"]}
+            out[(y, x)] = {**r, "ratio": _inverse(r["ratio"]), "lo": _inverse(r["hi"]),
+                           "hi": _inverse(r["lo"])}
     return out
 
 
@@ -307,19 +314,29 @@ def ratio_interval(
     Returns ``{"ratio", "lo", "hi", "se_log", "level"}`` (``se_log``: the bootstrap
     standard error of the log ratio), or None with fewer than 2 samples on a side.
     """
-    o = np.asarray([x for x in old if _finite_positive(x)], dtype=float)
-    n = np.asarray([x for x in new if _finite_positive(x)], dtype=float)
+    # on the log scale: the median of two times near the largest float would
+    # overflow (their mean), a ratio of 1e308 to 1e-308 too; logs never do
+    o = np.log(np.asarray([x for x in old if _finite_positive(x)], dtype=float))
+    n = np.log(np.asarray([x for x in new if _finite_positive(x)], dtype=float))
     if len(o) < 2 or len(n) < 2:
         return None
     mo = _boot_median(o, seed=seed, n_boot=n_boot)
     mn = _boot_median(n, seed=seed + 1, n_boot=n_boot)
-    logs = np.log(mn) - np.log(mo)
+    logs = mn - mo
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(logs, [alpha, 1.0 - alpha])
     return {
-        "ratio": float(np.median(n) / np.median(o)),
-        "lo": math.exp(float(lo)),
-        "hi": math.exp(float(hi)),
+        "ratio": exp_or_limit(float(np.median(n) - np.median(o))),
+        "lo": exp_or_limit(float(lo)),
+        "hi": exp_or_limit(float(hi)),
         "se_log": float(np.std(logs)),
         "level": level,
     }
+
+
+def exp_or_limit(x: float) -> float:
+    """``exp(x)``, with ``inf`` where it overflows (``math.exp`` raises there) and
+    0 where it underflows: ratios made from logs of hostile times stay numbers."""
+    if x > 709.0:  # exp(709.78) is the largest float
+        return math.inf
+    return math.exp(x)

@@ -5,6 +5,7 @@ One definition, used by the command line, the report, compare and the plots.
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -17,18 +18,20 @@ _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 def format_time(s: Any, missing: str = "-") -> str:
     """``1.5e-5`` -> ``"15 µs"``: the largest unit the value reaches, 3 significant
     digits (whole units from 100 up, so never ``1e+03 ms``); `missing` for
-    anything that is not a number (``None``: not measured).
+    anything that is not a finite number (``None``: not measured).
 
     >>> format_time(0.0123), format_time(2.5e-7), format_time(999.7e-3), format_time(None)
     ('12.3 ms', '250 ns', '1000 ms', '-')
     """
-    if not isinstance(s, numbers.Real) or isinstance(s, bool):
+    if not isinstance(s, numbers.Real) or isinstance(s, bool) or not math.isfinite(s):
         return missing
     t = float(s)
     for unit, f in _TIME_UNITS:
         if t >= f or unit == "ns":
             v = t / f
-            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
+            # 3 significant digits again from a million up: 1e308 s (a hostile
+            # results file) is not 309 digits
+            return f"{v:.0f} {unit}" if 100 <= v < 1e6 else f"{v:.3g} {unit}"
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from .._cases import (
     DTYPES,
@@ -236,7 +236,13 @@ def good(r: dict[str, Any]) -> bool:
 
 def median(r: dict[str, Any]) -> float | None:
     v = (r.get("time") or {}).get("median_s")
-    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+    return float(v) if positive(v) else None
+
+
+def positive(v: Any) -> TypeGuard[float]:
+    """A finite number above 0 (not a bool): a time or a ratio a record may hold."""
+    return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            and v > 0)
 
 
 def median_or_inf(r: dict[str, Any]) -> float:

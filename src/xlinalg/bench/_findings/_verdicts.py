@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any
 
-from ._fields import good, median, median_or_inf, section_of, section_order, size_key
+from ._fields import good, median, median_or_inf, positive, section_of, section_order, size_key
 
 __all__ = ["MIN_MARGIN", "cells", "case_winners", "fmt_interval", "fmt_ratio", "quartiles", "ratio", "shaky",
            "verdict", "verdict_text", "winners"]
@@ -31,14 +32,15 @@ def quartiles(r: dict[str, Any]) -> tuple[float, float, float] | None:
         return None
     t = r.get("time") or {}
     q1, q3 = t.get("q1_s"), t.get("q3_s")
-    if isinstance(q1, (int, float)) and isinstance(q3, (int, float)) and 0 < q1 <= q3:
+    if positive(q1) and positive(q3) and q1 <= q3:
         return float(q1), med, float(q3)
-    raw = sorted(x for x in (t.get("raw_s") or []) if isinstance(x, (int, float)) and x > 0)
+    raw = t.get("raw_s")
+    raw = sorted(float(x) for x in (raw if isinstance(raw, list) else []) if positive(x))
     if len(raw) >= 4:
         n = len(raw) - 1
         return raw[round(0.25 * n)], med, raw[round(0.75 * n)]
     iqr = t.get("iqr_s")
-    h = float(iqr) / 2 if isinstance(iqr, (int, float)) and iqr >= 0 else 0.0
+    h = float(iqr) / 2 if positive(iqr) else 0.0
     return max(med - h, med * 1e-3), med, med + h
 
 
@@ -62,13 +64,16 @@ def ratio(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, flo
     paired = (slow.get("ratios") or {}).get(fast.get("backend"))
     same_cell = all(slow.get(k) == fast.get(k) for k in ("case", "dtype", "size_label"))
     if isinstance(paired, dict) and same_cell and all(
-            isinstance(paired.get(k), (int, float)) and paired[k] > 0
-            for k in ("lo", "ratio", "hi")):
+            positive(paired.get(k)) for k in ("lo", "ratio", "hi")):
         return float(paired["lo"]), float(paired["ratio"]), float(paired["hi"])
     a, b = quartiles(slow), quartiles(fast)
     if a is None or b is None:
         return None
-    return a[0] / b[2], a[1] / b[1], a[2] / b[0]
+    # times from a file may be 1e308 or subnormal: a quotient that overflows to
+    # inf or underflows to 0 (a subnormal's q1 is 0) is no ratio
+    lo, mid, hi = (x / y if y > 0 else math.inf
+                   for x, y in ((a[0], b[2]), (a[1], b[1]), (a[2], b[0])))
+    return (lo, mid, hi) if positive(lo) and positive(mid) and positive(hi) else None
 
 
 def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
@@ -94,6 +99,7 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     names = {b for b, r in by.items() if good(r)}
     sp = recorded.get("speedup") if isinstance(recorded, dict) else None
     if (isinstance(recorded, dict) and isinstance(sp, dict) and sp.get("over") in names
+            and all(positive(sp.get(k)) for k in ("ratio", "lo", "hi"))
             and (recorded.get("fastest") in names or set(recorded.get("tie") or ()) & names)
             and set(recorded.get("effective_cores") or dict.fromkeys(names, 0)) == names):
         # the runner's verdict over exactly these backends (side by side, paired rounds)
@@ -116,7 +122,13 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def fmt_ratio(x: float) -> str:
-    """1.234 -> "1.23x", 141.6 -> "142x" (never "1.4e+02x")."""
+    """1.234 -> "1.23x", 141.6 -> "142x" (never "1.4e+02x"); "?x" for what is
+    not a finite number, 3 significant digits from a million up (a ratio of
+    hostile times would otherwise print 300 digits)."""
+    if not positive(x) and x != 0:
+        return "?x"
+    if x >= 1e6:
+        return f"{x:.3g}x"
     if x >= 100:
         return f"{x:.0f}x"
     if x >= 10:
