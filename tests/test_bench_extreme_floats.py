@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from test_bench_schema import result, run_cli, write
 from xlinalg.bench._compare import compare_records
+from xlinalg.bench._findings._article import compare_text, fmt_ms
 from xlinalg.bench._findings._verdicts import fmt_interval, fmt_ratio, ratio, verdict
 from xlinalg.bench._stats import all_pairs, exp_or_limit, paired_ratio, ratio_interval
 from xlinalg.bench._units import format_time
@@ -177,3 +178,37 @@ def test_formatting_of_extreme_numbers():
     assert fmt_ratio(math.nan) == "?x"
     assert fmt_ratio(math.inf) == "?x"
     assert fmt_interval(1e-300, 1e300) == "[1e-300-1e+300]"
+
+
+@pytest.mark.parametrize("np_time", [1e308, TINY, 1e-3])
+@pytest.mark.parametrize("torch_time", [1e308, TINY, 1e-3])
+def test_article_comparison_of_extreme_cells(np_time, torch_time):
+    """The article's table: a quotient out of range is "not comparable", not an
+    AssertionError (its ratio is None now) nor a ZeroDivisionError."""
+    a = result(case="a1_gemm", backend="numpy", size=[128, 256, 512], median=np_time)
+    b = result(case="a1_gemm", backend="torch-cpu", size=[128, 256, 512], median=torch_time)
+    nums, text = compare_text(a, b, 2.31 / 1.98)
+    assert len(nums) < 120, nums
+    assert len(text) < 200, text
+    if ratio(a, b) is None:
+        assert text.startswith("not comparable"), text
+
+
+def test_report_of_extreme_cells(tmp_path):
+    """`xlinalg report` on a file of extreme times: exit 0, no traceback."""
+    cells = [result(case="a1_gemm", backend=b, size=[128, 256, 512], median=t)
+             for b, t in (("numpy", 1e308), ("torch-cpu", TINY))]
+    cells += [result(backend=b, size=n, median=t) for b, n, t in
+              (("numpy", 5, TINY), ("torch-cpu", 5, 1e308), ("numpy", 64, 1e-308),
+               ("torch-cpu", 64, 2e-320))]
+    f = write(tmp_path / "x.jsonl", cells)
+    code, _, err = run_cli("report", str(f), "--out", str(tmp_path / "rep"), "--no-plots")
+    assert code == 0, err
+    assert "Traceback" not in err
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert max(len(line) for line in text.splitlines()) < 2000
+
+
+def test_fmt_ms_of_extreme_times():
+    assert fmt_ms(1e300) == "1e+303 ms"
+    assert fmt_ms(2.5) == "2,500 ms"
