@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from xlinalg.bench import ResultsFileError, _store, cell_key, read_results
@@ -279,9 +279,18 @@ FUZZ = settings(max_examples=100,
                 deadline=None, suppress_health_check=list(HealthCheck))
 
 
+_FOUND = copy.deepcopy(result())  # what a full-suite run of the fuzz found (OverflowError)
+_FOUND["time"].update(median_s=764813.7050750274, raw_s=[1.0, 4.477845798350318e+256])
+
+
 @FUZZ
 @given(hostile_files())
+@example(data=(HEADER, [_FOUND]))
 def test_fuzz_report_and_compare_never_crash(tmp_path_factory, data):
+    """Its examples differ between a run of this file and a full-suite run:
+    derandomize fixes the seed, but Hypothesis also draws constants from the
+    loaded local modules, and a full suite has loaded more of xlinalg. What a
+    full-suite run found is kept as an explicit example, run every time."""
     header, records = data
     _check_no_crash(tmp_path_factory.mktemp("fz"), header, records, plots=False)
 
