@@ -448,3 +448,35 @@ def test_jax_host_look_of_one_system(dtype: str, bshape) -> None:
         c = b.copy()
         c[(-1,) * c.ndim] = v
         assert look(a, jnp.asarray(c)) is _base.MISSING, v
+
+
+def test_jax_solve_fast_refuses_what_the_checked_path_must_answer() -> None:
+    """JAX's ``solve_fast`` is one jitted program with no per-call checks: a stack,
+    an integer or mixed dtype (a compiled program returning None) and a shape JAX
+    refuses must come back as MISSING, so that xl.solve's checked path promotes,
+    or raises naming the argument; a well-posed system comes back solved."""
+    require_backend("jax-cpu")
+    import jax.numpy as jnp
+
+    from xlinalg._lib import _dispatch
+    from xlinalg.backends import _base
+
+    a = jnp.asarray(2 * np.eye(3))
+    b = jnp.ones(3)
+    xl.solve(a, b)  # the first call meets the type
+    fast = _dispatch.FAST_SOLVE.get(type(a))
+    if fast is None:
+        pytest.skip("JAX has more than one device here: no solve_fast (the device check is per call)")
+    np.testing.assert_allclose(np.asarray(fast(a, b)), np.full(3, 0.5))
+    refused = {
+        "stack": (jnp.stack([a, a]), b),
+        "integer": (jnp.asarray(2 * np.eye(3, dtype=np.int32)), jnp.ones(3, dtype=jnp.int32)),
+        "mixed": (a, jnp.ones(3, dtype=jnp.float32)),
+        "shape": (a, jnp.ones(4)),
+    }
+    for what, (ra, rb) in refused.items():
+        for _ in range(2):  # the second call meets the cached program
+            assert fast(ra, rb) is _base.MISSING, what
+    np.testing.assert_allclose(np.asarray(xl.solve(*refused["integer"])), np.full(3, 0.5))
+    with pytest.raises(ValueError, match="b"):
+        xl.solve(a, jnp.ones(4))

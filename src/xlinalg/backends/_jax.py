@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .. import _convert
-from ._base import MISSING, NP_NON_NUMERIC, Adapter, Backend, make_solve_fast
+from ._base import MISSING, NP_NON_NUMERIC, Adapter, Backend
 from ._numpy import NUMPY
 
 __all__ = ["HOST_LOOK_MAX", "JaxAdapter", "JaxBackend", "jax_backend_name"]
@@ -36,9 +36,18 @@ class JaxAdapter(Adapter):
         self.fast["sigmoid"] = jax.nn.sigmoid
         self.sigmoid_dtypes = frozenset(np.dtype(c) for c in "fd")
         self.fast_excluded = NP_NON_NUMERIC
-        self._solve_cpu = _finite_or_missing(jnp.linalg.solve)
+        # jnp.linalg.solve under our own jit: its Python checks run once per input
+        # signature (at trace time), not on every call; dtypes the fast path does
+        # not take compile to a program returning None (cached too)
+        ok = self.solve_dtypes
+
+        def native(a: Any, b: Any) -> Any:
+            return jnp.linalg.solve(a, b) if a.dtype == b.dtype and a.dtype in ok else None
+
+        native_jit = jax.jit(native)
+        self._solve_cpu = _finite_or_missing(native_jit)
         if self._all_cpu and not self.fast_device_check:
-            self.solve_fast = make_solve_fast(self._solve_cpu, self.solve_dtypes)
+            self.solve_fast = _finite_or_missing(native_jit, one_matrix=True)
         # errors="raise" off the host look: one compiled function per `vector`
         # returning the solution and one flag, "some entry is not finite"
         self._solve_flagged = {
@@ -155,15 +164,27 @@ class JaxAdapter(Adapter):
         return self.jax.nn.sigmoid(x)
 
 
-def _finite_or_missing(solve: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+def _finite_or_missing(solve: Callable[[Any, Any], Any], one_matrix: bool = False) -> Callable[[Any, Any], Any]:
     """JAX on the CPU: `solve`, then a zero-copy host look at its result (waits for it).
 
     The result if all finite, else :data:`MISSING`: a zero pivot and NaN in the
     input both give non-finite results, and only the checked program tells them apart.
+    :data:`MISSING` too where `solve` refuses the operands (raises, or returns None)
+    and, with `one_matrix`, for a stack of matrices: xl.solve's checked path then
+    names the argument. With `one_matrix` this is the adapter's ``solve_fast`` (one
+    Python frame between xl.solve and the compiled call; the ``ndim`` read is
+    cheaper than a cached compiled call that returns None for stacks).
     """
 
     def call(a: Any, b: Any) -> Any:
-        x = solve(a, b)
+        if one_matrix and a.ndim != 2:
+            return MISSING
+        try:
+            x = solve(a, b)
+        except Exception:  # xl.solve's checked path re-raises, naming the argument
+            return MISSING
+        if x is None:
+            return MISSING
         try:
             # JAX's CPU arrays export their memory (the buffer protocol; the export
             # waits for the result): a few elements are read as Python numbers
