@@ -632,6 +632,29 @@ def test_compare_flags_nothing_measured_by_a_starved_worker():
     assert flag.startswith("~ (starved: the process ran 15%")
 
 
+def test_compare_says_when_the_runs_used_different_parallelism():
+    # two runs of a two-threaded library: in the second a neighbour took a core
+    # (effective cores 1.9 -> 1.0) and the cell is 1.3x slower; the code did not change
+    rng = np.random.default_rng(6)
+    old, new = _file(rng), _file(rng, {0: 1.3, 1: 1 / 1.3})
+    for recs in (old, new):
+        for r in recs.values():
+            r["backend"] = "torch-cpu"
+            r["side_by_side"] = {"effective_cores": 1.9}
+    rows = compare_records(old, new)
+    assert (rows[0]["flag"], rows[1]["flag"]) == ("REGRESSION", "improvement")
+    new["c0|numpy|float64|4"]["side_by_side"]["effective_cores"] = 1.0
+    old["c1|numpy|float64|4"]["side_by_side"]["effective_cores"] = 1.0
+    rows = compare_records(old, new)
+    assert rows[0]["flag"].startswith("~ (not like for like: effective cores 1.9 -> 1.0; "
+                                      "the REGRESSION"), rows[0]["flag"]
+    assert rows[1]["flag"].startswith("~ (not like for like: effective cores 1.0 -> 1.9; "
+                                      "the improvement"), rows[1]["flag"]
+    # within the factor the parallelism counts as the same: the regression stands
+    new["c0|numpy|float64|4"]["side_by_side"]["effective_cores"] = 1.5
+    assert compare_records(old, new)[0]["flag"] == "REGRESSION"
+
+
 def test_compare_warns_about_different_runs():
     a = {"env": {"host": "m1", "cpu": {"model": "X"}, "packages": {"torch": "2.1"}},
          "run": {"scale": "quick", "threads": None}}

@@ -23,7 +23,10 @@ REGRESSION only when the whole interval lies above ``1 + threshold`` (default
 5 %), an improvement when it lies below ``1 / (1 + threshold)``, and only when
 both sides have at least ``min_samples`` samples and neither side's worker was
 starved (kept less than half a core busy over its samples: it waited for the
-CPU most of the time, so its time measures the scheduler). A change shared by every cell
+CPU most of the time, so its time measures the scheduler). A cell whose process
+kept a different number of cores busy in the two runs (effective cores 1.9 in
+one, 1.0 in the other: a neighbour took a core from a two-threaded library) is
+not like for like: it is shown with both figures, never as a REGRESSION. A change shared by every cell
 (a slower machine, or a change that slows everything) is reported on its own
 line, with its interval and the load averages of both runs.
 
@@ -155,6 +158,31 @@ def _starved_cores(r: Mapping[str, Any]) -> float | None:
     return float(v) if starved(str(r.get("backend")), float(v)) else None
 
 
+def _cores(r: Mapping[str, Any]) -> float | None:
+    """The effective cores of a side-by-side record (CPU time over wall time), else None."""
+    v = _get(r, "side_by_side", "effective_cores")
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
+        return None
+    return float(v)
+
+
+def _parallelism_changed(o: Mapping[str, Any], n: Mapping[str, Any]) -> str | None:
+    """A note when the two runs' processes kept different numbers of cores busy
+    for this cell (by more than :data:`._passes.PARALLELISM_FACTOR`), else None.
+
+    A library that spread its work over two cores in one run and found one of
+    them taken by a neighbour in the other is slower for a reason that is not
+    its code: the comparison is not like for like, and saying REGRESSION would
+    cry wolf. The note shows both figures, so a change that made a library
+    single-threaded is still visible."""
+    from ._passes import PARALLELISM_FACTOR
+
+    a, b = _cores(o), _cores(n)
+    if a is None or b is None or max(a, b) / min(a, b) <= PARALLELISM_FACTOR:
+        return None
+    return f"effective cores {a:.1f} -> {b:.1f}"
+
+
 def _representable(log_ratio: float) -> bool:
     """Whether ``exp(log_ratio)`` and its inverse are normal floats (not 0, not
     inf, not a subnormal whose relative precision is gone)."""
@@ -230,10 +258,11 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
         elif starved:
             r["flag"] = (f"~ (starved: the process ran {100 * min(starved):.0f}% of the wall "
                          "time; the times measure the scheduler)")
-        elif r["lo"] > 1 + threshold:
-            r["flag"] = "REGRESSION"
-        elif r["hi"] < 1 / (1 + threshold):
-            r["flag"] = "improvement"
+        elif r["lo"] > 1 + threshold or r["hi"] < 1 / (1 + threshold):
+            moved = "REGRESSION" if r["lo"] > 1 + threshold else "improvement"
+            cores = _parallelism_changed(old[r["key"]], new[r["key"]])
+            r["flag"] = (f"~ (not like for like: {cores}; the {moved} may be the machine's "
+                         "load, not the code)" if cores else moved)
         else:
             r["flag"] = "~"
         o, n = old[r["key"]], new[r["key"]]
