@@ -1,0 +1,190 @@
+"""``xlinalg bench``: run the benchmark from the command line's options."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any, cast
+
+from ._common import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, _Terminated, _UsageError
+from ._table import _print_table, _Progress
+
+
+def _split(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise _UsageError(f"xlinalg bench: error: empty list {text!r}")
+    return items
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from ..bench import (
+        BenchUsageError,
+        ResultsFileBusyError,
+        ResultsFileError,
+        ResultsWriteError,
+        RunConfig,
+        case_names,
+        get_case,
+        load_case_files,
+        read_results,
+        run_benchmark,
+    )
+    from ..bench._escape import terminal
+
+    if args.list_cases:
+        try:
+            load_case_files(args.case_file, time_limit=args.time_limit)
+        except ValueError as exc:
+            raise _UsageError(f"xlinalg bench: error: {exc}") from None
+        for name in case_names():
+            c = get_case(name)
+            print(terminal(f"{name:12s} {c.doc}"))
+            for sc in ("quick", "default", "full"):
+                sizes = ", ".join(_size_str(s) for s in c.sizes_for(sc))
+                print(terminal(f"{'':12s}   {sc:8s} {sizes}"))
+        return EXIT_OK
+    if args.resume and not args.out:
+        raise _UsageError("xlinalg bench: error: --resume needs --out FILE (the file to continue)")
+    if args.resume and args.overwrite:
+        raise _UsageError("xlinalg bench: error: --resume and --overwrite exclude each other")
+    out = args.out or f"xlinalg-bench-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl"
+    config = RunConfig(
+        backends=_split(args.backends),
+        cases=_split(args.cases),
+        dtype=args.dtype,
+        scale=args.scale,
+        sizes=_split(args.sizes),
+        threads=args.threads,
+        allow_tf32=args.tf32,
+        out=out,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        retry_failed=args.retry_failed,
+        retry_noisy=args.retry_noisy,
+        time_limit=args.time_limit,
+        isolate=not args.no_isolate,
+        calibrate=not args.no_calibrate,
+        margin=args.margin,
+        recheck=not args.no_recheck,
+        stall_factor=args.stall_factor,
+        seed=args.seed,
+        case_files=args.case_file,
+        memory_limit=args.memory_limit,
+    )
+    progress = _Progress(enabled=not args.no_progress)
+    try:
+        with _dask_cluster(args):
+            summary = run_benchmark(config, progress=progress)
+    except (BenchUsageError, FileExistsError) as exc:
+        raise _UsageError(f"xlinalg bench: error: {exc}") from None
+    except ResultsWriteError as exc:  # disk full, read-only, not a file: an environment error
+        kept = (f"; the {progress.finished} cell(s) finished before are in it"
+                if progress.finished else "")
+        raise _UsageError(f"xlinalg bench: error: {exc}{kept}") from None
+    except ResultsFileError as exc:
+        what = "" if isinstance(exc, ResultsFileBusyError) else "cannot resume: "
+        raise _UsageError(f"xlinalg bench: error: {what}{exc}") from None
+    except KeyboardInterrupt as exc:
+        progress.stop()
+        n = progress.finished
+        how = "stopped by SIGTERM" if isinstance(exc, _Terminated) else "interrupted"
+        print(terminal(f"xlinalg bench: {how}; {n} finished cell(s) of this run are in {out}; "
+                       f"complete it with: xlinalg bench --resume --out {out} (and the same "
+                       "options)"), file=sys.stderr)
+        return EXIT_SIGTERM if isinstance(exc, _Terminated) else EXIT_SIGINT
+    finally:
+        progress.stop()
+
+    # the table shows every planned cell, including those done before a resume
+    try:
+        written = read_results(summary.path, warn=False)
+        # the table's helpers take plain dicts (typed records are a subtype in practice)
+        latest = cast("dict[str, dict[str, Any]]", written.latest())
+        fence = (written.headers[-1].get("run") or {}).get("fence_selfcheck") or {}
+    except ResultsFileError:  # pragma: no cover - we just wrote it
+        latest = {r["key"]: r for r in summary.records}
+        fence = {}
+    from ..bench import plan_cells
+
+    keys = [c["key"] for c in plan_cells(config)]
+    records = [latest[k] for k in keys if k in latest]
+    _print_table(records, config)
+    bad = [r for r in records if r.get("status") in ("failed", "wrong")]
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    line = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    extra = f" ({summary.already_done} from before)" if summary.already_done else ""
+    print(terminal(f"{len(records)} cells{extra}: {line}. Results: {summary.path}"))
+    if isinstance(fence, dict) and fence:
+        bad_fence = [b for b, v in fence.items() if not (isinstance(v, dict) and v.get("ok"))]
+        print(terminal("fence self-check: " + (
+            "passed on " + ", ".join(fence) if not bad_fence else
+            "FAILED on " + ", ".join(bad_fence) + " (their times may not wait for the work; "
+            "see the header's run.fence_selfcheck)")))
+    if not args.no_report and records:
+        _write_report(summary.path)
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+@contextlib.contextmanager
+def _dask_cluster(args: argparse.Namespace) -> Iterator[None]:
+    """Where the dask backend runs (--scheduler, --dask-workers): bench/_dask.py."""
+    if args.dask_memory_limit is not None and args.dask_workers is None:
+        raise _UsageError("xlinalg bench: error: --dask-memory-limit needs --dask-workers N")
+    from ..bench import _dask
+
+    if args.scheduler is not None:
+        try:
+            _dask.check_address(args.scheduler)
+        except ValueError as exc:
+            raise _UsageError(f"xlinalg bench: error: --scheduler: {exc}") from None
+        old = os.environ.get(_dask.ENV)
+        os.environ[_dask.ENV] = args.scheduler
+        try:
+            yield
+        finally:
+            if old is None:
+                os.environ.pop(_dask.ENV, None)
+            else:
+                os.environ[_dask.ENV] = old
+    elif args.dask_workers is not None:
+        try:
+            cluster = _dask.local_cluster(args.dask_workers, args.dask_memory_limit, args.threads)
+            cluster.__enter__()
+        except Exception as exc:
+            raise _UsageError(f"xlinalg bench: error: --dask-workers: {exc}".splitlines()[0]) from None
+        try:
+            yield
+        finally:
+            cluster.__exit__(None, None, None)
+    else:
+        yield
+
+
+def _write_report(path: Any) -> None:
+    """The report beside the results file; a failure is one line, never the run's status."""
+    from ..bench import ResultsFileError
+    from ..bench._escape import terminal
+    from ..bench._report import write_report
+
+    try:
+        outdir, n = write_report([path])
+    except (ResultsFileError, OSError, ImportError) as exc:
+        print(terminal(f"xlinalg bench: warning: no report written ({exc}); "
+                       f"'xlinalg report {path}' writes it"), file=sys.stderr)
+        return
+    print(terminal(f"Report: {outdir / 'report.html'} (and report.md, {n} plot(s)) in {outdir}"))
+
+
+def _size_str(s: Any) -> str:
+    from ..bench import format_size
+
+    return format_size(s)

@@ -1,0 +1,184 @@
+"""``xlinalg bench``'s output while it runs (progress) and at the end (the table)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ._common import _console, _fmt_time
+
+
+class _Progress:
+    """A rich progress bar on a terminal; one line per cell otherwise."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.task: Any = None
+        self.finished = 0
+        self.total = 0
+
+    def __call__(self, event: str, payload: dict[str, Any], index: int, total: int) -> None:
+        if event == "plan":
+            self.total = total
+            if payload.get("already_done"):
+                print(f"resuming: {payload['already_done']} cell(s) already in the file, "
+                      f"{payload.get('cells', total)} to run", file=sys.stderr)
+            if self.enabled and sys.stderr.isatty():
+                try:
+                    from rich.progress import (
+                        BarColumn,
+                        MofNCompleteColumn,
+                        Progress,
+                        TextColumn,
+                        TimeElapsedColumn,
+                    )
+                except ImportError:  # pragma: no cover
+                    return
+                self.bar = Progress(
+                    TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=_console(stderr=True), transient=True,
+                )
+                self.bar.start()
+                self.task = self.bar.add_task("benchmark", total=total)
+        elif event == "start":
+            if self.bar is not None:
+                from ..bench._escape import rich_markup
+
+                desc = f"{payload['case']} {payload['backend']} {payload['size_label']}"
+                self.bar.update(self.task, description=rich_markup(desc, max_len=120))
+        elif event == "result":
+            self.finished += 1
+            if self.bar is not None:
+                self.bar.advance(self.task)
+            elif self.enabled:
+                from ..bench._escape import terminal
+
+                print(terminal(f"[{index + 1}/{total}] {payload['case']} {payload['backend']} "
+                               f"{payload['dtype']} {payload['size_label']}: "
+                               f"{_cell_text(payload)}"), file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def _cell_text(r: dict[str, Any], rich_markup: bool = False) -> str:
+    st = r.get("status")
+    if st == "skipped":
+        return "skipped"
+    if st == "failed":
+        kind = r.get("error", {}).get("kind", "error")
+        label = {"oom": "OOM", "timeout": "timeout", "crash": "crashed"}.get(kind, "error")
+        return f"[red]{label}[/]" if rich_markup else label
+    t = r.get("time", {})
+    txt = _fmt_time(t.get("median_s"))
+    rel = t.get("iqr_over_median")
+    if rel is not None:
+        txt += f" ±{rel * 50:.0f}%"  # half the IQR, relative to the median
+    if t.get("noisy"):
+        txt += " !"
+    if st == "wrong":
+        txt += " WRONG"
+        if rich_markup:
+            txt = f"[red]{txt}[/]"
+    return txt
+
+
+def _verdict_text(by: dict[str, dict[str, Any]]) -> str:
+    """The short verdict of a (case, size) row: "numpy 1.4x [1.3, 1.5]", "tie" or ""."""
+    v = next((r.get("verdict") for r in by.values() if isinstance(r.get("verdict"), dict)), None)
+    if not v:
+        return ""
+    star = "*" if v.get("parallelism_note") else ""
+    sp = v.get("speedup")
+    if v.get("fastest") and isinstance(sp, dict):
+        def num(k: str) -> str:  # null in a hostile or older file: shown as "?"
+            x = sp.get(k)
+            return f"{x:.2f}" if isinstance(x, (int, float)) else "?"
+
+        return f"{v['fastest']} {num('ratio')}x [{num('lo')}, {num('hi')}]{star}"
+    if v.get("tie"):
+        return f"tie: {', '.join(map(str, v['tie']))}{star}"
+    return ""
+
+
+def _print_table(records: list[dict[str, Any]], config: Any) -> None:
+    if not records:
+        print("no cells ran")
+        return
+    backends = list(dict.fromkeys(r["backend"] for r in records))
+    rows: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for r in records:
+        rows.setdefault((r["case"], r["size_label"]), {})[r["backend"]] = r
+    from ..bench._escape import rich_text, terminal
+
+    console = _console()
+    from ..bench._findings import verdict
+
+    fastest = {}
+    for key, by in rows.items():
+        v = verdict(by)
+        if v is not None and v["runner_up"] is not None and not v["tie"]:
+            fastest[key] = v["winner"]
+    title = (f"median time per call ({config.dtype}; ±: half the IQR; !: noisy; "
+             "second line: GFLOP/s; bold *: fastest beyond the noise, unmarked: tie; "
+             "verdict: the speed-up over the second with its interval; a * after it: the "
+             "backends kept different numbers of cores busy)")
+    if console is not None:
+        from rich.table import Table
+
+        t = Table(title=rich_text(title), title_justify="left")
+        t.add_column("case")
+        t.add_column("size")
+        for b in backends:  # names are data (case files): rich Text, never markup
+            t.add_column(rich_text(b), justify="right")
+        t.add_column("verdict")
+        for (case, size), by in rows.items():
+            cells = []
+            for b in backends:
+                rb = by.get(b)
+                if rb is None:
+                    cells.append("")
+                    continue
+                txt = _cell_text(rb, rich_markup=True)
+                if fastest.get((case, size)) == b:
+                    txt = f"[bold green]*{txt}[/]"
+                gf = (rb.get("throughput") or {}).get("gflops")
+                if gf is not None and rb.get("status") in ("ok", "wrong", "unchecked"):
+                    txt += f"\n[dim]{gf:.3g} GF/s[/]"
+                cells.append(txt)
+            t.add_row(rich_text(case), rich_text(size), *cells, rich_text(_verdict_text(by)))
+        console.print(t)
+    else:
+        print(terminal(title))
+        print(terminal("  ".join(["case".ljust(10), "size".ljust(14)]
+                                 + [b.rjust(18) for b in backends] + ["verdict"])))
+        for (case, size), by in rows.items():
+            print(terminal("  ".join([case.ljust(10), size.ljust(14)]
+                                     + [(("*" if fastest.get((case, size)) == b else "")
+                                         + (_cell_text(by[b]) if b in by else "")).rjust(18)
+                                        for b in backends]
+                                     + [_verdict_text(by)])))
+    for r in records:  # messages come from the libraries and from case files
+        st = r.get("stall")
+        if isinstance(st, dict) and st.get("stalled"):
+            print(terminal(f"  {r['key']}: STALLED: median "
+                           f"{_fmt_time(st.get('remeasured_median_s'))}, first "
+                           f"{_fmt_time(st.get('first_median_s'))}, recheck "
+                           f"{_fmt_time(st.get('recheck_median_s'))}"))
+        if r.get("status") == "failed":
+            e = r.get("error", {})
+            print(terminal(f"  {r['key']}: {e.get('kind')}: {e.get('message')}"))
+        elif r.get("status") == "wrong":
+            print(terminal(f"  {r['key']}: WRONG: {r.get('check', {}).get('message')}"))
+    skips: dict[str, int] = {}
+    for r in records:
+        if r.get("status") == "skipped":
+            k = str(r.get("skip_reason") or "no reason recorded")
+            skips[k] = skips.get(k, 0) + 1
+    if skips:
+        print(f"{sum(skips.values())} skipped cell(s), by reason:")
+        for k, n in sorted(skips.items(), key=lambda kv: -kv[1]):
+            print(terminal(f"  {n} x {k}"))
