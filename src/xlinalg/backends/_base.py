@@ -69,6 +69,10 @@ class Backend:
     gpu: bool = False
     #: whether results are lazy (need an explicit compute to exist)
     lazy: bool = False
+    #: the packages a run's header records (``env.packages``): pairs of a key and
+    #: the distribution names to try in turn (a library published under several
+    #: names, one per CUDA version); the backends of one library declare the same
+    distributions: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     _cached_reason: str | None = None
     _checked: bool = False

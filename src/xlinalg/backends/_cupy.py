@@ -67,6 +67,7 @@ class CuPyBackend(Backend):
     name = "cupy"
     module = "cupy"
     install = "pip install cupy-cuda12x"
+    distributions = (("cupy", ("cupy", "cupy-cuda12x", "cupy-cuda11x", "cupy-cuda13x")),)
     gpu = True
     library = "cupy"
     namespace_names = ("array_api_compat.cupy", "cupy")

@@ -279,6 +279,7 @@ class DaskBackend(Backend):
     name = "dask"
     module = "dask"
     install = 'pip install "dask[array]"'
+    distributions = (("dask", ("dask",)),)
     lazy = True
     library = "dask"
     namespace_names = ("array_api_compat.dask.array", "dask.array")

@@ -261,6 +261,7 @@ _X64 = {"int64": "int32", "uint64": "uint32", "float64": "float32", "complex128"
 class JaxBackend(Backend):
     module = "jax"
     install = 'pip install "jax[cpu]"  (GPU: pip install "jax[cuda12]")'
+    distributions = (("jax", ("jax",)), ("jaxlib", ("jaxlib",)))
     library = "jax"
     namespace_names = ("jax.numpy",)
     # each result of a timed block has its own readiness (asynchronous dispatch)

@@ -170,6 +170,7 @@ class NumPyBackend(Backend):
     name = "numpy"
     module = "numpy"
     install = "pip install numpy"
+    distributions = (("numpy", ("numpy",)), ("scipy", ("scipy",)))  # SciPy: its BLAS, expit
     library = "numpy"
     namespace_names = ("array_api_compat.numpy", "numpy")
     numpy_host = True

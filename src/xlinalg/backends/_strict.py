@@ -48,6 +48,7 @@ class StrictBackend(Backend):
     name = "array-api-strict"
     module = "array_api_strict"
     install = "pip install array-api-strict"
+    distributions = (("array-api-strict", ("array-api-strict",)),)
     library = "array_api_strict"
     numpy_buffers = True  # a NumPy array inside each array
 

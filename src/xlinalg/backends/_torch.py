@@ -135,6 +135,7 @@ class TorchAdapter(Adapter):
 class TorchBackend(Backend):
     module = "torch"
     install = "pip install torch  (CPU build: pip install torch==2.13.0)"
+    distributions = (("torch", ("torch",)),)
     library = "torch"
     namespace_names = ("array_api_compat.torch", "torch")
     writable_arrays = True

@@ -59,22 +59,30 @@ ENV_VARS: tuple[str, ...] = (
     "PYTORCH_CUDA_ALLOC_CONF",
 )
 
-_DISTRIBUTIONS: dict[str, str | tuple[str, ...]] = {
-    "numpy": "numpy",
-    "scipy": "scipy",
-    "torch": "torch",
-    "jax": "jax",
-    "jaxlib": "jaxlib",
-    "cupy": ("cupy", "cupy-cuda12x", "cupy-cuda11x", "cupy-cuda13x"),
-    "dask": "dask",
-    "array-api-strict": "array-api-strict",
-    "array-api-compat": "array-api-compat",
-    "threadpoolctl": "threadpoolctl",
-}
+#: xlinalg's own dependencies recorded beside the backends' libraries (whose
+#: distribution names each backend declares: ``Backend.distributions``).
+_TOOLS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("array-api-compat", ("array-api-compat",)),
+    ("threadpoolctl", ("threadpoolctl",)),
+)
 
 
-def _dist_version(names: str | tuple[str, ...]) -> str | None:
-    for name in (names,) if isinstance(names, str) else names:
+def _distributions() -> dict[str, tuple[str, ...]]:
+    """Key -> distribution names to try: every backend's, in registry order, then
+    xlinalg's own dependencies."""
+    from ..backends import BACKEND_NAMES, get_backend
+
+    out: dict[str, tuple[str, ...]] = {}
+    for name in BACKEND_NAMES:
+        for key, names in get_backend(name).distributions:
+            out.setdefault(key, names)
+    for key, names in _TOOLS:
+        out.setdefault(key, names)
+    return out
+
+
+def _dist_version(names: tuple[str, ...]) -> str | None:
+    for name in names:
         try:
             return importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
@@ -243,7 +251,7 @@ def collect_env() -> dict[str, Any]:
         "memory_bytes": _memory_total(),
         "gpus": _gpus(),
         "numpy": np.__version__,
-        "packages": {k: _dist_version(v) for k, v in _DISTRIBUTIONS.items()},
+        "packages": {k: _dist_version(v) for k, v in _distributions().items()},
         "blas": blas_info(),
         "env_vars": {k: shareable(os.environ[k]) for k in ENV_VARS if k in os.environ},
     }
