@@ -35,22 +35,6 @@ NAMES = frozenset(
 )
 
 
-#: Modules (``x.py``) or packages (``x/``) that still decide on library names,
-#: each owned by an engineer who is removing them (issue 15). This list only
-#: shrinks: an entry leaves it when its last decision goes (the test below says
-#: so), and no new entry joins it.
-ALLOWED = (
-    "bench/_findings",  # the article's two libraries, declared (numpy, torch-cpu)
-)
-
-
-def _allowed(module: str) -> str | None:
-    for entry in ALLOWED:
-        if module == f"{entry}.py" or module.startswith(f"{entry}/"):
-            return entry
-    return None
-
-
 def _names_in(node: ast.AST) -> set[str]:
     """The library names among the string constants of `node` (a constant, or a
     tuple, list or set of them)."""
@@ -107,7 +91,7 @@ def _modules() -> list[str]:
     )
 
 
-@pytest.mark.parametrize("module", [m for m in _modules() if _allowed(m) is None])
+@pytest.mark.parametrize("module", _modules())
 def test_no_module_outside_the_backends_package_decides_on_a_library_name(module: str) -> None:
     found = decisions((SRC / module).read_text(encoding="utf-8"), module)
     assert not found, (
@@ -115,14 +99,6 @@ def test_no_module_outside_the_backends_package_decides_on_a_library_name(module
         + "; ".join(f"line {ln} ({n})" for ln, n in found)
         + ": ask the backend object instead (a hook of xlinalg.backends._base.Backend)"
     )
-
-
-@pytest.mark.parametrize("entry", ALLOWED)
-def test_the_allow_list_only_shrinks(entry: str) -> None:
-    modules = [m for m in _modules() if _allowed(m) == entry]
-    assert modules, f"ALLOWED names {entry}, which is gone: remove it from ALLOWED"
-    found = [f for m in modules for f in decisions((SRC / m).read_text(encoding="utf-8"), m)]
-    assert found, f"{entry} decides on no library name any more: remove it from ALLOWED"
 
 
 @pytest.mark.parametrize(

@@ -73,6 +73,10 @@ class Backend:
     #: the distribution names to try in turn (a library published under several
     #: names, one per CUDA version); the backends of one library declare the same
     distributions: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: the column of the source article's tables (and the side of its claims) this
+    #: backend stands for: ``"NumPy"`` or ``"PyTorch CPU"``; empty for the others.
+    #: The report's article comparison asks the registry, never a backend id.
+    article_role: str = ""
 
     _cached_reason: str | None = None
     _checked: bool = False

@@ -168,6 +168,7 @@ NUMPY = NumPyAdapter()
 
 class NumPyBackend(Backend):
     name = "numpy"
+    article_role = "NumPy"
     module = "numpy"
     install = "pip install numpy"
     distributions = (("numpy", ("numpy",)), ("scipy", ("scipy",)))  # SciPy: its BLAS, expit

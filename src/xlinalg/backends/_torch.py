@@ -165,6 +165,7 @@ class TorchBackend(Backend):
     def __init__(self, device_type: str) -> None:
         self.device_type = device_type
         self.name = f"torch-{device_type}"
+        self.article_role = "PyTorch CPU" if device_type == "cpu" else ""
         self.gpu = device_type == "cuda"
         self.unrolled_layout = "batch-last" if self.gpu else "batch-first"
 

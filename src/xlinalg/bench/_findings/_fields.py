@@ -89,9 +89,19 @@ SECTION_TITLES: dict[str, str] = {
 }
 
 _GOOD = ("ok", "unchecked")
+
+
+def _article_backend(role: str) -> str:
+    """The id of the backend that declares `role` (``Backend.article_role``): the
+    registry says which backend stands for each of the article's two libraries."""
+    from ...backends import BACKEND_NAMES, get_backend
+
+    return next(n for n in BACKEND_NAMES if get_backend(n).article_role == role)
+
+
 #: the backends whose NumPy and PyTorch-CPU columns the article's tables and claims
-#: compare (its libraries, not a rule about backends)
-ARTICLE_NUMPY, ARTICLE_TORCH_CPU = "numpy", "torch-cpu"
+#: compare (the article's own libraries, declared by the backends themselves)
+ARTICLE_NUMPY, ARTICLE_TORCH_CPU = _article_backend("NumPy"), _article_backend("PyTorch CPU")
 
 
 class CaseFields(NamedTuple):
