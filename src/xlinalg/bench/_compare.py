@@ -152,16 +152,15 @@ def _starved_cores(r: Mapping[str, Any]) -> float | None:
     """The effective cores of a side-by-side record whose worker was starved, else None."""
     from ._stats import starved
 
-    v = _get(r, "side_by_side", "effective_cores")
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        return None
-    return float(v) if starved(str(r.get("backend")), float(v)) else None
+    v = _cores(r)
+    return v if v is not None and starved(str(r.get("backend")), v) else None
 
 
 def _cores(r: Mapping[str, Any]) -> float | None:
-    """The effective cores of a side-by-side record (CPU time over wall time), else None."""
+    """The effective cores of a side-by-side record (CPU time over wall time), if a
+    finite number, else None."""
     v = _get(r, "side_by_side", "effective_cores")
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
         return None
     return float(v)
 
@@ -178,7 +177,7 @@ def _parallelism_changed(o: Mapping[str, Any], n: Mapping[str, Any]) -> str | No
     from ._passes import PARALLELISM_FACTOR
 
     a, b = _cores(o), _cores(n)
-    if a is None or b is None or max(a, b) / min(a, b) <= PARALLELISM_FACTOR:
+    if a is None or b is None or min(a, b) <= 0 or max(a, b) / min(a, b) <= PARALLELISM_FACTOR:
         return None
     return f"effective cores {a:.1f} -> {b:.1f}"
 
