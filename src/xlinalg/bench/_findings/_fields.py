@@ -96,7 +96,11 @@ def _article_backend(role: str) -> str:
     registry says which backend stands for each of the article's two libraries."""
     from ...backends import BACKEND_NAMES, get_backend
 
-    return next(n for n in BACKEND_NAMES if get_backend(n).article_role == role)
+    for name in BACKEND_NAMES:
+        if get_backend(name).article_role == role:
+            return name
+    raise LookupError(f"no registered backend declares article_role={role!r}: the "
+                      "article's tables need one (set it in its xlinalg.backends module)")
 
 
 #: the backends whose NumPy and PyTorch-CPU columns the article's tables and claims
