@@ -20,7 +20,11 @@ What it runs, in one process, on LocalClusters of worker processes on 127.0.0.1:
    ``len(x.__dask_graph__())`` (the persisted inputs counted in both).
 2. **scaling**: solve (errors="raise"), ``method="unrolled"`` and plain Dask on a
    1-worker and a 2-worker cluster, both up at once, samples interleaved; same batch.
-3. **out of core**: tall-and-skinny ``qr`` of a float64 matrix 3x one worker's
+3. **stream**: solve (errors="raise") and plain Dask on batches of 0.25x, 1x and 3x
+   one worker's memory limit (2 workers of 256 MiB), generated inside the graph and
+   reduced to one number (``x.sum()``), so the batch streams through the workers;
+   time per million systems shows whether the cost stays linear past the memory.
+4. **out of core**: tall-and-skinny ``qr`` of a float64 matrix 3x one worker's
    memory limit (workers of 256 MiB, a 768 MiB matrix generated on the workers),
    xlinalg against ``da.linalg.qr``; R is checked against the Gram matrix.
 
@@ -197,6 +201,54 @@ def _scaling(n: int, rounds: int) -> list[dict[str, Any]]:
     return out
 
 
+STREAM_BYTES_PER_SYSTEM = 8 * (25 + 5 + 5)  # a, b and x of one 5x5 float64 system
+
+
+def _stream(memory_mib: int, rounds: int, fractions: tuple[float, ...]) -> list[dict[str, Any]]:
+    """solve on batches of `fractions` x one worker's memory limit, streamed: the
+    inputs are generated in the graph and the result reduced to one number, so no
+    worker ever holds the batch. Each round times xlinalg and plain Dask in turn
+    (order alternating); the two sums must agree."""
+    import dask.array as da
+
+    import xlinalg as xl
+
+    cluster, client = _cluster(2, f"{memory_mib}MiB")
+    out = []
+    try:
+        small = da.random.RandomState(12).random_sample((1_000, 5, 5), chunks=(500, 5, 5)) + 5 * da.eye(5)
+        client.compute([xl.solve(small, small[..., :1]).sum(),  # warm: workers import xlinalg
+                        da.map_blocks(np.linalg.solve, small, small[..., :1], dtype=small.dtype).sum()],
+                       sync=True)
+        for frac in fractions:
+            n = int(frac * memory_mib * 2**20 / STREAM_BYTES_PER_SYSTEM)
+            chunk = min(n, 100_000)
+            rs = da.random.RandomState(11)
+            a = rs.random_sample((n, 5, 5), chunks=(chunk, 5, 5)) + 5 * da.eye(5)
+            b = rs.random_sample((n, 5, 1), chunks=(chunk, 5, 1))
+            makes = {"xlinalg": lambda a=a, b=b: xl.solve(a, b).sum(),
+                     "plain": lambda a=a, b=b: da.map_blocks(np.linalg.solve, a, b, dtype=a.dtype).sum()}
+            times: dict[str, list[float]] = {"xlinalg": [], "plain": []}
+            sums: dict[str, float] = {}
+            for r in range(rounds):
+                for name in (("xlinalg", "plain") if r % 2 == 0 else ("plain", "xlinalg")):
+                    t0 = time.perf_counter()
+                    sums[name] = float(client.compute(makes[name]()).result(timeout=900))
+                    times[name].append(time.perf_counter() - t0)
+            out.append({
+                "systems": n, "chunks": -(-n // chunk), "batch_mib": round(n * STREAM_BYTES_PER_SYSTEM / 2**20),
+                "times_worker_memory": frac, "worker_memory_limit_mib": memory_mib, "workers": 2,
+                "xlinalg_s": statistics.median(times["xlinalg"]), "plain_s": statistics.median(times["plain"]),
+                "xlinalg_s_per_1e6": statistics.median(times["xlinalg"]) * 1e6 / n,
+                "plain_s_per_1e6": statistics.median(times["plain"]) * 1e6 / n,
+                "time_ratio": statistics.median(x / y for x, y in zip(times["xlinalg"], times["plain"])),
+                "sums_agree": bool(np.isclose(sums["xlinalg"], sums["plain"], rtol=1e-9)),
+            })
+    finally:
+        _close(cluster, client)
+    return out
+
+
 def _tall_qr(matrix_mib: int, memory_mib: int, check: bool) -> dict[str, Any]:
     import dask.array as da
 
@@ -236,8 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="1e5 systems, 2 rounds, a 192 MiB matrix")
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 5; quick: 2)")
     p.add_argument("--no-check", action="store_true", help="skip the Gram check of R (a second pass)")
-    p.add_argument("--parts", default="solve,scaling,qr",
-                   help="which parts to run, comma-separated (default: solve,scaling,qr)")
+    p.add_argument("--parts", default="solve,scaling,stream,qr",
+                   help="which parts to run, comma-separated (default: solve,scaling,stream,qr)")
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args(argv)
     n = 100_000 if args.quick else N_SYSTEMS
@@ -245,8 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     if rounds < 1:
         p.error("--rounds must be at least 1")
     parts = set(args.parts.split(","))
-    if not parts or not parts <= {"solve", "scaling", "qr"}:
-        p.error(f"--parts: a comma-separated subset of solve,scaling,qr, got {args.parts!r}")
+    if not parts or not parts <= {"solve", "scaling", "stream", "qr"}:
+        p.error(f"--parts: a comma-separated subset of solve,scaling,stream,qr, got {args.parts!r}")
     import dask
     import distributed
 
@@ -278,6 +330,16 @@ def main(argv: list[str] | None = None) -> int:
         for r in result["scaling"]:
             print(f"  {r['call']:>8}, {r['workers']} worker(s): {r['median_s']:.3f} s"
                   + (f"  (2 workers / 1 worker speed-up {r['speedup_vs_1']:.2f}x)" if "speedup_vs_1" in r else ""))
+    if "stream" in parts:
+        fractions = (0.25, 1.0) if args.quick else (0.25, 1.0, 3.0)
+        print(f"stream: solve on batches of {', '.join(f'{f:g}x' for f in fractions)} a worker's "
+              "256 MiB, 2 workers", flush=True)
+        result["stream"] = _stream(256, min(rounds, 3), fractions)
+        for r in result["stream"]:
+            print(f"  {r['systems']:>10,} systems ({r['batch_mib']} MiB, {r['times_worker_memory']:g}x a worker): "
+                  f"xlinalg {r['xlinalg_s']:.2f} s ({r['xlinalg_s_per_1e6']:.2f} s per 1e6), plain "
+                  f"{r['plain_s']:.2f} s ({r['plain_s_per_1e6']:.2f}), ratio {r['time_ratio']:.2f}, "
+                  f"sums agree: {r['sums_agree']}")
     if "qr" in parts:
         mib, mem = (192, 256) if args.quick else (768, 256)
         print(f"tall-skinny qr: a {mib} MiB matrix, workers of {mem} MiB", flush=True)
