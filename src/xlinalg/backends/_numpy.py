@@ -256,28 +256,45 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[[Any, Any]
 
 
 def _chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
-    """The in-place program over chunks of :data:`UNROLLED_CHUNK` systems."""
+    """The in-place program over chunks of :data:`UNROLLED_CHUNK` systems.
+
+    Its work buffers are kept per thread between calls (one set per number of
+    right-hand sides, the latest): allocating them afresh each call costs page
+    faults wherever freed memory goes back to the system at once (Dask's workers
+    set ``MALLOC_TRIM_THRESHOLD_=65536``; docs/performance.md).
+    """
+    import threading
+
     from .._unrolled._build import _flatten
     from .._unrolled._inplace import inplace_function
 
     fn, kinds = inplace_function(n, np)
     types_ = {"T": np.dtype(dtype), "R": np.empty(0, dtype).real.dtype, "B": np.dtype(bool)}
+    local = threading.local()
+
+    def buffers(k: int, c: int) -> tuple[Any, Any, Any, Any, list[Any]]:
+        held = getattr(local, "held", None)
+        if held is None or held[0] != k:
+            at, bt = np.empty((n * n, c), dtype), np.empty((n, k, c), dtype)
+            xt, bc = np.empty((n, k, c), dtype), np.empty(c, bool)
+            buf = [np.empty((c,) if s == "e" else (k, c), types_[t]) for t, s in kinds]
+            held = local.held = (k, (at, bt, xt, bc, buf))
+        return held[1]
 
     def run(a: Any, bm: Any) -> tuple[Any, Any]:
         a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
         # systems per chunk: fewer for many right-hand sides, so that the (K, chunk)
         # buffers stay about as large as for one (at least 256 systems a chunk)
-        c = max(1, min(nb, max(min(UNROLLED_CHUNK, 256), UNROLLED_CHUNK // k)))
+        full = max(1, max(min(UNROLLED_CHUNK, 256), UNROLLED_CHUNK // k))
         x = np.empty((nb, n, k), dtype)
         bad = np.empty(nb, bool)
-        at, bt = np.empty((n * n, c), dtype), np.empty((n, k, c), dtype)
-        xt, bc = np.empty((n, k, c), dtype), np.empty(c, bool)
-        buf = [np.empty((c,) if s == "e" else (k, c), types_[t]) for t, s in kinds]
-        for s0 in range(0, nb, c):
-            m = min(c, nb - s0)
-            if m < c:  # the last chunk: views of the first m columns
-                at, bt, xt, bc = at[:, :m], bt[..., :m], xt[..., :m], bc[:m]
-                buf = [v[..., :m] for v in buf]
+        held = buffers(k, full)
+        m = full + 1
+        for s0 in range(0, nb, full):
+            if min(full, nb - s0) != m:  # the first chunk, or a shorter last one: views
+                m = min(full, nb - s0)
+                at, bt, xt, bc = held[0][:, :m], held[1][..., :m], held[2][..., :m], held[3][:m]
+                buf = [v[..., :m] for v in held[4]]
             np.copyto(at, np.reshape(a3[s0:s0 + m], (m, n * n)).T)
             np.copyto(bt, np.transpose(b3[s0:s0 + m], (1, 2, 0)))
             fn(at, bt, xt, bc, one, nan, buf)
