@@ -486,8 +486,35 @@ def test_article_setup_prefers_one_run_and_warns_when_runs_drift(tmp_path):
     # torch's float32 from the float64 run's A12 cell (2x faster), not the busy float32 run
     assert "one run: torch from a12" in row
     assert "agrees: torch-cpu faster, 1.99x" in row
-    assert "differed by 5.00x between the runs" in art
+    assert "differed by up to 5.00x between the runs" in art
     assert "read those ratios as rough" in art
+
+
+def test_run_drift_reads_the_stream_by_its_rate_not_its_time():
+    # float32 moves half the bytes: half the time at the same GB/s is no drift
+    n = 8 * 2**20
+    f64 = _rec("calib_stream", "numpy", n, 12e-3, nbytes=3 * 8 * n)
+    f32 = _rec("calib_stream", "numpy", n, 6e-3, dtype="float32", nbytes=3 * 4 * n)
+    x, text = F.cross_dtype_drift([f64, f32])
+    assert x == pytest.approx(1.0, rel=0.01)
+    assert "GB/s" in text
+    slow = _rec("calib_stream", "numpy", n, 12e-3, dtype="float32", nbytes=3 * 4 * n)
+    assert F.cross_dtype_drift([f64, slow])[0] == pytest.approx(2.0, rel=0.01)
+    # the loop of tiny solves is per-call bound: its time itself is compared
+    loops = [_rec("q1_solve_loop", "numpy", [1000, 5], 7e-3),
+             _rec("q1_solve_loop", "numpy", [1000, 5], 14e-3, dtype="float32")]
+    assert F.cross_dtype_drift(loops)[0] == pytest.approx(2.0, rel=0.01)
+
+
+def test_best_rates_leave_out_rates_above_the_peak():
+    ok = _rec("a1_gemm", "numpy", [64, 64, 64], 1e-4, flops=2 * 64**3, nbytes=3 * 8 * 64**2)
+    hot = _rec("a5_broadcast", "numpy", [128, 1024, 1], 1e-6, nbytes=2 * 8 * 128 * 1024, seed=1)
+    hot["throughput"].update(cache_resident=True,
+                             above_peak={"gbs": {"rate": hot["throughput"]["gbs"], "peak": 12.0}})
+    c = next(c for c in F.claims([ok, hot], {}, {}) if "bandwidth" in c["claim"])
+    assert f"{hot['throughput']['gbs']:.1f} GB/s" not in c["evidence"]
+    assert f"{ok['throughput']['gbs']:.1f} GB/s" in c["evidence"]
+    assert "1 rate(s) above the run's calibrated peak left out" in c["evidence"]
 
 
 def test_calibration_of_a_busier_run_does_not_cap_faster_gemm_cells():

@@ -545,6 +545,14 @@ def test_rates_above_the_calibrated_peak_are_cache_resident():
              "throughput": {"gbs": 125.0}}  # no float32 peak measured: nothing to say
     p.mark(other)
     assert "above_peak" not in other["throughput"]
+    # a float64 run's A12 cell computes in float32: the float64 peak does not bound it
+    low = {"case": "a12_precision_float32", "backend": "numpy", "dtype": "float64",
+           "compute_dtype": "float32", "throughput": {"gflops": 35.0}}
+    p.mark(low)
+    assert "above_peak" not in low["throughput"]
+    same = dict(low, compute_dtype="float64", throughput={"gflops": 35.0})
+    p.mark(same)
+    assert same["throughput"]["above_peak"] == {"gflops": {"rate": 35.0, "peak": 20.0}}
 
 
 # ---------------------------------------------------------------------- compare

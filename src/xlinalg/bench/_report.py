@@ -303,8 +303,9 @@ def _article_blocks(records: list[dict[str, Any]], env: dict[str, Any],
         out.insert(2, ("p", (
             "Caution: the float64 and float32 cells come from separate runs, so the "
             "article's-setup column compares cells measured at different times. The "
-            f"streaming calibration (independent of the dtype) differed by {x:.2f}x between "
-            f"the runs ({txt})"
+            f"machine's speed, read from cells that do not depend on the dtype (the "
+            f"streaming calibration's GB/s, the Python loop's per-call time), differed by "
+            f"up to {x:.2f}x between the runs ({txt})"
             + (": the machine was much busier in one run, so read those ratios as rough and "
                "prefer the fair columns, measured within one run." if x > 1.25 else
                ": the machine ran at a similar speed in both."))))

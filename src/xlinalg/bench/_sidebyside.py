@@ -378,7 +378,9 @@ class Peaks:
         thr = rec.get("throughput")
         if not isinstance(thr, dict) or str(rec.get("case", "")).startswith("calib_"):
             return
-        k = (_processor(str(rec.get("backend"))), str(rec.get("dtype")))
+        # against the peak of the dtype the cell computes in (an A12 cell of a float64
+        # run computes in float32, bfloat16, ...: no float64 peak applies to it)
+        k = (_processor(str(rec.get("backend"))), str(rec.get("compute_dtype") or rec.get("dtype")))
         above = {}
         for key, table in (("gflops", self.gflops), ("gbs", self.gbs)):
             v, peak = thr.get(key), table.get(k)

@@ -80,29 +80,44 @@ def compare_text(numpy_cell: dict[str, Any] | None, torch_cell: dict[str, Any] |
     return nums, v + tail
 
 
-#: Cells whose time hardly depends on the dtype: a streaming add (its GB/s) and the
-#: Python loop of tiny solves (per-call cost). Their float64/float32 ratio is a
-#: measure of how differently busy the machine was in the two runs.
-_DRIFT_CASES = ("calib_stream", "q1_solve_loop")
+#: Cells that measure the machine's speed whatever the dtype, and how: a streaming
+#: add by its time per byte (its time halves in float32, its GB/s does not), the
+#: Python loop of tiny solves by its time (per-call cost). Their float64/float32
+#: ratio is a measure of how differently busy the machine was in the two runs.
+_DRIFT_CASES = {"calib_stream": "per byte", "q1_solve_loop": "per call"}
+
+
+def _drift_measure(r: dict[str, Any], how: str) -> tuple[float, str] | None:
+    """(a time-like value: larger is slower, its text) of a drift cell, or None."""
+    if how == "per call":
+        m = median(r)
+        return (m, fmt_ms(m)) if m else None
+    gbs = (r.get("throughput") or {}).get("gbs")
+    if not isinstance(gbs, (int, float)) or not gbs > 0 or gbs != gbs or gbs == float("inf"):
+        return None
+    return 1.0 / gbs, f"{gbs:.3g} GB/s"
 
 
 def cross_dtype_drift(records: list[dict[str, Any]]) -> tuple[float, str] | None:
     """How far apart the machine's speed was when the float64 and float32 cells were
-    measured (separate runs): the largest float64/float32 time ratio (either way) of a
-    dtype-neutral cell (:data:`_DRIFT_CASES`) on one backend, with a text; None when
-    no such pair is in the file."""
+    measured (separate runs): the largest float64/float32 ratio (either way) of a
+    dtype-neutral measure (:data:`_DRIFT_CASES`) on one backend, with a text; None
+    when no such pair is in the file."""
     best: tuple[float, str] | None = None
     for r in records:
-        if str(r.get("case")) not in _DRIFT_CASES or str(r.get("dtype")) != "float64":
+        how = _DRIFT_CASES.get(str(r.get("case")))
+        if how is None or str(r.get("dtype")) != "float64":
             continue
         o = find_cell(records, r["case"], r["backend"], "float32", str(r["size_label"]))
         if o is None or not good(r) or not good(o):
             continue
-        a, b = median(r), median(o)
-        x = max(a, b) / min(a, b)  # type: ignore[type-var, operator]
+        ma, mb = _drift_measure(r, how), _drift_measure(o, how)
+        if ma is None or mb is None:
+            continue
+        x = max(ma[0], mb[0]) / min(ma[0], mb[0])
         if best is None or x > best[0]:
-            best = (x, f"{r['case']} on {r['backend']}: {fmt_ms(a)} in the float64 run, "
-                       f"{fmt_ms(b)} in the float32 run")
+            best = (x, f"{r['case']} on {r['backend']}, {how}: {ma[1]} in the float64 run, "
+                       f"{mb[1]} in the float32 run")
     return best
 
 
