@@ -211,7 +211,8 @@ def _claim_rates(records: list[Record]) -> Record:
         if not good(r):
             continue
         tp = r.get("throughput") or {}
-        marked = tp.get("above_peak") if isinstance(tp.get("above_peak"), dict) else {}
+        ap = tp.get("above_peak")
+        marked: dict[str, Any] = ap if isinstance(ap, dict) else {}
         for unit in ("gflops", "gbs"):
             x = tp.get(unit)
             if unit in marked or (unit == "gbs" and tp.get("cache_resident")):
