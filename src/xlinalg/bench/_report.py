@@ -268,7 +268,9 @@ def _summary_blocks(records: list[dict[str, Any]], env: dict[str, Any]) -> list[
         ("p", "Measured on: " + F.machine_line(env, records) + ". Each line is this "
               "machine's answer, not a general one. A backend is named only when it is at "
               f"least {F.MIN_MARGIN:.2f}x faster than the runner-up and the interval of that "
-              "ratio (the two cells' quartiles) lies above 1; otherwise: tie within noise. "
+              "ratio lies above 1; otherwise: tie within noise. The interval is the runner's "
+              "95% interval over the paired rounds where the backends were measured side "
+              "by side, else the span of the two cells' quartiles. "
               "Numbers in brackets are that interval."),
         ("table", ["workload", "sections", "recommendation (margin over the runner-up)"], rows),
     ]
@@ -286,7 +288,9 @@ def _article_blocks(records: list[dict[str, Any]], env: dict[str, Any],
               "ways: in the article's own setup (NumPy float64 against torch-cpu float32), "
               "and in fair ones (both in float64, both in float32; every backend with the "
               "run's threads). Ratios are NumPy time / torch-cpu time (>1: torch faster), "
-              "with the interval from the two cells' quartiles; the verdict compares the "
+              "with the interval from the paired rounds where both cells were measured side "
+              "by side (the fair columns), else from the two cells' quartiles; the verdict "
+              "compares the "
               "direction with the article's."
               + ("" if {"float64", "float32"} <= have else
                  " This report has one dtype only: the article's setup and the other fair "
