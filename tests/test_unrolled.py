@@ -343,6 +343,10 @@ def test_numpy_inplace_buffers_kept_per_thread(monkeypatch: pytest.MonkeyPatch,
         x, bad = kernel(a, b)
         np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-10)
         assert not bad.any()
+    monkeypatch.setattr(numpy_backend, "UNROLLED_CHUNK", 64)  # larger chunks: new buffers
+    a, b = case(100, 1)
+    np.testing.assert_allclose(kernel(a, b)[0], np.linalg.solve(a, b), rtol=1e-10)
+    monkeypatch.setattr(numpy_backend, "UNROLLED_CHUNK", 16)
     inputs = [case(200 + 7 * t, 1 + t % 2) for t in range(4)]
     got: dict[int, np.ndarray] = {}
     start = threading.Barrier(len(inputs))

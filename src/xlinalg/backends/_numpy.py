@@ -258,8 +258,8 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[[Any, Any]
 def _chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
     """The in-place program over chunks of :data:`UNROLLED_CHUNK` systems.
 
-    Its work buffers are kept per thread between calls (one set per number of
-    right-hand sides, the latest): allocating them afresh each call costs page
+    Its work buffers are kept per thread between calls (one set, the latest chunk
+    shape): allocating them afresh each call costs page
     faults wherever freed memory goes back to the system at once (Dask's workers
     set ``MALLOC_TRIM_THRESHOLD_=65536``; docs/performance.md).
     """
@@ -274,22 +274,22 @@ def _chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any) -> Callable[[Any, 
 
     def buffers(k: int, c: int) -> tuple[Any, Any, Any, Any, list[Any]]:
         held = getattr(local, "held", None)
-        if held is None or held[0] != k:
+        if held is None or held[0] != (k, c):
             at, bt = np.empty((n * n, c), dtype), np.empty((n, k, c), dtype)
             xt, bc = np.empty((n, k, c), dtype), np.empty(c, bool)
             buf = [np.empty((c,) if s == "e" else (k, c), types_[t]) for t, s in kinds]
-            held = local.held = (k, (at, bt, xt, bc, buf))
+            held = local.held = ((k, c), (at, bt, xt, bc, buf))
         return held[1]
 
     def run(a: Any, bm: Any) -> tuple[Any, Any]:
         a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
         # systems per chunk: fewer for many right-hand sides, so that the (K, chunk)
         # buffers stay about as large as for one (at least 256 systems a chunk)
-        full = max(1, max(min(UNROLLED_CHUNK, 256), UNROLLED_CHUNK // k))
+        full = max(1, min(UNROLLED_CHUNK, 256), UNROLLED_CHUNK // k)
         x = np.empty((nb, n, k), dtype)
         bad = np.empty(nb, bool)
         held = buffers(k, full)
-        m = full + 1
+        m = 0
         for s0 in range(0, nb, full):
             if min(full, nb - s0) != m:  # the first chunk, or a shorter last one: views
                 m = min(full, nb - s0)
