@@ -290,8 +290,7 @@ def _article_blocks(records: list[dict[str, Any]], env: dict[str, Any],
               "run's threads). Ratios are NumPy time / torch-cpu time (>1: torch faster), "
               "with the interval from the paired rounds where both cells were measured side "
               "by side (the fair columns), else from the two cells' quartiles; the verdict "
-              "compares the "
-              "direction with the article's."
+              "compares the direction with the article's."
               + ("" if {"float64", "float32"} <= have else
                  " This report has one dtype only: the article's setup and the other fair "
                  "column need a run in the other dtype (xlinalg report f64.jsonl f32.jsonl).")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._fields import ARTICLE_NUMPY, ARTICLE_TORCH_CPU, find_cell, good, is_gpu, median
+from ._fields import ARTICLE_NUMPY, ARTICLE_TORCH_CPU, find_cell, good, is_gpu, median, positive
 from ._verdicts import MIN_MARGIN, fmt_interval, fmt_ratio, ratio, shaky
 
 __all__ = ["ARTICLE_SETUP", "ARTICLE_TABLES", "article_rows", "compare_text", "cross_dtype_drift",
@@ -93,9 +93,7 @@ def _drift_measure(r: dict[str, Any], how: str) -> tuple[float, str] | None:
         m = median(r)
         return (m, fmt_ms(m)) if m else None
     gbs = (r.get("throughput") or {}).get("gbs")
-    if not isinstance(gbs, (int, float)) or not gbs > 0 or gbs != gbs or gbs == float("inf"):
-        return None
-    return 1.0 / gbs, f"{gbs:.3g} GB/s"
+    return (1.0 / gbs, f"{gbs:.3g} GB/s") if positive(gbs) else None
 
 
 def cross_dtype_drift(records: list[dict[str, Any]]) -> tuple[float, str] | None:
