@@ -319,6 +319,76 @@ def test_run_in_worker_processes_and_resume(tmp_path):
     assert len(res.latest()) == 6
 
 
+def test_resume_between_the_passes_gives_every_cell_its_second_pass(tmp_path):
+    """A side-by-side run stopped after its first pass (and inside a group): the
+    resumed run measures the broken group whole and runs the second pass of the
+    groups whose first pass is in the file, as one uninterrupted run would."""
+    require_backend("array-api-strict")
+    out = tmp_path / "r.jsonl"
+    cfg = dict(backends=["numpy", "array-api-strict"], cases=["q3_solve_sweep"],
+               sizes=["4", "6"], scale="quick", out=out, timer=FAST, time_limit=120,
+               calibrate=False, stall_factor=1e9)  # no stall remeasurement: counts stay fixed
+    run_benchmark(RunConfig(**cfg))
+    whole = read_results(out)
+    assert len(whole.records) == 8  # 4 first-pass records, then the 4 merged ones
+    first = whole.records[:4]
+    assert all("passes" not in r["side_by_side"] for r in first)
+    # stopped after the first pass of size 4 and the numpy cell of size 6
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join(lines[:4]) + "\n")
+    events = []
+    again = run_benchmark(RunConfig(**cfg, resume=True),
+                          progress=lambda e, p, i, n: events.append((e, p, n)))
+    plan = events[0]
+    assert plan[0] == "plan"
+    assert plan[1]["second_pass"] == 2
+    assert plan[1]["cells"] == 2
+    assert plan[2] == 2 + 2 * 2
+    new = [(r["size_label"], r["backend"], "passes" in r["side_by_side"]) for r in again.records]
+    assert sorted(new) == sorted([("4", "numpy", True), ("4", "array-api-strict", True),
+                                  ("6", "numpy", False), ("6", "array-api-strict", False),
+                                  ("6", "numpy", True), ("6", "array-api-strict", True)])
+    latest = read_results(out).latest()
+    assert len(latest) == 4
+    for r in latest.values():
+        sbs = r["side_by_side"]
+        assert len(sbs["passes"]) == 2, r["key"]
+        assert r["verdict"]
+    kept = {r["key"]: r for r in first[:2]}  # size 4: its first pass is the one in the file
+    for key, r in kept.items():
+        n1 = r["side_by_side"]["rounds"]
+        assert latest[key]["side_by_side"]["round_s"][:n1] == r["side_by_side"]["round_s"]
+        assert latest[key]["side_by_side"]["passes"][0]["rounds"] == n1
+    # nothing left: a third resume runs nothing
+    third = run_benchmark(RunConfig(**cfg, resume=True))
+    assert third.records == []
+    assert third.already_done == 4
+
+
+def test_side_by_side_resume_plan():
+    from xlinalg.bench._runner import _side_by_side_resume
+
+    def cell(size, backend):
+        return {"key": f"c|{backend}|float64|{size}", "case": "c", "dtype": "float64",
+                "size_label": size, "backend": backend}
+
+    def rec(status="ok", passes=False):
+        sbs = {"round_s": [1.0], **({"passes": [{}, {}]} if passes else {})}
+        return {"status": status, "side_by_side": sbs}
+
+    cells = [cell(s, b) for s in ("1", "2", "3") for b in ("a", "b")]
+    latest = {cells[0]["key"]: rec(passes=True), cells[1]["key"]: rec("failed"),
+              cells[2]["key"]: rec(), cells[3]["key"]: rec("skipped"),
+              cells[4]["key"]: rec()}  # size 3, backend b: never recorded
+    todo = [cells[1], cells[5]]  # --retry-failed left the failed one out of the finished
+    got, second = _side_by_side_resume(cells, todo, latest, recheck=True)
+    # the failed cell alone (as asked); size 3 whole (its b cell was never recorded)
+    assert [c["key"] for c in got] == [cells[1]["key"], cells[4]["key"], cells[5]["key"]]
+    # size 2, backend a: first pass only; the skipped one has no second pass
+    assert [c["key"] for c, _ in second] == [cells[2]["key"]]
+    assert _side_by_side_resume(cells, todo, latest, recheck=False)[1] == []
+
+
 def test_run_in_process(tmp_path):
     out = tmp_path / "r.jsonl"
     s = run_benchmark(RunConfig(backends=["numpy"], cases=["a1_gemm"], sizes=["8"], out=out,

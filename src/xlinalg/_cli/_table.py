@@ -22,8 +22,10 @@ class _Progress:
         if event == "plan":
             self.total = total
             if payload.get("already_done"):
-                print(f"resuming: {payload['already_done']} cell(s) already in the file, "
-                      f"{payload.get('cells', total)} to run", file=sys.stderr)
+                owed = payload.get("second_pass") or 0
+                print(f"resuming: {payload['already_done']} cell(s) already in the file"
+                      + (f" ({owed} of them still owe their second pass)" if owed else "")
+                      + f", {payload.get('cells', total)} to run", file=sys.stderr)
             if self.enabled and sys.stderr.isatty():
                 try:
                     from rich.progress import (

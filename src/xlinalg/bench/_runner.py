@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -348,6 +348,10 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
             if store.previous else set()
         )
         todo = [c for c in cells if c["key"] not in done]
+        second: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        if config.isolate and store.previous:
+            todo, second = _side_by_side_resume(cells, todo, store.previous.latest(),
+                                                recheck=config.recheck)
         summary.already_done = len(cells) - len(todo)
         run_info = shareable(config.to_dict())  # case files' paths: no user, no layout
         run_info["argv"] = shareable_argv(sys.argv)
@@ -359,19 +363,19 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
         env = collect_env()
         store.check_settings(env, run_info)  # a --resume under other settings: before any work
         # side by side, every cell is measured in two passes (the second with the recheck)
-        total = len(todo) * (2 if config.isolate and config.recheck else 1)
+        total = len(todo) * (2 if config.isolate and config.recheck else 1) + len(second)
         run_info["load_at_start"] = _load_at_start(env)
 
         def write_header(selfcheck: dict[str, Any]) -> None:
             store.write_header(env, {**run_info, "fence_selfcheck": selfcheck})
             if progress:
-                progress("plan", {"cells": len(todo), "already_done": summary.already_done},
-                         0, total)
+                progress("plan", {"cells": len(todo), "already_done": summary.already_done,
+                                  "second_pass": len(second)}, 0, total)
 
         if config.isolate:
             from ._sidebyside import run_side_by_side
 
-            run_side_by_side(config, todo, store, progress, write_header,
+            run_side_by_side(config, todo, store, progress, write_header, second_pass=second,
                              emit=lambda rec, i, n: _emit(store, summary, rec, progress, i, n))
         else:
             write_header(_inprocess_selfcheck(config) if todo else {})
@@ -379,6 +383,42 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
     finally:
         store.close()
     return summary
+
+
+def _side_by_side_resume(
+    cells: list[dict[str, Any]], todo: list[dict[str, Any]], latest: Mapping[str, Any], *,
+    recheck: bool,
+) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], dict[str, Any]]]]:
+    """What a resumed side-by-side run still owes: (cells to measure, second passes).
+
+    A group (one case, size and dtype on every backend) is measured as a whole, so
+    a group that the interruption left with some of its cells never recorded is
+    measured again whole: its ratios must come from the same rounds. (A cell
+    left out by ``--retry-failed`` or ``--retry-noisy`` runs with the group's
+    other left-out cells only, as asked.) With the recheck, a run stopped
+    between its two passes left records of the first pass only; each such
+    (cell, record) is returned so that the second pass runs for it as it would
+    have in one uninterrupted run.
+    """
+    def group(c: dict[str, Any]) -> tuple[str, str, str]:
+        return (c["case"], c["dtype"], c["size_label"])
+
+    broken = {group(c) for c in todo if c["key"] not in latest}
+    left = {c["key"] for c in todo}
+    todo = [c for c in cells if c["key"] in left or group(c) in broken]
+    if not recheck:
+        return todo, []
+    left = {c["key"] for c in todo}
+    second = [(c, dict(latest[c["key"]])) for c in cells
+              if c["key"] not in left and _first_pass_only(latest[c["key"]])]
+    return todo, second
+
+
+def _first_pass_only(rec: Mapping[str, Any]) -> bool:
+    """A side-by-side record of a good result that has not had its second pass."""
+    sbs = rec.get("side_by_side")
+    return (rec.get("status") in ("ok", "unchecked", "wrong") and isinstance(sbs, Mapping)
+            and bool(sbs.get("round_s")) and "passes" not in sbs)
 
 
 def _emit(store: ResultStore, summary: RunSummary, rec: dict[str, Any],

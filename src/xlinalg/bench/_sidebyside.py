@@ -433,12 +433,15 @@ def _median_s(rec: dict[str, Any] | None) -> float | None:
 
 def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progress: Any,
                      write_header: Callable[[dict[str, Any]], None], *,
-                     emit: Callable[[dict[str, Any], int, int], None]) -> None:
+                     emit: Callable[[dict[str, Any], int, int], None],
+                     second_pass: Sequence[tuple[dict[str, Any], dict[str, Any]]] = ()) -> None:
     """The isolated run: workers, self-check, groups side by side, recheck, stalls.
 
     `write_header(selfcheck)` writes the results file's header once the fence
     self-check has run in every worker; `emit(record, index, total)` appends a
-    finished record.
+    finished record. `second_pass` holds the (cell, first-pass record) pairs of
+    a resumed run that was stopped before their second pass: with the recheck,
+    their groups get it first, as the cells measured now get theirs.
     """
     import tempfile
     from pathlib import Path
@@ -453,7 +456,7 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
     if store.previous is not None:  # resuming: the peaks measured before
         for r in store.previous.latest().values():
             peaks.learn(r)
-    total = len(todo) * (2 if config.recheck else 1)  # the second pass
+    total = len(todo) * (2 if config.recheck else 1) + len(second_pass)  # the second pass
     done = 0
 
     with tempfile.TemporaryDirectory(prefix="xlinalg-bench-") as tmp:
@@ -466,7 +469,7 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
 
         opts["settle"] = Settle(worker_cpu_ns)
         try:
-            write_header(pool.selfcheck() if todo else {})
+            write_header(pool.selfcheck() if todo or second_pass else {})
 
             def measure(group: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 out: dict[str, dict[str, Any]] = {}
@@ -488,7 +491,10 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
                 emit(rec, done, total)
                 done += 1
 
-            measured = []
+            # a resumed run's groups whose first pass is in the file already
+            before = {c["key"]: rec for c, rec in second_pass}
+            measured = [(group, {b: before[c["key"]] for b, c in group.items()})
+                        for group in _groups([c for c, _ in second_pass])]
             for group in _groups(todo):
                 if progress:
                     for cell in group.values():
