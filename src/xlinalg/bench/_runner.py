@@ -400,8 +400,7 @@ def _side_by_side_resume(
     (cell, record) is returned so that the second pass runs for it as it would
     have in one uninterrupted run.
     """
-    def group(c: dict[str, Any]) -> tuple[str, str, str]:
-        return (c["case"], c["dtype"], c["size_label"])
+    from ._sidebyside import group_key as group
 
     broken = {group(c) for c in todo if c["key"] not in latest}
     left = {c["key"] for c in todo}
@@ -416,8 +415,10 @@ def _side_by_side_resume(
 
 def _first_pass_only(rec: Mapping[str, Any]) -> bool:
     """A side-by-side record of a good result that has not had its second pass."""
+    from ._sidebyside import RECHECKED
+
     sbs = rec.get("side_by_side")
-    return (rec.get("status") in ("ok", "unchecked", "wrong") and isinstance(sbs, Mapping)
+    return (rec.get("status") in RECHECKED and isinstance(sbs, Mapping)
             and bool(sbs.get("round_s")) and "passes" not in sbs)
 
 

@@ -392,11 +392,20 @@ class Peaks:
             thr["cache_resident"] = True
 
 
+#: Statuses of a first-pass record whose cell gets the second pass.
+RECHECKED = ("ok", "unchecked", "wrong")
+
+
+def group_key(cell: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The group of a cell: (case, dtype, size), measured on every backend together."""
+    return (cell["case"], cell["dtype"], cell["size_label"])
+
+
 def _groups(cells: Sequence[dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:
-    """Cells grouped by (case, dtype, size), in plan order; backend -> cell."""
+    """Cells grouped by :func:`group_key`, in plan order; backend -> cell."""
     out: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
     for c in cells:
-        out.setdefault((c["case"], c["dtype"], c["size_label"]), {})[c["backend"]] = c
+        out.setdefault(group_key(c), {})[c["backend"]] = c
     return list(out.values())
 
 
@@ -512,7 +521,7 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
             pool.close()
             for group, recs in measured:
                 ok = {b: r for b, r in recs.items() if _median_s(r) is not None
-                      and r.get("status") in ("ok", "unchecked", "wrong")}
+                      and r.get("status") in RECHECKED}
                 if not ok:
                     continue
                 if progress:
