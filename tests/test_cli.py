@@ -26,6 +26,23 @@ def assert_one_line_error(proc_or_err: str, *needles: str) -> None:
         assert n in err, err
 
 
+# ---------------------------------------------------------------------- progress
+def test_progress_line_names_the_dtype_a_cell_computes_in(capsys):
+    """An A12 cell of a float64 run computes in float32: its progress line says so, and
+    says the run's dtype beside it; a plain cell shows the run's dtype alone."""
+    from xlinalg._cli._table import _Progress
+
+    progress = _Progress(enabled=True)
+    base = {"type": "result", "backend": "numpy", "dtype": "float64", "size_label": "64",
+            "status": "ok", "time": {"median_s": 1e-3, "iqr_over_median": 0.02}}
+    progress("result", {**base, "case": "a12_precision_float32", "compute_dtype": "float32"},
+             0, 2)
+    progress("result", {**base, "case": "q4_batched", "compute_dtype": "float64"}, 1, 2)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "[1/2] a12_precision_float32 numpy float32 (run: float64) 64: 1 ms ±1%"
+    assert lines[1] == "[2/2] q4_batched numpy float64 64: 1 ms ±1%"
+
+
 # ---------------------------------------------------------------------- end to end
 def test_bench_end_to_end(tmp_path):
     out = tmp_path / "r.jsonl"

@@ -55,9 +55,13 @@ class _Progress:
                 self.bar.advance(self.task)
             elif self.enabled:
                 from ..bench._escape import terminal
+                from ..bench._findings import compute_dtype
 
+                # the dtype the cell computes in: A12's cases cast whatever the run's dtype
+                dt, cdt = str(payload.get("dtype")), compute_dtype(payload)
+                dt_txt = dt if cdt == dt else f"{cdt} (run: {dt})"
                 print(terminal(f"[{index + 1}/{total}] {payload['case']} {payload['backend']} "
-                               f"{payload['dtype']} {payload['size_label']}: "
+                               f"{dt_txt} {payload['size_label']}: "
                                f"{_cell_text(payload)}"), file=sys.stderr, flush=True)
 
     def stop(self) -> None:
