@@ -39,7 +39,8 @@ def test_progress_line_names_the_dtype_a_cell_computes_in(capsys):
              0, 2)
     progress("result", {**base, "case": "q4_batched", "compute_dtype": "float64"}, 1, 2)
     lines = capsys.readouterr().err.splitlines()
-    assert lines[0] == "[1/2] a12_precision_float32 numpy float32 (run: float64) 64: 1 ms ±1%"
+    assert lines[0] == ("[1/2] a12_precision_float32 numpy computes in float32 (run dtype float64) "
+                        "64: 1 ms ±1%")
     assert lines[1] == "[2/2] q4_batched numpy float64 64: 1 ms ±1%"
 
 

@@ -55,11 +55,10 @@ class _Progress:
                 self.bar.advance(self.task)
             elif self.enabled:
                 from ..bench._escape import terminal
-                from ..bench._findings import compute_dtype
+                from ..bench._findings import compute_dtype, dtype_text
 
-                # the dtype the cell computes in: A12's cases cast whatever the run's dtype
-                dt, cdt = str(payload.get("dtype")), compute_dtype(payload)
-                dt_txt = dt if cdt == dt else f"{cdt} (run: {dt})"
+                # A12's cells compute in their own dtype whatever the run's
+                dt_txt = dtype_text(str(payload.get("dtype")), [compute_dtype(payload)])
                 print(terminal(f"[{index + 1}/{total}] {payload['case']} {payload['backend']} "
                                f"{dt_txt} {payload['size_label']}: "
                                f"{_cell_text(payload)}"), file=sys.stderr, flush=True)

@@ -234,8 +234,7 @@ def _pivots(rs: list[dict[str, Any]]) -> list[Block]:
         backends = list(dict.fromkeys(r["backend"] for r in sorted(g, key=lambda r: r["backend"])))
         sizes = sorted({str(r["size_label"]) for r in g},
                        key=lambda lab: F.size_key(next(r for r in g if str(r["size_label"]) == lab)))
-        cdt = {F.compute_dtype(r) for r in g}
-        dt_txt = dtype if cdt == {dtype} else f"computes in {', '.join(sorted(cdt))} (run dtype {dtype})"
+        dt_txt = F.dtype_text(dtype, (F.compute_dtype(r) for r in g))
         rows = []
         for lab in sizes:
             by = {r["backend"]: r for r in g if str(r["size_label"]) == lab}

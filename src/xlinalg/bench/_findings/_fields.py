@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any, NamedTuple, TypeGuard
 
 from .._cases import (
@@ -189,6 +190,15 @@ def compute_dtype(r: dict[str, Any]) -> str:
     """The dtype a cell computes in: the run's, except for cases that cast (A12's
     ``a12_precision_bfloat16`` computes in bfloat16 whatever the run's dtype)."""
     return fields(r).compute_dtype or str(r.get("dtype"))
+
+
+def dtype_text(run_dtype: str, compute_dtypes: Iterable[str]) -> str:
+    """How the report and the terminal name the dtype of cells of a `run_dtype` run:
+    the run's dtype, or the dtypes they compute in with the run's beside it."""
+    cdt = set(compute_dtypes)
+    if cdt == {run_dtype}:
+        return run_dtype
+    return f"computes in {', '.join(sorted(cdt))} (run dtype {run_dtype})"
 
 
 def section_order(s: str) -> tuple[int, int]:
