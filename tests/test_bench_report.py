@@ -269,6 +269,27 @@ def test_claims_use_engine_params_and_give_mixed_verdicts():
     assert gpu["verdict"] == "not measurable on this machine"
 
 
+def test_out_of_memory_claim_says_why_a_cell_did_not_finish():
+    """Next to "NumPy runs out of memory", a bare "failed" reads as out of memory: a cell that
+    timed out or was skipped says so, and one that did run out of memory confirms the claim."""
+    size = [2048, 4096, 8192]
+    ok = _rec("a1_gemm", "numpy", size, 1.3)
+    slow = _rec("a12_precision_float16", "numpy", size, None, status="failed",
+                error={"kind": "timeout", "type": "timeout", "message": "ran past 120 s"})
+    nodt = _rec("a12_precision_bfloat16", "numpy", size, None, status="skipped",
+                skip_reason="numpy has no bfloat16 dtype")
+    claim = "NumPy runs out of memory at 2048x4096x8192"
+    c = {x["claim"]: x for x in F.claims([ok, slow, nodt], ENV, {})}[claim]
+    assert c["verdict"] == "refuted"
+    assert f"{ok['key']}: ok, peak 1 MiB" in c["evidence"]
+    assert f"{slow['key']}: failed (timeout, not out of memory)" in c["evidence"]
+    assert f"{nodt['key']}: skipped (numpy has no bfloat16 dtype)" in c["evidence"]
+    oom = dict(slow, error={"kind": "oom", "type": "MemoryError", "message": "out of memory"})
+    c = {x["claim"]: x for x in F.claims([ok, oom], ENV, {})}[claim]
+    assert c["verdict"] == "confirmed"
+    assert oom["key"] in c["evidence"]
+
+
 def _section(md: str, heading: str) -> str:
     """The text of the Markdown section that starts with `heading`, up to the next ## ."""
     start = md.index(heading)

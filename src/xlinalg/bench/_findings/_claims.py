@@ -126,6 +126,18 @@ def _claim_gpu(records: list[Record], env: dict[str, Any]) -> Record:
     return c2
 
 
+def _outcome(r: Record) -> str:
+    """A cell's status with why it did not run to the end: next to an out-of-memory claim a
+    bare "failed" reads as out of memory, when the cell may have timed out or been skipped."""
+    status = str(r.get("status"))
+    if status == "failed":
+        kind = str((r.get("error") or {}).get("kind") or "error")
+        return f"failed ({kind}{'' if kind == 'oom' else ', not out of memory'})"
+    if status == "skipped" and r.get("skip_reason"):
+        return f"skipped ({r['skip_reason']})"
+    return status
+
+
 def _claim_oom(records: list[Record], env: dict[str, Any]) -> Record:
     """3. NumPy runs out of memory at 2048x4096x8192."""
     c3: dict[str, Any] = {"claim": "NumPy runs out of memory at 2048x4096x8192"}
@@ -149,7 +161,7 @@ def _claim_oom(records: list[Record], env: dict[str, Any]) -> Record:
             ev = []
             for r in hits:
                 m = (r.get("memory") or {}).get("tracemalloc_peak_bytes")
-                ev.append(f"{r['key']}: {r.get('status')}"
+                ev.append(f"{r['key']}: {_outcome(r)}"
                           + (f", peak {m / 2**20:.0f} MiB" if isinstance(m, (int, float)) else ""))
             c3.update(verdict="refuted" if any(good(r) for r in hits) else
                       "not measurable on this machine",
