@@ -390,6 +390,35 @@ def test_verdict_names_a_winner_only_beyond_the_noise():
     assert "e+" not in F.fmt_ratio(1234.5)
 
 
+def test_a_winner_clears_the_margin_over_every_backend_by_the_runners_rule():
+    """The report's own verdict (cells without a recorded one) uses the runner's rule:
+    the interval over every other backend at or above 1.05x, not just over the runner-up."""
+    fast = _rec("a1_gemm", "numpy", 64, 1.0e-3)
+    second = _rec("a1_gemm", "torch-cpu", 64, 1.2e-3, seed=1)
+    wide = _rec("a1_gemm", "jax-cpu", 64, 1.3e-3, seed=2)
+    wide["time"]["q1_s"], wide["time"]["q3_s"] = 1.02e-3, 1.6e-3  # a noisy third
+    assert not F.verdict({"numpy": fast, "torch-cpu": second})["tie"]
+    v = F.verdict({"numpy": fast, "torch-cpu": second, "jax-cpu": wide})
+    assert v["tie"]
+    assert v["runner_up"] == "torch-cpu"
+    # over the runner-up alone: a 1.2x lead whose interval starts at 1.02 is a tie too
+    second["time"]["q1_s"], second["time"]["q3_s"] = 1.04e-3, 1.4e-3
+    v = F.verdict({"numpy": fast, "torch-cpu": second})
+    assert v["margin"] >= F.MIN_MARGIN
+    assert 1.0 < v["interval"][0] < F.MIN_MARGIN
+    assert v["tie"]
+
+
+def test_a_tie_is_written_from_the_paired_rounds_faster_side():
+    """The faster median can be the slower one in the paired rounds (torch 1.32x
+    [1.01-1.40] faster round by round): the tie reads that way, never "numpy 0.76x"."""
+    v = {"winner": "numpy", "runner_up": "torch-cpu", "margin": 1 / 1.32,
+         "interval": (1 / 1.40, 1 / 1.01), "tie": True}
+    assert F.verdict_text(v) == "tie within noise (torch-cpu 1.32x [1.01-1.40] vs numpy)"
+    v.update(margin=1.03, interval=(0.98, 1.08))
+    assert F.verdict_text(v) == "tie within noise (numpy 1.03x [0.98-1.08] vs torch-cpu)"
+
+
 def test_duplicate_cases_do_not_name_second_winners():
     rs = [_rec("matmul", "numpy", [64, 64, 64], 1e-5), _rec("matmul", "torch-cpu", [64, 64, 64],
                                                               3e-5),

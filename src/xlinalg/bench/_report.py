@@ -265,12 +265,12 @@ def _summary_blocks(records: list[dict[str, Any]], env: dict[str, Any]) -> list[
     return [
         ("h", 2, "Summary: which library for which workload", "summary"),
         ("p", "Measured on: " + F.machine_line(env, records) + ". Each line is this "
-              "machine's answer, not a general one. A backend is named only when it is at "
-              f"least {F.MIN_MARGIN:.2f}x faster than the runner-up and the interval of that "
-              "ratio lies above 1; otherwise: tie within noise. The interval is the runner's "
+              "machine's answer, not a general one. A backend is named only when the "
+              "interval of its speed-up over every other backend lies at or above "
+              f"{F.MIN_MARGIN:.2f}x; otherwise: tie within noise. The interval is the runner's "
               "95% interval over the paired rounds where the backends were measured side "
               "by side, else the span of the two cells' quartiles. "
-              "Numbers in brackets are that interval."),
+              "Numbers in brackets are that interval, against the runner-up."),
         ("table", ["workload", "sections", "recommendation (margin over the runner-up)"], rows),
     ]
 

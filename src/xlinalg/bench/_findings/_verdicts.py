@@ -6,6 +6,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
+from .._stats import DEFAULT_MARGIN
 from ._fields import good, median, median_or_inf, positive, section_of, section_order, size_key
 
 __all__ = ["MIN_MARGIN", "cells", "case_winners", "fmt_interval", "fmt_ratio", "quartiles", "ratio", "shaky",
@@ -20,9 +21,9 @@ def cells(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str,
     return out
 
 
-#: A winner is named only when it is at least this much faster than the runner-up
-#: and the interval of the ratio excludes 1 (else: "tie within noise").
-MIN_MARGIN = 1.05
+#: A winner is named only when the interval of its speed-up over every other backend
+#: lies at or above this (else: "tie within noise"): the runner's margin.
+MIN_MARGIN = DEFAULT_MARGIN
 
 
 def quartiles(r: dict[str, Any]) -> tuple[float, float, float] | None:
@@ -81,8 +82,10 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
 
     Returns ``{"winner", "runner_up", "median_s", "margin", "interval", "tie",
     "n", "shaky", "text"}`` or None when fewer than one label has a time. The
-    fastest median wins; it is named only when ``margin >= MIN_MARGIN`` and
-    the ratio's interval (:func:`ratio`) lies above 1, else ``tie`` is True.
+    fastest median wins; it is named only when the interval (:func:`ratio`) of its
+    speed-up over every other backend lies at or above ``MIN_MARGIN``, else ``tie``
+    is True: the runner's rule (:func:`.._stats.verdict`), so a file's verdicts read
+    the same whether the runner recorded them or they are drawn here.
     A verdict the runner recorded with the cells (``record["verdict"]``:
     ``{"fastest", "tie", "speedup": {"over", "ratio", "lo", "hi"}}``, from
     paired rounds) is used as it is when it speaks of the same backends.
@@ -116,7 +119,8 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
         out["runner_up"] = ru
         if rr is not None:
             out["margin"], out["interval"] = rr[1], (rr[0], rr[2])
-            out["tie"] = rr[1] < MIN_MARGIN or rr[0] <= 1.0
+        others = [ratio(by[b], by[win]) for _, b in ok[1:]]
+        out["tie"] = any(x is None or x[0] < MIN_MARGIN for x in others)
     out["text"] = verdict_text(out)
     return out
 
@@ -155,8 +159,13 @@ def verdict_text(v: dict[str, Any] | None) -> str:
     m = float(v.get("margin") or 0.0)
     note = f"; {v['note']}" if v.get("note") else ""
     if v.get("tie"):
-        return (f"tie within noise ({v['winner']} {fmt_ratio(m)}{ivt} vs {v['runner_up']})"
-                if m else "tie within noise") + note
+        if not m:
+            return "tie within noise" + note
+        a, b = v["winner"], v["runner_up"]
+        if m < 1.0:  # the faster median is the slower one in the paired rounds: say it that way
+            a, b, m = b, a, 1.0 / m
+            ivt = f" {fmt_interval(1.0 / iv[1], 1.0 / iv[0])}" if iv else ""
+        return f"tie within noise ({a} {fmt_ratio(m)}{ivt} vs {b})" + note
     return f"{v['winner']}, {fmt_ratio(m)}{ivt} over {v['runner_up']}{note}"
 
 
