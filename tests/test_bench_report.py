@@ -419,6 +419,29 @@ def test_a_tie_is_written_from_the_paired_rounds_faster_side():
     assert F.verdict_text(v) == "tie within noise (numpy 1.03x [0.98-1.08] vs torch-cpu)"
 
 
+def test_summary_says_who_ties_with_whom():
+    """"tie within noise in all 3 cells" hides the answer: the summary names the tied
+    backends, so a reader still sees which libraries lead a workload and which do not."""
+    size = [4096, 4096]
+    rs = [_rec("a4_add", "numpy", size, 20e-3), _rec("a4_add", "array-api-strict", size, 20.2e-3),
+          _rec("a4_add", "torch-cpu", size, 35e-3),
+          _rec("a4_multiply", "numpy", size, 21e-3),
+          _rec("a4_multiply", "array-api-strict", size, 21.1e-3), _rec("a4_multiply", "jax-cpu",
+                                                                        size, 34e-3),
+          _rec("a4_sigmoid", "numpy", size, 100e-3), _rec("a4_sigmoid", "torch-cpu", size, 37e-3),
+          _rec("a4_sigmoid", "jax-cpu", size, 37.3e-3)]
+    line = next(w["line"] for w in F.summary(rs) if w["title"] == "Elementwise")
+    assert line == ("tie within noise in all 3 cells "
+                    "(array-api-strict = numpy in 2; jax-cpu = torch-cpu in 1)")
+    # beside a decisive win, the ties are named too
+    rs.append(_rec("a4_sigmoid", "dask", [8, 8], 1e-3))
+    rs += [_rec("a4_add", "numpy", [8, 8], 1e-3), _rec("a4_add", "torch-cpu", [8, 8], 3e-3)]
+    line = next(w["line"] for w in F.summary(rs) if w["title"] == "Elementwise")
+    assert line.startswith("numpy: fastest in 1 of 4 cells (3.00x over the runner-up)")
+    assert line.endswith("; 3 tie(s) within noise (array-api-strict = numpy in 2; "
+                         "jax-cpu = torch-cpu in 1)")
+
+
 def test_duplicate_cases_do_not_name_second_winners():
     rs = [_rec("matmul", "numpy", [64, 64, 64], 1e-5), _rec("matmul", "torch-cpu", [64, 64, 64],
                                                               3e-5),

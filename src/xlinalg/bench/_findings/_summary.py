@@ -68,8 +68,9 @@ def _generic_line(rows: list[dict[str, Any]]) -> str:
     for w in multi:
         if not w.get("tie"):
             wins[w["winner"]].append(w["margin"])
+    groups = _tie_groups(ties)
     if not wins:
-        return f"tie within noise in all {len(multi)} cells"
+        return f"tie within noise in all {len(multi)} cells ({groups})"
     order = sorted(wins.items(), key=lambda kv: -len(kv[1]))
     b, ms = order[0]
     lead = (f"{b}: fastest in {len(ms)} of {len(multi)} cells "
@@ -81,8 +82,18 @@ def _generic_line(rows: list[dict[str, Any]]) -> str:
     if rest:
         lead += "; also fastest: " + ", ".join(rest)
     if ties:
-        lead += f"; {len(ties)} tie(s) within noise"
+        lead += f"; {len(ties)} tie(s) within noise ({groups})"
     return lead
+
+
+def _tie_groups(ties: list[dict[str, Any]]) -> str:
+    """"array-api-strict = numpy in 2; jax-cpu = torch-cpu in 1": who ties with whom, so a
+    tie still says which libraries lead (and which do not), most frequent first."""
+    count: dict[tuple[str, ...], int] = defaultdict(int)
+    for w in ties:
+        count[tuple(sorted(w.get("tied") or (w["winner"], w["runner_up"])))] += 1
+    return "; ".join(f"{' = '.join(g)} in {n}"
+                     for g, n in sorted(count.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _small_solves_line(records: list[dict[str, Any]]) -> str:

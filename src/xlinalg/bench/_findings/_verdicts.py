@@ -81,7 +81,7 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """The one place that names a winner among `by` (label -> record of one cell).
 
     Returns ``{"winner", "runner_up", "median_s", "margin", "interval", "tie",
-    "n", "shaky", "text"}`` or None when fewer than one label has a time. The
+    "tied", "n", "shaky", "text"}`` (``tied``: the backends of a tie, the winner first) or None when fewer than one label has a time. The
     fastest median wins; it is named only when the interval (:func:`ratio`) of its
     speed-up over every other backend lies at or above ``MIN_MARGIN``, else ``tie``
     is True: the runner's rule (:func:`.._stats.verdict`), so a file's verdicts read
@@ -111,6 +111,9 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
         out["runner_up"] = sp["over"]
         out["margin"], out["interval"] = sp.get("ratio"), (sp.get("lo"), sp.get("hi"))
         out["tie"] = recorded.get("fastest") is None
+        if out["tie"]:
+            out["tied"] = [out["winner"], *(b for b in recorded.get("tie") or []
+                                            if b in names and b != out["winner"])]
         out["note"] = recorded.get("parallelism_note") or ""
         out["source"] = "recorded"
     elif len(ok) > 1:
@@ -119,8 +122,11 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
         out["runner_up"] = ru
         if rr is not None:
             out["margin"], out["interval"] = rr[1], (rr[0], rr[2])
-        others = [ratio(by[b], by[win]) for _, b in ok[1:]]
-        out["tie"] = any(x is None or x[0] < MIN_MARGIN for x in others)
+        near = [b for _, b in ok[1:]
+                if (x := ratio(by[b], by[win])) is None or x[0] < MIN_MARGIN]
+        out["tie"] = bool(near)
+        if near:
+            out["tied"] = [win, *near]
     out["text"] = verdict_text(out)
     return out
 
