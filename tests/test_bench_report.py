@@ -442,6 +442,21 @@ def test_summary_says_who_ties_with_whom():
                          "jax-cpu = torch-cpu in 1)")
 
 
+def test_a_failed_cell_in_a_pivot_table_keeps_its_first_clause_whole():
+    from xlinalg.bench._report import _pivot_cell
+    r = _rec("a14_einsum", "numpy", [2048, 4096, 8192], None, status="failed",
+             error={"kind": "timeout", "type": "timeout", "message":
+                    "cell ran past the time limit of 120 s; its worker process was killed"})
+    assert _pivot_cell(r) == "failed (timeout): cell ran past the time limit of 120 s [...]"
+    r["error"]["message"] = "out of memory"
+    assert _pivot_cell(r) == "failed (timeout): out of memory"
+    r["error"]["message"] = "x" * 10 + " word" * 30 + "; more"
+    text = _pivot_cell(r)
+    assert len(text) <= 64
+    assert text.endswith(" [...]")
+    assert "[...] [...]" not in text
+
+
 def test_duplicate_cases_do_not_name_second_winners():
     rs = [_rec("matmul", "numpy", [64, 64, 64], 1e-5), _rec("matmul", "torch-cpu", [64, 64, 64],
                                                               3e-5),
@@ -704,7 +719,7 @@ def test_a_long_failure_note_is_cut_at_a_word_in_the_pivot(tmp_path):
     assert _cli("report", str(tmp_path / "r.jsonl"), "--no-plots").returncode == 0
     md = (tmp_path / "r-report" / "report.md").read_text(encoding="utf-8")
     row = next(line for line in _section(md, "## A7: ").splitlines() if line.startswith("| 512"))
-    assert "failed (timeout): cell ran past the time limit of 120 \\[...\\]" in row, row
+    assert "failed (timeout): cell ran past the time limit of 120 s \\[...\\]" in row, row
 
 
 def test_eager_against_compiled_has_its_own_plot(tmp_path):

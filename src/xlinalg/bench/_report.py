@@ -209,9 +209,14 @@ def _pivot_cell(r: dict[str, Any] | None) -> str:
         st = r.get("status")
         if st == "skipped":
             return "skipped"
-        # whole words and a mark that text was left out (the full note is in the
-        # section's every-cell table)
-        return textwrap.shorten(_note(r), width=60, placeholder=" [...]") or str(st)
+        # the first clause in whole words, and a mark where text was left out (the
+        # full note is in the section's every-cell table): "failed (timeout): cell ran
+        # past the time limit of 120 s [...]", never "... limit of 120 [...]"
+        head, more, _ = _note(r).partition("; ")
+        text = textwrap.shorten(head, width=64, placeholder=" [...]")
+        if more and text and not text.endswith("[...]"):
+            text += " [...]"
+        return text or str(st)
     q = F.quartiles(r)
     med = F.median(r)
     rel = f" ±{50 * (q[2] - q[0]) / med:.0f}%" if q and med else ""
