@@ -148,10 +148,38 @@ def fmt_ratio(x: float) -> str:
     return f"{x:.2g}x"
 
 
+def _decimals(x: float) -> int:
+    """The decimals :func:`fmt_ratio` writes `x` with (negative: tens, hundreds...)."""
+    if x >= 1e6:
+        return 2 - math.floor(math.log10(x))
+    if x >= 100:
+        return 0
+    if x >= 10:
+        return 1
+    if x >= 0.1:
+        return 2
+    return 1 - math.floor(math.log10(x))
+
+
 def fmt_interval(lo: float, hi: float) -> str:
     """(0.0081, 0.0097) -> "[0.0081-0.0097]": each end as :func:`fmt_ratio` writes a
-    ratio (never "[0.01-0.01]" for small ratios, nor "[0.00-0.00]")."""
-    return f"[{fmt_ratio(lo)[:-1]}-{fmt_ratio(hi)[:-1]}]"
+    ratio (never "[0.01-0.01]" for small ratios, nor "[0.00-0.00]"), rounded outward
+    (low end down, high end up) so the printed interval holds the measured one: a
+    tie at [1.0496, 1.12] reads "[1.04-1.12]", never "[1.05-1.12]" beside a 1.05x
+    margin it did not clear."""
+    def out(x: float, up: bool) -> float:
+        if not positive(x):
+            return x
+        d = _decimals(x)
+        if abs(d) > 300:  # 1e-320 or 1e308: 10**d leaves the floats; print it as it is
+            return x
+        scaled = x * 10.0**d
+        # a hair of slack: 1.15 is 1.1499999999999999 in binary, and stays "1.15"
+        r = math.ceil(scaled - 1e-9) if up else math.floor(scaled + 1e-9)
+        y = r / 10.0**d
+        return y if positive(y) else x
+
+    return f"[{fmt_ratio(out(lo, False))[:-1]}-{fmt_ratio(out(hi, True))[:-1]}]"
 
 
 def verdict_text(v: dict[str, Any] | None) -> str:
