@@ -237,6 +237,17 @@ def test_compare_records_and_test():
     assert pv < 0.01
 
 
+def test_compare_prints_intervals_rounded_outward():
+    """A cell not flagged at a 1.10 threshold (its interval starts at 1.0996) must not
+    print "[1.100, ...]"; ends outside 1e-3..1e6 keep three significant digits."""
+    from xlinalg.bench._compare import _fmt_interval
+
+    assert _fmt_interval(1.0996, 1.2004) == "[1.099, 1.201]"
+    assert _fmt_interval(1.15, 1.25) == "[1.150, 1.250]"
+    assert _fmt_interval(0.9, 1.1) == "[0.900, 1.100]"
+    assert _fmt_interval(1e-300, 1e300) == "[1e-300, 1e+300]"
+
+
 def test_bad_files_exit_2_with_one_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("this is not json\n")

@@ -313,6 +313,20 @@ def _fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}f}"
 
 
+def _fmt_interval(lo: float, hi: float) -> str:
+    """"[0.997, 1.104]": each end as :func:`_fmt` writes it, rounded outward (low end
+    down, high end up), so an interval whose low end is 1.0996 never prints as
+    "[1.100, ...]" beside a 1.10 threshold it did not clear."""
+    def out(x: float, up: bool) -> str:
+        if not (math.isfinite(x) and 1e-3 <= abs(x) < 1e6):
+            return _fmt(x)
+        # a hair of slack: 1.15 is 1.1499999999999999 in binary, and stays "1.150"
+        r = math.ceil(x * 1e3 - 1e-6) if up else math.floor(x * 1e3 + 1e-6)
+        return f"{r / 1e3:.3f}"
+
+    return f"[{out(lo, False)}, {out(hi, True)}]"
+
+
 def _load(records: Mapping[str, Mapping[str, Any]]) -> float | None:
     vals = [v for r in records.values()
             if isinstance(v := _get(r, "side_by_side", "load_avg_1min", "mean"), (int, float))]
@@ -358,7 +372,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'cell':<{width}}  {'old':>10}  {'new':>10}  {'ratio':>7}  {'interval':>15}  flag")
     for r in shown:
         ratio = _fmt(r["ratio"]) if r["ratio"] is not None else "-"
-        iv = f"[{_fmt(r['lo'])}, {_fmt(r['hi'])}]" if r["lo"] is not None else "-"
+        iv = _fmt_interval(r["lo"], r["hi"]) if r["lo"] is not None else "-"
         print(f"{keys[r['key']]:<{width}}  {format_time(r['old_s']):>10}  "
               f"{format_time(r['new_s']):>10}  {ratio:>7}  {iv:>15}  {terminal(r['flag'])}")
     counts: dict[str, int] = {}
