@@ -83,6 +83,29 @@ def test_collect_env_is_private(someone):
     _assert_private(json.dumps(collect_env()))
 
 
+def test_blas_libraries_name_their_package_not_their_path(someone, monkeypatch):
+    """NumPy and SciPy each load their own OpenBLAS: the header says which package
+    ships each one, and never the path (it holds the home directory)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from xlinalg.bench import _env
+
+    libs = [{"user_api": "blas", "internal_api": "openblas", "version": "0.3.30",
+             "num_threads": 2, "prefix": "libscipy_openblas",
+             "filepath": f"{HOME}/venv/lib/python3.11/site-packages/numpy.libs/libo.so"},
+            {"user_api": "blas", "internal_api": "openblas", "version": "0.3.31",
+             "num_threads": 2, "prefix": "libscipy_openblas",
+             "filepath": f"C:\\Users\\{USER}\\v\\Lib\\site-packages\\scipy.libs\\o.dll"},
+            {"user_api": "openmp", "internal_api": "openmp", "num_threads": 2,
+             "filepath": "/usr/lib/x86_64-linux-gnu/libgomp.so.1"},
+            {"user_api": "blas", "internal_api": "mkl", "num_threads": 2,
+             "filepath": f"{HOME}/site-packages/<b>{USER}</b>/libmkl.so"}]
+    monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda: libs)
+    got = _env.blas_info()
+    assert [x.get("owner") for x in got] == ["numpy", "scipy", None, None]
+    _assert_private(json.dumps(got))
+    assert "filepath" not in json.dumps(got)
+
+
 def test_machine_id_is_opaque_and_stable(tmp_path):
     mid = machine_id()
     if mid is None:

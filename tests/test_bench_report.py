@@ -248,6 +248,21 @@ def test_compare_prints_intervals_rounded_outward():
     assert _fmt_interval(1e-300, 1e300) == "[1e-300, 1e+300]"
 
 
+def test_environment_names_the_package_that_ships_each_blas():
+    from xlinalg.bench._report import _env_lines
+
+    hdr = {"run_id": "r1", "created": "2026-12-05T00:00:00+00:00", "env": {**ENV, "blas": [
+        {"user_api": "blas", "internal_api": "openblas", "version": "0.3.30",
+         "architecture": "SkylakeX", "num_threads": 2, "owner": "numpy"},
+        {"user_api": "blas", "internal_api": "openblas", "version": "0.3.31",
+         "architecture": "SkylakeX", "num_threads": 2},
+        {"user_api": "openmp", "internal_api": "openmp", "num_threads": 2},
+        "not a dict"]}}
+    blas = [x for x in _env_lines(hdr) if x.startswith("BLAS:")]
+    assert blas == ["BLAS: openblas 0.3.30 (SkylakeX), 2 threads, shipped with numpy",
+                    "BLAS: openblas 0.3.31 (SkylakeX), 2 threads"]
+
+
 def test_bad_files_exit_2_with_one_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("this is not json\n")

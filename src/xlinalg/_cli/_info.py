@@ -12,7 +12,7 @@ from ._common import EXIT_OK, _console, _fmt_bytes
 
 def _cmd_info(args: argparse.Namespace) -> int:
     from ..backends import BACKEND_NAMES, get_backend
-    from ..bench._env import collect_env
+    from ..bench._env import blas_text, collect_env
     from ..bench._escape import rich_text, terminal
 
     rows = []
@@ -76,10 +76,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
         if "error" in lib:
             print(terminal(f"BLAS: {lib['error']}"))
             continue
-        print(terminal(f"{str(lib.get('user_api', '?')).upper()}: {lib.get('internal_api')} "
-                       f"{lib.get('version') or ''} "
-                       f"({lib.get('architecture') or lib.get('prefix')}), "
-                       f"{lib.get('num_threads')} threads"))
+        print(terminal(f"{str(lib.get('user_api', '?')).upper()}: {blas_text(lib)}"))
     for k, v in threads.items():
         print(f"{k}: {v}")
     if env["env_vars"]:  # values of the user's environment: shown, never interpreted

@@ -173,7 +173,40 @@ def blas_info() -> list[dict[str, Any]]:
         return [{"error": "threadpoolctl is not installed (pip install threadpoolctl)"}]
     keep = ("user_api", "internal_api", "version", "num_threads", "threading_layer",
             "architecture", "prefix")
-    return [{k: info.get(k) for k in keep if k in info} for info in threadpool_info()]
+    out = []
+    for info in threadpool_info():
+        row = {k: info.get(k) for k in keep if k in info}
+        owner = blas_owner(info.get("filepath"))
+        if owner:
+            row["owner"] = owner
+        out.append(row)
+    return out
+
+
+def blas_text(lib: dict[str, Any]) -> str:
+    """One loaded library as `xlinalg info` and the report show it: "openblas 0.3.30
+    (SkylakeX), 2 threads, shipped with numpy"."""
+    return (f"{lib.get('internal_api')} {lib.get('version') or ''} "
+            f"({lib.get('architecture') or lib.get('prefix') or ''}), "
+            f"{lib.get('num_threads')} threads"
+            + (f", shipped with {lib['owner']}" if lib.get("owner") else ""))
+
+
+def blas_owner(filepath: Any) -> str | None:
+    """The installed package that ships a loaded library, from its path: ".../site-packages/
+    numpy.libs/libscipy_openblas64_.so" -> "numpy"; None outside a package directory.
+
+    NumPy and SciPy each bundle their own OpenBLAS (two versions can be loaded at once),
+    so a reader needs the owner to tell them apart; the path itself is not recorded (it
+    holds the user's home directory)."""
+    if not isinstance(filepath, str):
+        return None
+    parts = re.split(r"[\\/]+", filepath)
+    for i, part in enumerate(parts[:-1]):
+        if part in ("site-packages", "dist-packages") and i + 2 < len(parts):
+            name = parts[i + 1].removesuffix(".libs")
+            return name if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,59}", name) else None
+    return None
 
 
 def _memory_total() -> int | None:

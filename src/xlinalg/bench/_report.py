@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from . import _findings as F
+from ._env import blas_text
 from ._escape import markdown, terminal
 from ._units import format_bytes as _fmt_bytes
 from ._units import format_time as _fmt_time
@@ -109,9 +110,8 @@ def _env_lines(hdr: HeaderRecord | None) -> list[str]:
                    if gpus else "none"),
         "packages: " + ", ".join(f"{k} {v}" for k, v in pk.items() if v),
     ]
-    lines.extend(f"BLAS: {lib.get('internal_api')} {lib.get('version') or ''} "
-                 f"({lib.get('architecture') or ''}), {lib.get('num_threads')} threads"
-                 for lib in env.get("blas") or [] if lib.get("user_api") == "blas")
+    lines.extend(f"BLAS: {blas_text(lib)}" for lib in env.get("blas") or []
+                 if isinstance(lib, dict) and lib.get("user_api") == "blas")
     return lines
 
 
