@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xlinalg.bench._units import format_bytes, format_time
+from xlinalg.bench._units import format_bytes, format_time, round_outward
 
 
 @pytest.mark.parametrize(
@@ -35,3 +35,13 @@ def test_not_a_number_is_the_missing_mark(value) -> None:
     assert format_time(value) == "-"
     assert format_time(value, missing="?") == "?"
     assert format_bytes(value, missing="?") == "?"
+
+
+def test_round_outward_rounds_each_end_away_from_the_inside():
+    assert round_outward(1.0496, 2, up=False) == 1.04
+    assert round_outward(1.1201, 2, up=True) == 1.13
+    assert round_outward(1.15, 2, up=False) == 1.15  # binary 1.1499..: an exact end stays
+    assert round_outward(1234.5, -1, up=True) == 1240
+    for x in (0.0, -1.0, float("inf"), float("nan"), 5e-324):
+        got = round_outward(x, 2 if x != 5e-324 else 325, up=False)
+        assert got == x or (got != got and x != x)  # returned as it is

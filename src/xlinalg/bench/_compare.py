@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._escape import terminal
-from ._units import format_time
+from ._units import format_time, round_outward
 
 __all__ = ["add_arguments", "compare_records", "header_differences", "p_value", "run"]
 
@@ -317,14 +317,11 @@ def _fmt_interval(lo: float, hi: float) -> str:
     """"[0.997, 1.104]": each end as :func:`_fmt` writes it, rounded outward (low end
     down, high end up), so an interval whose low end is 1.0996 never prints as
     "[1.100, ...]" beside a 1.10 threshold it did not clear."""
-    def out(x: float, up: bool) -> str:
-        if not (math.isfinite(x) and 1e-3 <= abs(x) < 1e6):
-            return _fmt(x)
-        # a hair of slack: 1.15 is 1.1499999999999999 in binary, and stays "1.150"
-        r = math.ceil(x * 1e3 - 1e-6) if up else math.floor(x * 1e3 + 1e-6)
-        return f"{r / 1e3:.3f}"
+    def end(x: float, up: bool) -> str:
+        plain = math.isfinite(x) and 1e-3 <= abs(x) < 1e6  # else _fmt's 3 significant digits
+        return _fmt(round_outward(x, 3, up)) if plain else _fmt(x)
 
-    return f"[{out(lo, False)}, {out(hi, True)}]"
+    return f"[{end(lo, False)}, {end(hi, True)}]"
 
 
 def _load(records: Mapping[str, Mapping[str, Any]]) -> float | None:

@@ -1,4 +1,4 @@
-"""Seconds and bytes as short text for people: tables, reports, plot ticks.
+"""Seconds, bytes and interval ends as short text for people: tables, reports, plot ticks.
 
 One definition, used by the command line, the report, compare and the plots.
 """
@@ -9,7 +9,7 @@ import math
 import numbers
 from typing import Any
 
-__all__ = ["format_bytes", "format_time"]
+__all__ = ["format_bytes", "format_time", "round_outward"]
 
 _TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
@@ -50,3 +50,17 @@ def format_bytes(n: Any, missing: str = "-") -> str:
             return f"{v:.0f} {unit}" if unit == "B" else f"{v:.1f} {unit}"
         v /= 1024
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def round_outward(x: float, decimals: int, up: bool) -> float:
+    """`x` rounded up (`up`) or down at `decimals` decimals (negative: tens,
+    hundreds...), for the ends of a printed interval: rounded outward, the printed
+    interval holds the measured one (a low end of 1.0496 prints 1.04, never 1.05).
+    `x` comes back as it is where the rounding leaves the floats or reaches 0."""
+    if not (math.isfinite(x) and x > 0) or abs(decimals) > 300:
+        return x
+    scaled = x * 10.0**decimals
+    # a hair of slack: 1.15 is 1.1499999999999999 in binary, and stays 1.15
+    r = math.ceil(scaled - 1e-6) if up else math.floor(scaled + 1e-6)
+    y = r / 10.0**decimals
+    return y if math.isfinite(y) and y > 0 else x

@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from .._stats import DEFAULT_MARGIN
+from .._units import round_outward
 from ._fields import good, median, median_or_inf, positive, section_of, section_order, size_key
 
 __all__ = ["MIN_MARGIN", "cells", "case_winners", "fmt_interval", "fmt_ratio", "quartiles", "ratio", "shaky",
@@ -81,8 +82,8 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """The one place that names a winner among `by` (label -> record of one cell).
 
     Returns ``{"winner", "runner_up", "median_s", "margin", "interval", "tie",
-    "tied", "n", "shaky", "text"}`` (``tied``: the backends of a tie, the winner first) or None when fewer than one label has a time. The
-    fastest median wins; it is named only when the interval (:func:`ratio`) of its
+    "tied", "n", "shaky", "text"}`` (``tied``: the backends of a tie, the winner
+    first) or None when fewer than one label has a time. The fastest median wins; it is named only when the interval (:func:`ratio`) of its
     speed-up over every other backend lies at or above ``MIN_MARGIN``, else ``tie``
     is True: the runner's rule (:func:`.._stats.verdict`), so a file's verdicts read
     the same whether the runner recorded them or they are drawn here.
@@ -167,19 +168,10 @@ def fmt_interval(lo: float, hi: float) -> str:
     (low end down, high end up) so the printed interval holds the measured one: a
     tie at [1.0496, 1.12] reads "[1.04-1.12]", never "[1.05-1.12]" beside a 1.05x
     margin it did not clear."""
-    def out(x: float, up: bool) -> float:
-        if not positive(x):
-            return x
-        d = _decimals(x)
-        if abs(d) > 300:  # 1e-320 or 1e308: 10**d leaves the floats; print it as it is
-            return x
-        scaled = x * 10.0**d
-        # a hair of slack: 1.15 is 1.1499999999999999 in binary, and stays "1.15"
-        r = math.ceil(scaled - 1e-9) if up else math.floor(scaled + 1e-9)
-        y = r / 10.0**d
-        return y if positive(y) else x
+    def end(x: float, up: bool) -> str:
+        return fmt_ratio(round_outward(x, _decimals(x), up) if positive(x) else x)[:-1]
 
-    return f"[{fmt_ratio(out(lo, False))[:-1]}-{fmt_ratio(out(hi, True))[:-1]}]"
+    return f"[{end(lo, False)}-{end(hi, True)}]"
 
 
 def verdict_text(v: dict[str, Any] | None) -> str:
