@@ -308,9 +308,14 @@ def header_differences(old: Mapping[str, Any] | None,
 def _fmt(x: float, digits: int = 3) -> str:
     """`x` with `digits` decimals, or 3 significant digits outside 0.001-1e6
     (an interval from hostile times reaches 1e307 or 0: never 300 digits)."""
-    if x != 0 and math.isfinite(x) and not 1e-3 <= abs(x) < 1e6:
+    if x != 0 and math.isfinite(x) and not _fixed(x):
         return f"{x:.3g}"
     return f"{x:.{digits}f}"
+
+
+def _fixed(x: float) -> bool:
+    """Whether :func:`_fmt` writes `x` with fixed decimals (else 3 significant digits)."""
+    return math.isfinite(x) and 1e-3 <= abs(x) < 1e6
 
 
 def _fmt_interval(lo: float, hi: float) -> str:
@@ -318,8 +323,7 @@ def _fmt_interval(lo: float, hi: float) -> str:
     down, high end up), so an interval whose low end is 1.0996 never prints as
     "[1.100, ...]" beside a 1.10 threshold it did not clear."""
     def end(x: float, up: bool) -> str:
-        plain = math.isfinite(x) and 1e-3 <= abs(x) < 1e6  # else _fmt's 3 significant digits
-        return _fmt(round_outward(x, 3, up)) if plain else _fmt(x)
+        return _fmt(round_outward(x, 3, up)) if _fixed(x) else _fmt(x)
 
     return f"[{end(lo, False)}, {end(hi, True)}]"
 

@@ -83,9 +83,9 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
 
     Returns ``{"winner", "runner_up", "median_s", "margin", "interval", "tie",
     "tied", "n", "shaky", "text"}`` (``tied``: the backends of a tie, the winner
-    first) or None when fewer than one label has a time. The fastest median wins; it is named only when the interval (:func:`ratio`) of its
-    speed-up over every other backend lies at or above ``MIN_MARGIN``, else ``tie``
-    is True: the runner's rule (:func:`.._stats.verdict`), so a file's verdicts read
+    first) or None when fewer than one label has a time. The fastest median wins;
+    it is named only when the interval (:func:`ratio`) of its speed-up over every
+    other backend lies at or above ``MIN_MARGIN``, else ``tie`` is True: the runner's rule (:func:`.._stats.verdict`), so a file's verdicts read
     the same whether the runner recorded them or they are drawn here.
     A verdict the runner recorded with the cells (``record["verdict"]``:
     ``{"fastest", "tie", "speedup": {"over", "ratio", "lo", "hi"}}``, from
@@ -140,17 +140,14 @@ def fmt_ratio(x: float) -> str:
         return "?x"
     if x >= 1e6:
         return f"{x:.3g}x"
-    if x >= 100:
-        return f"{x:.0f}x"
-    if x >= 10:
-        return f"{x:.1f}x"
-    if x >= 0.1:
-        return f"{x:.2f}x"
-    return f"{x:.2g}x"
+    if x < 0.1:
+        return f"{x:.2g}x"
+    return f"{x:.{_decimals(x)}f}x"
 
 
 def _decimals(x: float) -> int:
-    """The decimals :func:`fmt_ratio` writes `x` with (negative: tens, hundreds...)."""
+    """The decimals :func:`fmt_ratio` writes `x` with (negative: tens, hundreds...):
+    the one table of its precision, which :func:`fmt_interval` rounds at."""
     if x >= 1e6:
         return 2 - math.floor(math.log10(x))
     if x >= 100:
