@@ -58,6 +58,16 @@ def test_stacked_vectors_shape_is_an_error(backend: BackendCase, rng) -> None:
     assert backend.np(x).shape == (3, 2, 1)
 
 
+@pytest.mark.parametrize("method", ["auto", "native", "unrolled"])
+@pytest.mark.parametrize("shape", [(2, 2), (3, 2, 2)], ids=["one", "stack"])
+def test_zero_dimensional_b_is_an_error_naming_b(backend: BackendCase, rng, shape, method: str) -> None:
+    # a 0-d `b` has no rows: the message names `b`, on the fast path of one matrix too
+    a = backend.arr(well_conditioned(rng, shape))
+    for b in (backend.arr(np.float64(2.0)), 2.0, np.float64(2.0)):
+        with pytest.raises(ValueError, match=r"solve: `b` must be a vector \(M,\) or a matrix .*shape \(\)"):
+            xl.solve(a, b, method=method)
+
+
 def test_incompatible_batches(backend: BackendCase, rng) -> None:
     with pytest.raises(ValueError, match=r"batch shapes of `a` \(2,\) and `b` \(3,\) do not broadcast"):
         xl.solve(backend.arr(well_conditioned(rng, (2, 3, 3))), backend.arr(random(rng, (3, 3, 1))))

@@ -115,7 +115,7 @@ def solve(a: Array, b: Array, /, *, errors: str = "raise", method: str = "auto",
     # Fast path: the checks the native call would not make, as cheap attribute reads.
     if (
         len(sa) == 2
-        and len(sb) <= 2
+        and 0 < len(sb) <= 2
         and sa[0] == sa[1] == sb[0]
         and sa[0]
         and sb[-1]
