@@ -59,6 +59,8 @@ INPUTS = {
     "0-d": "0-d arrays",
     "mixed": "two array libraries",
     "read-only": "read-only NumPy arrays",
+    "masked": "NumPy masked array",
+    "np.matrix": "`numpy.matrix`",
 }
 
 SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])
@@ -89,6 +91,15 @@ class ReadOnly:
     value: Any
 
 
+@dataclass(frozen=True)
+class Sub:
+    """A NumPy array subclass holding `value`: ``"masked"`` (a masked array, its first
+    entry masked) or ``"matrix"`` (a ``numpy.matrix``)."""
+
+    kind: str
+    value: Any
+
+
 def other_library(name: str) -> str:
     return "array-api-strict" if name == "numpy" else "numpy"
 
@@ -104,13 +115,21 @@ def make_args(bk: BackendCase, args: tuple[Any, ...]) -> tuple[Any, ...]:
             arr = np.array(a.value)
             arr.flags.writeable = False
             out.append(arr)
+        elif isinstance(a, Sub) and a.kind == "masked":
+            mask = np.zeros(np.shape(a.value), dtype=bool)
+            mask.flat[0] = True
+            out.append(np.ma.array(a.value, mask=mask))
+        elif isinstance(a, Sub):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PendingDeprecationWarning)  # np.matrix itself warns
+                out.append(np.asmatrix(a.value))
         else:
             out.append(bk.arr(a))
     return tuple(out)
 
 
 def host_value(a: Any) -> np.ndarray:
-    return np.asarray(a.value if isinstance(a, (L, Other, ReadOnly)) else a)
+    return np.asarray(a.value if isinstance(a, (L, Other, ReadOnly, Sub)) else a)
 
 
 # ---------------------------------------------------------------------- outcomes
@@ -295,6 +314,21 @@ def spec(fn: str, inp: str) -> Cell:
         if fn == "svdvals":
             chk = decomposes(np.float64)
         return Cell(args, Returns("the same result as for writeable arrays", chk), only=("numpy",), only_why=NUMPY_ONLY)
+    if inp in ("masked", "np.matrix"):
+        # refused by every function and by xlinalg.to (no other library has a mask;
+        # np.matrix is no array API array): the message names the argument and the fix
+        a = eye2 if fn in ("solve", "matmul") + DECOMP else np.ones((2, 2))
+        if inp == "masked":  # the second argument, where there is one: no fast path skips it
+            name = na2 if two else "x"
+            args = (a, Sub("masked", np.ones(2) if fn in ("solve", "matmul") else a)) if two else (Sub("masked", a),)
+            return Cell(args, Raises(TypeError, rf"`{name}` is a NumPy masked array .* with 1 masked entry: .*`{name}\.filled\(value\)`",
+                                     f"`{name}` is a NumPy masked array … with 1 masked entry: xlinalg has no masks … pass `{name}.filled(value)` … or `numpy.ma.getdata({name})`"),
+                        only=("numpy",), only_why=NUMPY_ONLY)
+        name = na1 if two else "x"
+        args = (Sub("matrix", a), np.ones(2) if fn in ("solve", "matmul") else a) if two else (Sub("matrix", a),)
+        return Cell(args, Raises(TypeError, rf"`{name}` is a numpy\.matrix .*not an array API array.*`numpy\.asarray\({name}\)`",
+                                 f"`{name}` is a numpy.matrix …, which is not an array API array …: pass `numpy.asarray({name})`"),
+                    only=("numpy",), only_why=NUMPY_ONLY)
     if inp == "list":
         if two:
             a = eye2 if fn in ("solve", "matmul") else np.array([1.0, 2.0])

@@ -213,8 +213,33 @@ def test_non_arrays_are_refused(backend: BackendCase) -> None:
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix itself warns
 def test_numpy_matrix_is_refused() -> None:
-    with pytest.raises(TypeError, match=r"`x` must be an array"):
-        xl.svd(np.asmatrix(np.eye(2)))
+    m = np.asmatrix(np.eye(2))
+    with pytest.raises(TypeError, match=r"`x` is a numpy\.matrix of shape \(2, 2\) .*`numpy\.asarray\(x\)`"):
+        xl.svd(m)
+    with pytest.raises(TypeError, match=r"`x` is a numpy\.matrix"):
+        xl.to(m, "numpy")
+    with pytest.raises(TypeError, match=r"`a` is a numpy\.matrix"):
+        xl.solve(m, np.ones(2), xp=np)
+
+
+@pytest.mark.parametrize("target", SELECTED)
+def test_masked_arrays_are_refused_not_unmasked(target: str) -> None:
+    # converting would hand the values under the mask to a library without masks
+    x = np.ma.array([1.0, 2.0, 3.0], mask=[False, True, True])
+    with pytest.raises(TypeError, match=r"`x` is a NumPy masked array of shape \(3,\) and dtype "
+                                        r"float64 with 2 masked entries: .*`x\.filled\(value\)`"):
+        xl.to(x, target)
+
+
+def test_masked_arrays_are_refused_without_masked_entries() -> None:
+    # the answer does not depend on the data: an all-clear mask is still a mask
+    x = np.ma.array(np.eye(2))
+    with pytest.raises(TypeError, match=r"`a` is a NumPy masked array .* with 0 masked entries"):
+        xl.solve(x, np.ones(2))
+    with pytest.raises(TypeError, match=r"`x2` is a NumPy masked array"):
+        xl.add(np.eye(2), x, xp=np)
+    with pytest.raises(TypeError, match=r"`b\[0\]` is a NumPy masked array"):
+        xl.solve_many([np.eye(2)], [np.ma.array(np.ones(2))])
 
 
 # ---------------------------------------------------------------------- explicit xp

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import backends as _backends
 from ..backends._base import Adapter
-from ..backends._numpy import NUMPY
+from ..backends._numpy import NUMPY, refused_subclass
 from . import _validate
 
 __all__ = ["adapter1", "adapter2", "adapter_for", "adapter_for_namespace", "describe"]
@@ -130,6 +130,8 @@ def _explicit(xp: Any, args: tuple[Any, ...], names: tuple[str, ...]) -> Adapter
     for x, name in zip(args, names):
         if x is None or isinstance(x, (*_SCALARS, np.generic, list, tuple)):
             continue  # host data: converted by `xp`
+        if (refused := refused_subclass(x, name)) is not None:
+            raise refused
         owner = _lookup(type(x))
         if owner is not None and owner is not ad:
             raise TypeError(
@@ -172,7 +174,7 @@ def adapter_for(
                 continue
             ad = _lookup(cls)
         if ad is None:
-            raise TypeError(
+            raise refused_subclass(x, names[i]) or TypeError(
                 f"`{names[i]}` must be an array (NumPy, PyTorch, CuPy, JAX, Dask or any "
                 f"array API library), got {describe(x)}"
             )

@@ -29,7 +29,7 @@ from .. import _convert
 from .._lib._typing import Array
 from . import _cupy, _dask, _jax, _numpy, _strict, _torch
 from ._base import Adapter, Backend, BackendUnavailableError
-from ._numpy import NUMPY
+from ._numpy import NUMPY, refused_subclass
 from ._strict import strict_to_numpy
 
 __all__ = [
@@ -306,6 +306,8 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
         If `backend` cannot hold `x`'s dtype as it is (JAX in 32-bit mode and
         int64/float64/complex128, array-api-strict and float16, extended
         precision outside NumPy and Dask): the message names the dtype and the fix.
+        If `x` is a NumPy masked array (the target has no mask: choose
+        ``x.filled(value)`` or ``numpy.ma.getdata(x)``) or a ``numpy.matrix``.
     ValueError
         If `backend` is unknown, or ``copy=False`` and a copy is needed.
     BackendUnavailableError
@@ -318,6 +320,8 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
     array([0., 1., 2.])
     """
     target = get_backend(backend)
+    if isinstance(x, np.ndarray) and type(x) is not np.ndarray and (refused := refused_subclass(x, "x")):
+        raise refused
     target.require()
     if not isinstance(x, np.ndarray) and not hasattr(x, "shape"):
         x = np.asarray(x)

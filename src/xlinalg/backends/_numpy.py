@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy as np
 from .._lib._typing import QRMode
 from ._base import NP_NON_NUMERIC, Adapter, Backend, im2col_conv2d
 
-__all__ = ["NUMPY", "NumPyAdapter", "NumPyBackend"]
+__all__ = ["NUMPY", "NumPyAdapter", "NumPyBackend", "refused_subclass"]
 
 
 class NumPyAdapter(Adapter):
@@ -150,6 +151,34 @@ class NumPyAdapter(Adapter):
         return self._expit(x)
 
 
+def refused_subclass(x: Any, name: str) -> TypeError | None:
+    """The error for a NumPy array subclass that xlinalg does not take as it is
+    (a masked array, np.matrix), naming `name` and what to pass; None for others.
+
+    A mask is something no other library has and no linear algebra routine
+    honors: taking the array would drop it and compute with the values under it
+    (np.linalg does), or, converted, hand them to another library. The user says
+    which values are meant.
+    """
+    ma = sys.modules.get("numpy.ma")  # not loaded: no masked array can exist
+    if ma is not None and isinstance(x, ma.MaskedArray):
+        n = int(ma.count_masked(x))
+        return TypeError(
+            f"`{name}` is a NumPy masked array of shape {tuple(x.shape)} and dtype {x.dtype} "
+            f"with {n} masked {'entry' if n == 1 else 'entries'}: xlinalg has no masks (nor do the "
+            "other libraries), so the mask would be dropped and the values under it used. "
+            f"Say which values are meant: pass `{name}.filled(value)` (e.g. numpy.nan) or "
+            f"`numpy.ma.getdata({name})` (the values as stored)"
+        )
+    if isinstance(x, np.matrix):
+        return TypeError(
+            f"`{name}` is a numpy.matrix of shape {tuple(x.shape)} and dtype {x.dtype}, which is "
+            "not an array API array (always 2-D, `*` is its matrix product): pass "
+            f"`numpy.asarray({name})`"
+        )
+    return None
+
+
 class _NumPySingular(np.linalg.LinAlgError):
     pass
 
@@ -193,8 +222,12 @@ class NumPyBackend(Backend):
         return NUMPY
 
     def adapter_for_type(self, cls: type) -> Adapter | None:
-        # scalars are host data to the operations; np.matrix is not an array API array
-        return NUMPY if issubclass(cls, np.ndarray) and not issubclass(cls, np.matrix) else None
+        # scalars are host data to the operations; np.matrix and masked arrays are
+        # refused (refused_subclass says why)
+        if not issubclass(cls, np.ndarray) or issubclass(cls, np.matrix):
+            return None
+        ma = sys.modules.get("numpy.ma")
+        return None if ma is not None and issubclass(cls, ma.MaskedArray) else NUMPY
 
     def version(self) -> str:
         return np.__version__
