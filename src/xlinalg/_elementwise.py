@@ -115,17 +115,22 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
 
         return elemwise(_quiet_divide, x1, x2)
     fn = getattr(ad.xp, name)
-    if s1 or s2:
-        try:
-            return fn(x1, x2)
-        except (TypeError, AttributeError):
-            # a namespace without Python scalar arguments (the standard before 2024.12,
-            # e.g. array-api-strict's api_version flag): the scalar as a weak array
-            if s1:
-                x1 = _scalar_array(ad, x1, x2)
-            else:
-                x2 = _scalar_array(ad, x2, x1)
-    return fn(x1, x2)
+    try:
+        if s1 or s2:
+            try:
+                return fn(x1, x2)
+            except (TypeError, AttributeError):
+                # a namespace without Python scalar arguments (the standard before 2024.12,
+                # e.g. array-api-strict's api_version flag): the scalar as a weak array
+                if s1:
+                    x1 = _scalar_array(ad, x1, x2)
+                else:
+                    x2 = _scalar_array(ad, x2, x1)
+        return fn(x1, x2)
+    except Exception as e:
+        if (err := _validate.no_kernel(ad, name, e, ("x1", x1), ("x2", x2))) is None:
+            raise
+        raise err from e
 
 
 def _scalar_array(ad: Adapter, scal: Any, arr: Any) -> Any:
@@ -350,7 +355,12 @@ def exp(x: Array, /, *, xp: Namespace | None = None) -> Array:
     if ad.lazy:  # Dask runs later, outside this np.errstate: silence each block
         return x.map_blocks(_quiet_exp, dtype=x.dtype)
     with np.errstate(over="ignore", under="ignore"):
-        return ad.xp.exp(x)
+        try:
+            return ad.xp.exp(x)
+        except Exception as e:
+            if (err := _validate.no_kernel(ad, "exp", e, ("x", x))) is None:
+                raise
+            raise err from e
 
 
 def sigmoid(x: Array, /, *, xp: Namespace | None = None) -> Array:
@@ -388,7 +398,12 @@ def sigmoid(x: Array, /, *, xp: Namespace | None = None) -> Array:
         elif (k := _FAST_SIGMOID.get(t)) is not None and x.dtype in k[1]:
             return k[0](x)
     ad, x = _unary_float("sigmoid", x, xp)
-    out = ad.sigmoid(x)
+    try:
+        out = ad.sigmoid(x)
+    except Exception as e:
+        if (err := _validate.no_kernel(ad, "sigmoid", e, ("x", x))) is None:
+            raise
+        raise err from e
     if ad is NUMPY and _expit is None and NUMPY.fast.get("sigmoid") is not None:
         _expit = NUMPY.fast["sigmoid"]  # SciPy's expit is loaded: call it directly from now on
     return out

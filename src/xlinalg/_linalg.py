@@ -247,7 +247,12 @@ def _matmul_checked(a: Any, b: Any, xp: Any) -> Any:
         if dt is None:
             dt = ad.xp.result_type(a.dtype, b.dtype)
         a, b = ad.astype(a, dt), ad.astype(b, dt)
-    return ad.matmul(a, b)
+    try:
+        return ad.matmul(a, b)
+    except Exception as e:
+        if (err := _validate.no_kernel(ad, "matmul", e, ("a", a), ("b", b))) is None:
+            raise
+        raise err from e
 
 
 def _decomp_input(x: Any, fn: str, xp: Any) -> tuple[Adapter, Any]:

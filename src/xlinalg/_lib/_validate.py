@@ -16,11 +16,35 @@ __all__ = [
     "linalg_dtype",
     "matrix",
     "mixed_dtype",
+    "no_kernel",
     "promote_linalg",
     "solve_shapes",
 ]
 
 ERRORS = ("raise", "nan")
+
+
+def no_kernel(ad: Adapter, fn: str, exc: BaseException, *args: tuple[str, Any]) -> TypeError | None:
+    """The error for a library that has no kernel of `fn` for these dtypes, or None
+    when `exc` is another error (the caller re-raises it as it is).
+
+    PyTorch has no arithmetic on float8 and no add or matmul on uint16-uint64 (it
+    raises NotImplementedError "add_stub not implemented for 'UInt16'"); JAX and
+    XLA answer "UNIMPLEMENTED". The message names each argument, its dtype and
+    library, and the fix. `args`: (name, array) pairs.
+    """
+    if not isinstance(exc, NotImplementedError) and not (
+        type(exc).__name__ in ("JaxRuntimeError", "XlaRuntimeError") and str(exc).startswith("UNIMPLEMENTED")
+    ):
+        return None
+    why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    arrays = [(n, x) for n, x in args if hasattr(x, "shape")]  # not a Python scalar
+    dtypes = sorted({ad.dtype_name(x.dtype) for _, x in arrays})
+    got = " and ".join(f"`{n}` {ad.describe(x)}" for n, x in arrays)
+    return TypeError(
+        f"{fn}: {ad.library} has no {fn} for dtype {' and '.join(dtypes)} ({why}), got {got}; "
+        f"cast first to a dtype it computes in, e.g. `xp.astype({arrays[0][0]}, xp.float32)`"
+    )
 
 
 def check_errors(errors: str) -> None:

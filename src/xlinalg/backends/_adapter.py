@@ -27,7 +27,7 @@ import numpy as np
 from .._lib._errors import LinAlgError
 from .._lib._typing import QRMode
 
-__all__ = ["MISSING", "NP_NON_NUMERIC", "Adapter", "make_solve_fast", "singular_members"]
+__all__ = ["MISSING", "NARROW_FLOATS", "NP_NON_NUMERIC", "Adapter", "make_solve_fast", "singular_members"]
 
 #: what an adapter's ``solve_fast`` returns when xl.solve must take its checked path
 MISSING: Any = object()
@@ -201,13 +201,13 @@ class Adapter:
         return xp.float32, f64
 
     def kind(self, dtype: Any) -> str:
-        """'f' real float, 'c' complex, 'i' integer, 'b' bool, 'h' half/bfloat16,
+        """'f' real float, 'c' complex, 'i' integer, 'b' bool, 'h' half/bfloat16/float8-,
         'x' extended precision (NumPy's float128/complex256), '?' other."""
         if _extended(dtype):
             return "x"
         xp = self.xp
         name = self.dtype_name(dtype)
-        if name in ("float16", "bfloat16", "half"):
+        if name in ("float16", "bfloat16", "half") or name.startswith(NARROW_FLOATS):
             return "h"
         if xp.isdtype(dtype, "bool"):
             return "b"
@@ -394,12 +394,21 @@ class Adapter:
         branch overflows, for any |x|.
         """
         xp = self.xp
-        if xp.isdtype(x.dtype, "complex floating"):
+        try:
+            complex_ = xp.isdtype(x.dtype, "complex floating")
+        except TypeError:  # NumPy refuses ml_dtypes' dtypes (bfloat16, float8_*): real all
+            complex_ = False
+        if complex_:
             # no order on C: the plain formula, as torch.sigmoid computes it
             return 1.0 / (1.0 + xp.exp(-x))
         e = xp.exp(-xp.abs(x))
         one_plus = 1.0 + e
         return xp.where(x >= 0, 1.0 / one_plus, e / one_plus)
+
+
+#: name prefixes of the sub-16-bit floats (ml_dtypes' float8_e4m3fn, float4_e2m1fn, ...
+#: in NumPy and JAX): low precision as float16 is, with no linear algebra anywhere
+NARROW_FLOATS = ("float8_", "float6_", "float4_")
 
 
 def make_solve_fast(call: Callable[[Any, Any], Any], ok: frozenset[Any]) -> Callable[[Any, Any], Any]:

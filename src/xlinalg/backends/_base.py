@@ -21,10 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from ._adapter import MISSING, NP_NON_NUMERIC, Adapter, make_solve_fast, singular_members
+from ._adapter import (
+    MISSING,
+    NARROW_FLOATS,
+    NP_NON_NUMERIC,
+    Adapter,
+    make_solve_fast,
+    singular_members,
+)
 
 __all__ = [
     "MISSING",
+    "NARROW_FLOATS",
     "NP_NON_NUMERIC",
     "Adapter",
     "Backend",

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._lib._typing import QRMode
-from ._base import NP_NON_NUMERIC, Adapter, Backend, im2col_conv2d
+from ._base import NARROW_FLOATS, NP_NON_NUMERIC, Adapter, Backend, im2col_conv2d
 
 __all__ = ["NUMPY", "NumPyAdapter", "NumPyBackend", "refused_subclass"]
 
@@ -54,8 +54,10 @@ class NumPyAdapter(Adapter):
 
     def kind(self, dtype: Any) -> str:
         k = dtype.kind
-        if k == "f":
-            return "h" if dtype.itemsize == 2 else ("f" if dtype.itemsize in (4, 8) else "x")
+        if k == "f":  # (ml_dtypes' float8_e5m2 is a one-byte "f")
+            return "h" if dtype.itemsize <= 2 else ("f" if dtype.itemsize in (4, 8) else "x")
+        if k == "V" and (dtype.name == "bfloat16" or dtype.name.startswith(NARROW_FLOATS)):
+            return "h"  # ml_dtypes' other low-precision floats
         if k == "c":
             return "c" if dtype.itemsize in (8, 16) else "x"
         if k in "iu":
