@@ -52,70 +52,70 @@ def _float_default(ad: Adapter, x: Any) -> Any:
 
 def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any:
     ad = _dispatch.adapter_for((x1, x2), ("x1", "x2"), xp)
-    # NumPy scalars next to another library's array are weak Python scalars
-    if isinstance(x1, np.generic) and ad is not NUMPY:
-        x1 = x1.item()
-    if isinstance(x2, np.generic) and ad is not NUMPY:
-        x2 = x2.item()
-    s1, s2 = isinstance(x1, _PY_SCALARS), isinstance(x2, _PY_SCALARS)
-    if s1 and s2:
-        x1 = ad.asarray(x1, None, "x1")
-        s1 = False
-    if not s1 and not hasattr(x1, "dtype"):
-        x1 = ad.asarray(x1, None if s2 or not hasattr(x2, "dtype") else x2, "x1")
-    if not s2 and not hasattr(x2, "dtype"):
-        x2 = ad.asarray(x2, x1 if not s1 else None, "x2")
-    if s1 or s2:
-        arr, scal = (x2, x1) if s1 else (x1, x2)
-        na = "x2" if s1 else "x1"
-        k = ad.kind(arr.dtype)
-        if k in "ib" and (to_float or isinstance(scal, (float, complex))):
-            arr = ad.astype(arr, _float_default(ad, arr))
-            k = "f"
-        elif k == "b":
-            if isinstance(scal, bool):
-                return _bool_op(ad, name, arr, ad.asarray(scal, arr, "x1" if s1 else "x2"))
-            arr = ad.astype(arr, ad.xp.int64)  # bool array with a Python int: NumPy's int64
-            k = "i"
-        elif k == "?":
-            raise TypeError(f"{name}: `{na}` must be numeric, got {ad.describe(arr)}")
-        if k == "i" and type(scal) is int:
-            info = ad.xp.iinfo(arr.dtype)
-            if not info.min <= scal <= info.max:
-                raise OverflowError(
-                    f"{name}: the Python int `{'x1' if s1 else 'x2'}` = {scal} is out of the "
-                    f"range of `{na}`'s dtype {ad.dtype_name(arr.dtype)} [{info.min}, {info.max}]"
-                )
-        x1, x2 = (scal, arr) if s1 else (arr, scal)
-    else:
-        ad.check_same_device(x1, x2, "x1", "x2")
-        try:
-            np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
-        except ValueError:
-            raise ValueError(
-                f"{name}: the shapes of `x1` {tuple(x1.shape)} and `x2` {tuple(x2.shape)} "
-                "do not broadcast"
-            ) from None
-        except TypeError:  # unknown (NaN) Dask dimensions: the library checks later
-            pass
-        k1, k2 = ad.kind(x1.dtype), ad.kind(x2.dtype)
-        if "?" in (k1, k2):
-            bad, nb = (x1, "x1") if k1 == "?" else (x2, "x2")
-            raise TypeError(f"{name}: `{nb}` must be numeric, got {ad.describe(bad)}")
-        if to_float and k1 in "ib" and k2 in "ib":
-            x1 = ad.astype(x1, _float_default(ad, x1))
-        elif k1 == k2 == "b":
-            return _bool_op(ad, name, x1, x2)
-        if x1.dtype != x2.dtype:
-            dt = _validate.mixed_dtype(ad, x1, x2)
-            if dt is not None:
-                x1, x2 = ad.astype(x1, dt), ad.astype(x2, dt)
-    if name == "divide" and ad.lazy:  # Dask runs later, outside the caller's np.errstate
-        from dask.array.core import elemwise
+    try:  # a sparse or nested tensor, or a dtype without a kernel: named (native_error)
+        # NumPy scalars next to another library's array are weak Python scalars
+        if isinstance(x1, np.generic) and ad is not NUMPY:
+            x1 = x1.item()
+        if isinstance(x2, np.generic) and ad is not NUMPY:
+            x2 = x2.item()
+        s1, s2 = isinstance(x1, _PY_SCALARS), isinstance(x2, _PY_SCALARS)
+        if s1 and s2:
+            x1 = ad.asarray(x1, None, "x1")
+            s1 = False
+        if not s1 and not hasattr(x1, "dtype"):
+            x1 = ad.asarray(x1, None if s2 or not hasattr(x2, "dtype") else x2, "x1")
+        if not s2 and not hasattr(x2, "dtype"):
+            x2 = ad.asarray(x2, x1 if not s1 else None, "x2")
+        if s1 or s2:
+            arr, scal = (x2, x1) if s1 else (x1, x2)
+            na = "x2" if s1 else "x1"
+            k = ad.kind(arr.dtype)
+            if k in "ib" and (to_float or isinstance(scal, (float, complex))):
+                arr = ad.astype(arr, _float_default(ad, arr))
+                k = "f"
+            elif k == "b":
+                if isinstance(scal, bool):
+                    return _bool_op(ad, name, arr, ad.asarray(scal, arr, "x1" if s1 else "x2"))
+                arr = ad.astype(arr, ad.xp.int64)  # bool array with a Python int: NumPy's int64
+                k = "i"
+            elif k == "?":
+                raise TypeError(f"{name}: `{na}` must be numeric, got {ad.describe(arr)}")
+            if k == "i" and type(scal) is int:
+                info = ad.xp.iinfo(arr.dtype)
+                if not info.min <= scal <= info.max:
+                    raise OverflowError(
+                        f"{name}: the Python int `{'x1' if s1 else 'x2'}` = {scal} is out of the "
+                        f"range of `{na}`'s dtype {ad.dtype_name(arr.dtype)} [{info.min}, {info.max}]"
+                    )
+            x1, x2 = (scal, arr) if s1 else (arr, scal)
+        else:
+            ad.check_same_device(x1, x2, "x1", "x2")
+            try:
+                np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+            except ValueError:
+                raise ValueError(
+                    f"{name}: the shapes of `x1` {tuple(x1.shape)} and `x2` {tuple(x2.shape)} "
+                    "do not broadcast"
+                ) from None
+            except TypeError:  # unknown (NaN) Dask dimensions: the library checks later
+                pass
+            k1, k2 = ad.kind(x1.dtype), ad.kind(x2.dtype)
+            if "?" in (k1, k2):
+                bad, nb = (x1, "x1") if k1 == "?" else (x2, "x2")
+                raise TypeError(f"{name}: `{nb}` must be numeric, got {ad.describe(bad)}")
+            if to_float and k1 in "ib" and k2 in "ib":
+                x1 = ad.astype(x1, _float_default(ad, x1))
+            elif k1 == k2 == "b":
+                return _bool_op(ad, name, x1, x2)
+            if x1.dtype != x2.dtype:
+                dt = _validate.mixed_dtype(ad, x1, x2)
+                if dt is not None:
+                    x1, x2 = ad.astype(x1, dt), ad.astype(x2, dt)
+        if name == "divide" and ad.lazy:  # Dask runs later, outside the caller's np.errstate
+            from dask.array.core import elemwise
 
-        return elemwise(_quiet_divide, x1, x2)
-    fn = getattr(ad.xp, name)
-    try:
+            return elemwise(_quiet_divide, x1, x2)
+        fn = getattr(ad.xp, name)
         if s1 or s2:
             try:
                 return fn(x1, x2)
@@ -128,9 +128,7 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
                     x2 = _scalar_array(ad, x2, x1)
         return fn(x1, x2)
     except Exception as e:
-        if (err := _validate.no_kernel(ad, name, e, ("x1", x1), ("x2", x2))) is None:
-            raise
-        raise err from e
+        _validate.reraise(ad, name, e, ("x1", x1), ("x2", x2))
 
 
 def _scalar_array(ad: Adapter, scal: Any, arr: Any) -> Any:
@@ -168,7 +166,10 @@ def _unary_float(name: str, x: Any, xp: Any) -> tuple[Adapter, Any]:
         ad: Adapter = NUMPY
     else:
         ad = _dispatch.adapter_for((x,), ("x",), xp)
-        x = _validate.as_arrays(ad, (x,), ("x",))[0]
+        try:
+            x = _validate.as_arrays(ad, (x,), ("x",))[0]
+        except Exception as e:  # a nested tensor has no shape to read: named (native_error)
+            _validate.reraise(ad, name, e, ("x", x))
     k = ad.kind(x.dtype)
     if k in "ib":
         x = ad.astype(x, _float_default(ad, x))
@@ -358,9 +359,7 @@ def exp(x: Array, /, *, xp: Namespace | None = None) -> Array:
         try:
             return ad.xp.exp(x)
         except Exception as e:
-            if (err := _validate.no_kernel(ad, "exp", e, ("x", x))) is None:
-                raise
-            raise err from e
+            _validate.reraise(ad, "exp", e, ("x", x))
 
 
 def sigmoid(x: Array, /, *, xp: Namespace | None = None) -> Array:
@@ -396,14 +395,15 @@ def sigmoid(x: Array, /, *, xp: Namespace | None = None) -> Array:
             if _expit is not None and ((dt := x.dtype) is _F64 or dt is _F32):
                 return _expit(x)
         elif (k := _FAST_SIGMOID.get(t)) is not None and x.dtype in k[1]:
-            return k[0](x)
+            try:
+                return k[0](x)
+            except Exception:  # noqa: S110 -- the checked path below re-raises, naming `x`
+                pass
     ad, x = _unary_float("sigmoid", x, xp)
     try:
         out = ad.sigmoid(x)
     except Exception as e:
-        if (err := _validate.no_kernel(ad, "sigmoid", e, ("x", x))) is None:
-            raise
-        raise err from e
+        _validate.reraise(ad, "sigmoid", e, ("x", x))
     if ad is NUMPY and _expit is None and NUMPY.fast.get("sigmoid") is not None:
         _expit = NUMPY.fast["sigmoid"]  # SciPy's expit is loaded: call it directly from now on
     return out

@@ -109,8 +109,11 @@ def solve(a: Array, b: Array, /, *, errors: str = "raise", method: str = "auto",
     ):
         return x  # the library's call was the whole contract (see Adapter.solve_fast)
     ad, a, b = _adapter2(a, b, "a", "b", xp)
-    sa = a.shape
-    sb = b.shape
+    try:
+        sa = a.shape
+        sb = b.shape
+    except Exception as e:  # a nested tensor has no shape: named (native_error)
+        _validate.reraise(ad, "solve", e, ("a", a), ("b", b))
     vector = len(sb) == 1
     # Fast path: the checks the native call would not make, as cheap attribute reads.
     if (
@@ -127,7 +130,10 @@ def solve(a: Array, b: Array, /, *, errors: str = "raise", method: str = "auto",
             _validate.check_errors(errors)
         if ad.fast_device_check:  # the error must name `a` and `b` (strict, JAX, CuPy)
             ad.check_same_device(a, b, "a", "b")
-        return ad.solve(a, b, vector, errors)
+        try:
+            return ad.solve(a, b, vector, errors)
+        except Exception as e:  # a sparse tensor or a dtype without a kernel: named
+            _validate.reraise(ad, "solve", e, ("a", a), ("b", b))
     return _solve_checked(ad, a, b, vector, errors, method, sa, sb)
 
 
@@ -144,6 +150,8 @@ def _solve_checked(
     """
     if sa is None:
         sa, sb = a.shape, b.shape
+    if (err := ad.dense_error(a, "a", "solve") or ad.dense_error(b, "b", "solve")) is not None:
+        raise err
     _validate.solve_shapes(ad, a, b, vector, sa, sb)
     if errors != "raise":
         _validate.check_errors(errors)
@@ -220,43 +228,43 @@ def matmul(a: Array, b: Array, /, *, xp: Namespace | None = None) -> Array:
 
 def _matmul_checked(a: Any, b: Any, xp: Any) -> Any:
     ad, a, b = _adapter2(a, b, "a", "b", xp)
-    sa, sb = a.shape, b.shape
-    if not sa or not sb:
-        raise ValueError(
-            f"matmul: operands must have at least one dimension, got `a` {ad.describe(a)} "
-            f"and `b` {ad.describe(b)}"
-        )
-    ka = sa[-1]
-    kb = sb[0] if len(sb) == 1 else sb[-2]
-    if ka != kb:
-        raise ValueError(
-            f"matmul: `a` has {ka} columns but `b` has {kb} rows "
-            f"(shapes {tuple(sa)} and {tuple(sb)})"
-        )
-    da, db = ad.kind(a.dtype), ad.kind(b.dtype)
-    if "b" in (da, db) or "?" in (da, db):
-        raise TypeError(
-            f"matmul: operands must be numeric, got `a` {ad.describe(a)} and `b` {ad.describe(b)}"
-        )
-    ad.check_same_device(a, b, "a", "b")
-    if len(sa) > 2 and len(sb) > 2:
-        _validate.batches("matmul", sa, sb)
-    if a.dtype != b.dtype:
-        # NumPy's table for mixed kinds (int64 x float32 -> float64) on every backend
-        dt = _validate.mixed_dtype(ad, a, b)
-        if dt is None:
-            dt = ad.xp.result_type(a.dtype, b.dtype)
-        a, b = ad.astype(a, dt), ad.astype(b, dt)
-    try:
+    try:  # a sparse or nested tensor, or a dtype without a kernel: named (native_error)
+        sa, sb = a.shape, b.shape
+        if not sa or not sb:
+            raise ValueError(
+                f"matmul: operands must have at least one dimension, got `a` {ad.describe(a)} "
+                f"and `b` {ad.describe(b)}"
+            )
+        ka = sa[-1]
+        kb = sb[0] if len(sb) == 1 else sb[-2]
+        if ka != kb:
+            raise ValueError(
+                f"matmul: `a` has {ka} columns but `b` has {kb} rows "
+                f"(shapes {tuple(sa)} and {tuple(sb)})"
+            )
+        da, db = ad.kind(a.dtype), ad.kind(b.dtype)
+        if "b" in (da, db) or "?" in (da, db):
+            raise TypeError(
+                f"matmul: operands must be numeric, got `a` {ad.describe(a)} and `b` {ad.describe(b)}"
+            )
+        ad.check_same_device(a, b, "a", "b")
+        if len(sa) > 2 and len(sb) > 2:
+            _validate.batches("matmul", sa, sb)
+        if a.dtype != b.dtype:
+            # NumPy's table for mixed kinds (int64 x float32 -> float64) on every backend
+            dt = _validate.mixed_dtype(ad, a, b)
+            if dt is None:
+                dt = ad.xp.result_type(a.dtype, b.dtype)
+            a, b = ad.astype(a, dt), ad.astype(b, dt)
         return ad.matmul(a, b)
     except Exception as e:
-        if (err := _validate.no_kernel(ad, "matmul", e, ("a", a), ("b", b))) is None:
-            raise
-        raise err from e
+        _validate.reraise(ad, "matmul", e, ("a", a), ("b", b))
 
 
 def _decomp_input(x: Any, fn: str, xp: Any) -> tuple[Adapter, Any]:
     ad, x = _adapter1(x, "x", xp)
+    if (err := ad.dense_error(x, "x", fn)) is not None:
+        raise err
     _validate.matrix(ad, x, "x", fn)
     dt = _validate.linalg_dtype(ad, x, "x", fn)
     return ad, ad.astype(x, dt)

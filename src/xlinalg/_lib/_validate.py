@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -16,35 +16,49 @@ __all__ = [
     "linalg_dtype",
     "matrix",
     "mixed_dtype",
-    "no_kernel",
+    "native_error",
     "promote_linalg",
+    "reraise",
     "solve_shapes",
 ]
 
 ERRORS = ("raise", "nan")
 
 
-def no_kernel(ad: Adapter, fn: str, exc: BaseException, *args: tuple[str, Any]) -> TypeError | None:
-    """The error for a library that has no kernel of `fn` for these dtypes, or None
-    when `exc` is another error (the caller re-raises it as it is).
+def native_error(ad: Adapter, fn: str, exc: BaseException, *args: tuple[str, Any]) -> TypeError | None:
+    """The error to raise instead of `exc`, raised by the library's own call, or None
+    when `exc` is to be re-raised as it is. `args`: (name, argument) pairs.
 
-    PyTorch has no arithmetic on float8 and no add or matmul on uint16-uint64 (it
-    raises NotImplementedError "add_stub not implemented for 'UInt16'"); JAX and
-    XLA answer "UNIMPLEMENTED". The message names each argument, its dtype and
-    library, and the fix. `args`: (name, array) pairs.
+    * A sparse or nested PyTorch tensor among `args` (which torch takes in some
+      kernels and not others): the error naming it and ``to_dense()``.
+    * A library without a kernel of `fn` for these dtypes: PyTorch has no arithmetic
+      on float8 and no add or matmul on uint16-uint64 (NotImplementedError "add_stub
+      not implemented for 'UInt16'"); JAX and XLA answer "UNIMPLEMENTED". The error
+      names each argument, its dtype and library, and the cast to make.
     """
+    arrays = [(n, x) for n, x in args if hasattr(x, "dtype") and not isinstance(x, np.generic)]
+    for n, x in arrays:
+        if (err := ad.dense_error(x, n, fn)) is not None:
+            return err
     if not isinstance(exc, NotImplementedError) and not (
         type(exc).__name__ in ("JaxRuntimeError", "XlaRuntimeError") and str(exc).startswith("UNIMPLEMENTED")
     ):
         return None
     why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-    arrays = [(n, x) for n, x in args if hasattr(x, "shape")]  # not a Python scalar
     dtypes = sorted({ad.dtype_name(x.dtype) for _, x in arrays})
     got = " and ".join(f"`{n}` {ad.describe(x)}" for n, x in arrays)
     return TypeError(
         f"{fn}: {ad.library} has no {fn} for dtype {' and '.join(dtypes)} ({why}), got {got}; "
         f"cast first to a dtype it computes in, e.g. `xp.astype({arrays[0][0]}, xp.float32)`"
     )
+
+
+def reraise(ad: Adapter, fn: str, exc: BaseException, *args: tuple[str, Any]) -> NoReturn:
+    """Raise :func:`native_error`'s error from `exc`, or `exc` itself."""
+    err = native_error(ad, fn, exc, *args)
+    if err is None:
+        raise exc
+    raise err from exc
 
 
 def check_errors(errors: str) -> None:

@@ -160,6 +160,8 @@ class _Kind(NamedTuple):
     name: Callable[[Any], str]
     #: waits for one array of this type; None: there is nothing to wait for
     fence: Callable[[Any], Any] | None
+    #: the error for an array of this type that is not dense; None: all are
+    dense_error: Callable[[Any, str, str], TypeError | None] | None = None
 
 
 #: array type -> its :class:`_Kind`, filled the first time a type is met, so that
@@ -195,7 +197,7 @@ def _make_kind(cls: type) -> _Kind:
     b = _owner(cls)
     if b is None:
         return _Kind(_unknown, None)
-    return _Kind(b.type_name(cls), b.type_fence(cls))
+    return _Kind(b.type_name(cls), b.type_fence(cls), b.type_dense_error(cls))
 
 
 def backend_of(x: Array) -> str:
@@ -323,8 +325,12 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
     if isinstance(x, np.ndarray) and type(x) is not np.ndarray and (refused := refused_subclass(x, "x")):
         raise refused
     target.require()
-    if not isinstance(x, np.ndarray) and not hasattr(x, "shape"):
-        x = np.asarray(x)
+    if not isinstance(x, np.ndarray):
+        dense_error = (_KINDS.get(type(x)) or _kind(type(x))).dense_error
+        if dense_error is not None and (err := dense_error(x, "x", "xlinalg.to")) is not None:
+            raise err  # (before reading the shape: a nested tensor's cannot be read)
+        if not hasattr(x, "shape"):
+            x = np.asarray(x)
     source = backend_of(x)
     if source == backend and not copy:
         return x

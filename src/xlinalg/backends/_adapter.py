@@ -161,6 +161,11 @@ class Adapter:
         """Whether `x` is a tracer (no concrete values: no exceptions possible)."""
         return False
 
+    def dense_error(self, x: Any, name: str, fn: str) -> TypeError | None:
+        """The error naming `name` if `x` is not a dense array (PyTorch's sparse and
+        nested tensors), else None. Array API arrays are dense."""
+        return None
+
     # ------------------------------------------------------------ devices
     def check_same_device(self, a: Any, b: Any, na: str, nb: str) -> None:
         da, db = self.device(a), self.device(b)

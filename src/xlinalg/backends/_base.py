@@ -317,6 +317,12 @@ class Backend:
             return None
         return self.synchronize
 
+    def type_dense_error(self, cls: type) -> Callable[[Any, str, str], TypeError | None] | None:
+        """``f(x, name, fn)``: the error for an array of type `cls` that is not dense
+        (PyTorch's sparse and nested tensors), else None; None: every array of this
+        type is dense (called once per type; see :meth:`Adapter.dense_error`)."""
+        return None
+
     def make_adapter(self) -> Adapter:
         """A new adapter of this library (:meth:`adapter` keeps the one made)."""
         raise NotImplementedError(f"backend {self.name!r} defines no make_adapter()")

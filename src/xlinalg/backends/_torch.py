@@ -38,6 +38,9 @@ class TorchAdapter(Adapter):
     def describe(self, x: Any) -> str:
         return f"a PyTorch tensor of shape {tuple(x.shape)} and dtype {self.dtype_name(x.dtype)} on {x.device}"
 
+    def dense_error(self, x: Any, name: str, fn: str) -> TypeError | None:
+        return _torch_dense_error(x, name, fn)
+
     def backend(self, x: Any) -> str:
         t = x.device.type
         return f"torch-{t}"
@@ -236,6 +239,9 @@ class TorchBackend(Backend):
     def type_fence(self, cls: type) -> Callable[[Any], Any] | None:
         return _torch_fence
 
+    def type_dense_error(self, cls: type) -> Callable[[Any, str, str], TypeError | None] | None:
+        return _torch_dense_error
+
     # ---------------------------------------------------------------- conversion
     def plain(self, x: Any) -> Any:
         if x.is_conj() or x.is_neg():
@@ -370,6 +376,31 @@ class TorchBackend(Backend):
         import torch
 
         return torch.device(self.device_type)
+
+
+_STRIDED: Any = None  # torch.strided, once a tensor has been met
+
+
+def _torch_dense_error(x: Any, name: str, fn: str) -> TypeError | None:
+    """The error for a sparse or nested tensor (torch takes them in some kernels and
+    not others), naming `name` and the conversion to make; None for a dense one."""
+    global _STRIDED
+    if _STRIDED is None:  # (torch is loaded: `x` is a tensor)
+        import torch
+
+        _STRIDED = torch.strided
+    if x.layout is _STRIDED and not x.is_nested:
+        return None
+    if x.is_nested:  # (its shape cannot be read)
+        what = "nested PyTorch tensor of"
+        fix = f"`{name}.to_padded_tensor(0.0)`, or `torch.stack({name}.unbind())` where its members share a shape"
+    else:
+        what = f"{str(x.layout).removeprefix('torch.')} PyTorch tensor of shape {tuple(x.shape)} and"
+        fix = f"`{name}.to_dense()`"
+    return TypeError(
+        f"{fn}: `{name}` is a {what} dtype {str(x.dtype).removeprefix('torch.')} on {x.device}, "
+        f"which {fn} does not take: xlinalg computes on dense (strided) tensors; pass {fix}"
+    )
 
 
 def _torch_name(x: Any) -> str:

@@ -1,0 +1,91 @@
+"""PyTorch's sparse and nested tensors: a result where torch computes one, else a
+TypeError naming the argument and the conversion (never torch's own
+NotImplementedError or "NestedTensorImpl doesn't support sizes")."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import xlinalg as xl
+from conftest import require_backend
+from xlinalg._capabilities import ELEMENTWISE, LINALG
+
+require_backend("torch-cpu")
+import torch  # noqa: E402 -- after the skip above
+
+FUNCTIONS = (*LINALG, *ELEMENTWISE)
+TWO = ("solve", "matmul", "add", "subtract", "multiply", "divide")
+A = torch.eye(3, dtype=torch.float64) * 2 + 1
+
+
+def _nested() -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "nested tensors are a prototype"
+        return torch.nested.nested_tensor([A, A])
+
+
+LAYOUTS = {
+    "sparse_coo": (lambda: A.to_sparse(), r"`{}` is a sparse_coo PyTorch tensor of shape \(3, 3\) .*`{}\.to_dense\(\)`"),
+    "sparse_csr": (lambda: A.to_sparse_csr(), r"`{}` is a sparse_csr PyTorch tensor .*`{}\.to_dense\(\)`"),
+    "nested": (_nested, r"`{}` is a nested PyTorch tensor of dtype float64 .*`{}\.to_padded_tensor\(0\.0\)`"),
+}
+
+
+def _args(fn: str, x: Any, where: str) -> tuple[Any, ...]:
+    if fn not in TWO:
+        return (x,)
+    dense = A[0] if fn == "solve" else A.float()  # float32: the checked path, not torch's own call
+    return (x, dense) if where == "first" else (A, x)
+
+
+CASES = [(fn, where) for fn in FUNCTIONS for where in (("first", "second") if fn in TWO else ("first",))]
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize(("fn", "where"), CASES)
+def test_result_or_named_error(layout: str, fn: str, where: str) -> None:
+    make, pattern = LAYOUTS[layout]
+    x = make()
+    name = {"solve": "ab", "matmul": "ab"}.get(fn, "x1x2" if fn in TWO else "x")
+    arg = (name[:len(name) // 2] if where == "first" else name[len(name) // 2:]) if fn in TWO else "x"
+    err: TypeError | None = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = getattr(xl, fn)(*_args(fn, x, where))
+    except TypeError as e:
+        err = e
+    if err is not None:
+        assert re.search(pattern.format(arg, arg), str(err)), str(err)
+        assert str(err).startswith(f"{fn}: "), str(err)
+        return
+    # torch computed it (e.g. sparse @ dense): the values are those of the dense input
+    ref = getattr(xl, fn)(*_args(fn, A if layout != "nested" else torch.stack([A, A]), where))
+    got = out.to_dense() if out.layout is not torch.strided else out
+    if got.is_nested:
+        got = torch.stack(got.unbind())
+    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), np.asarray(ref, dtype=np.float64), rtol=1e-6)
+
+
+def test_torch_computes_sparse_matmul_and_it_is_kept() -> None:
+    # where torch has the kernel, xlinalg passes the sparse tensor through: not refused
+    out = xl.matmul(A.to_sparse(), A[0])
+    np.testing.assert_allclose(out.numpy(), (A @ A[0]).numpy())
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_linear_algebra_and_to_refuse_them(layout: str) -> None:
+    make, pattern = LAYOUTS[layout]
+    x = make()
+    for fn in ("svd", "svdvals", "qr", "exp", "sigmoid"):
+        with pytest.raises(TypeError, match=f"{fn}: " + pattern.format("x", "x")):
+            getattr(xl, fn)(x)
+    with pytest.raises(TypeError, match="solve: " + pattern.format("a", "a")):
+        xl.solve(x, A[0])
+    with pytest.raises(TypeError, match="xlinalg.to: " + pattern.format("x", "x")):
+        xl.to(x, "numpy")
