@@ -248,6 +248,17 @@ def test_read_only_numpy_to_torch_is_a_copy() -> None:
         xl.to(a, "torch-cpu", copy=False)
 
 
+@pytest.mark.parametrize("copy", ["yes", 1, 0, "False", [True]])
+def test_copy_must_be_a_bool_or_none(copy) -> None:
+    # a truthy string or an int would silently pick a side; NumPy's bool is a bool
+    import xlinalg as xl
+
+    with pytest.raises(TypeError, match=r"xlinalg\.to: `copy` must be True, False or None, got "):
+        xl.to(np.arange(3.0), "numpy", copy=copy)
+    y = xl.to(np.arange(3.0), "numpy", copy=np.True_)
+    assert y.flags.owndata
+
+
 def test_read_only_memmap_to_torch_does_not_crash() -> None:
     pytest.importorskip("torch")
     with tempfile.TemporaryDirectory() as d:

@@ -309,7 +309,8 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
         int64/float64/complex128, array-api-strict and float16, extended
         precision outside NumPy and Dask): the message names the dtype and the fix.
         If `x` is a NumPy masked array (the target has no mask: choose
-        ``x.filled(value)`` or ``numpy.ma.getdata(x)``) or a ``numpy.matrix``.
+        ``x.filled(value)`` or ``numpy.ma.getdata(x)``) or a ``numpy.matrix``, a
+        sparse or nested torch tensor, or `copy` is not True, False or None.
     ValueError
         If `backend` is unknown, or ``copy=False`` and a copy is needed.
     BackendUnavailableError
@@ -322,6 +323,8 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
     array([0., 1., 2.])
     """
     target = get_backend(backend)
+    if copy is not None and copy is not True and copy is not False and not isinstance(copy, np.bool_):
+        raise TypeError(f"xlinalg.to: `copy` must be True, False or None, got {copy!r}")
     if isinstance(x, np.ndarray) and type(x) is not np.ndarray and (refused := refused_subclass(x, "x")):
         raise refused
     target.require()
