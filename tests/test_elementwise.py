@@ -143,6 +143,25 @@ def test_python_int_out_of_range(backend: BackendCase) -> None:
     backend.assert_close(xl.add(x, 253), np.array([254, 255], np.uint8), dtype=np.uint8)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_python_int_beyond_int64_with_a_float_array(backend: BackendCase, dtype) -> None:
+    # torch and JAX parse a Python int as int64 and refused 2**70; NumPy converts it
+    # to the float it stands for (inf past the dtype's range): so does every backend
+    x = backend.arr(np.array([1.0, -2.0], dtype))
+    for v in (2**70, -(2**100), 2**200):
+        with np.errstate(over="ignore"):
+            ref = np.array([1.0, -2.0], dtype) + v
+        out = backend.np(xl.add(x, v))
+        assert out.dtype == np.dtype(dtype), (v, out.dtype)
+        np.testing.assert_array_equal(out, ref, err_msg=str(v))
+    backend.assert_close(xl.subtract(2**70, x), 2.0**70 - np.array([1.0, -2.0]), dtype=dtype)
+    with pytest.raises(OverflowError, match=r"add: the Python int `x2` \(401 digits\) is beyond the range of every "
+                                            r"float dtype"):
+        xl.add(x, 10**400)
+    with pytest.raises(OverflowError, match=r"multiply: the Python int `x1` \(310 digits\)"):
+        xl.multiply(-(10**308) * 10, x)
+
+
 # ---------------------------------------------------------------------- shapes
 @pytest.mark.parametrize("name", list(BINARY))
 def test_shapes_must_broadcast(backend: BackendCase, name) -> None:

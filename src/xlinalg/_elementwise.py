@@ -87,6 +87,16 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
                         f"{name}: the Python int `{'x1' if s1 else 'x2'}` = {scal} is out of the "
                         f"range of `{na}`'s dtype {ad.dtype_name(arr.dtype)} [{info.min}, {info.max}]"
                     )
+            elif type(scal) is int and scal.bit_length() > 63 and k in "fch":
+                # beyond int64, which torch and JAX parse a Python int as: the float it
+                # stands for, as NumPy converts it (inf past the dtype's range)
+                if not _fits_a_float(scal):
+                    raise OverflowError(
+                        f"{name}: the Python int `{'x1' if s1 else 'x2'}` ({len(str(abs(scal)))} digits) "
+                        f"is beyond the range of every float dtype, `{na}`'s "
+                        f"{ad.dtype_name(arr.dtype)} included; pass a float (inf) if that is what you mean"
+                    )
+                scal = float(scal)
             x1, x2 = (scal, arr) if s1 else (arr, scal)
         else:
             ad.check_same_device(x1, x2, "x1", "x2")
@@ -129,6 +139,15 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
         return fn(x1, x2)
     except Exception as e:
         _validate.reraise(ad, name, e, ("x1", x1), ("x2", x2))
+
+
+def _fits_a_float(n: int) -> bool:
+    """Whether the Python int `n` converts to a Python float (float64) at all."""
+    try:
+        float(n)
+    except OverflowError:
+        return False
+    return True
 
 
 def _scalar_array(ad: Adapter, scal: Any, arr: Any) -> Any:
