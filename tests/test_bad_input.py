@@ -56,6 +56,7 @@ INPUTS = {
     "float16": "float16",
     "complex": "complex128",
     "list": "Python lists",
+    "list-foreign": "a list of another library's arrays",
     "0-d": "0-d arrays",
     "mixed": "two array libraries",
     "read-only": "read-only NumPy arrays",
@@ -100,8 +101,27 @@ class Sub:
     value: Any
 
 
+@dataclass(frozen=True)
+class Foreign:
+    """A Python list of the rows of `value`, each an array of a library other than
+    NumPy and the backend under test (NumPy arrays in a list are host data)."""
+
+    value: Any
+
+
 def other_library(name: str) -> str:
     return "array-api-strict" if name == "numpy" else "numpy"
+
+
+def foreign_library(name: str) -> str:
+    """A library other than NumPy and `name` whose arrays can be made here."""
+    if name != "array-api-strict":
+        return "array-api-strict"
+    here = xl.available_backends()
+    for other in ("torch-cpu", "jax-cpu", "dask"):
+        if other in here:
+            return other
+    pytest.skip("no third CPU library installed (torch, jax or dask) to make a foreign list for array-api-strict")
 
 
 def make_args(bk: BackendCase, args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -111,6 +131,9 @@ def make_args(bk: BackendCase, args: tuple[Any, ...]) -> tuple[Any, ...]:
             out.append(np.asarray(a.value).tolist())
         elif isinstance(a, Other):
             out.append(require_backend(other_library(bk.name)).from_numpy(np.asarray(a.value)))
+        elif isinstance(a, Foreign):
+            lib = require_backend(foreign_library(bk.name))
+            out.append([lib.from_numpy(row) for row in np.asarray(a.value)])
         elif isinstance(a, ReadOnly):
             arr = np.array(a.value)
             arr.flags.writeable = False
@@ -129,7 +152,7 @@ def make_args(bk: BackendCase, args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def host_value(a: Any) -> np.ndarray:
-    return np.asarray(a.value if isinstance(a, (L, Other, ReadOnly, Sub)) else a)
+    return np.asarray(a.value if isinstance(a, (L, Foreign, Other, ReadOnly, Sub)) else a)
 
 
 # ---------------------------------------------------------------------- outcomes
@@ -329,6 +352,16 @@ def spec(fn: str, inp: str) -> Cell:
         return Cell(args, Raises(TypeError, rf"`{name}` is a numpy\.matrix .*not an array API array.*`numpy\.asarray\({name}\)`",
                                  f"`{name}` is a numpy.matrix …, which is not an array API array …: pass `numpy.asarray({name})`"),
                     only=("numpy",), only_why=NUMPY_ONLY)
+    if inp == "list-foreign":
+        # another library's arrays inside a list are not host data: NumPy would convert
+        # them one by one, off their library and device (a GPU array fails in it)
+        name = na1 if two else "x"
+        a = eye2 if fn in ("solve", "matmul") + DECOMP else np.ones((2, 2))
+        args = (Foreign(a), np.ones(2) if fn in ("solve", "matmul") else a) if two else (Foreign(a),)
+        return Cell(args, Raises(TypeError, rf"`{name}` is a Python list holding .* at `{name}\[0\]`: xlinalg converts "
+                                 rf"lists and tuples of numbers and NumPy arrays only.*`[\w.]+\.stack\({name}\)`",
+                                 f"`{name}` is a Python list holding a <library> array … at `{name}[0]`: xlinalg converts lists "
+                                 f"and tuples of numbers and NumPy arrays only … e.g. `torch.stack({name})`"))
     if inp == "list":
         if two:
             a = eye2 if fn in ("solve", "matmul") else np.array([1.0, 2.0])
@@ -520,7 +553,9 @@ def _call_and_compute(bk: BackendCase, f: Callable[..., Any], args: tuple[Any, .
 def _snapshot(bk: BackendCase, args: tuple[Any, ...]) -> list[np.ndarray | None]:
     snaps: list[np.ndarray | None] = []
     for a in args:
-        if isinstance(a, list):
+        if isinstance(a, list) and a and not isinstance(a[0], (list, float, int)):  # the "list-foreign" cell
+            snaps.append(np.stack([require_backend(xl.backend_of(e)).to_numpy(e) for e in a]))
+        elif isinstance(a, list):
             snaps.append(np.array(a))
         elif hasattr(a, "shape"):
             try:

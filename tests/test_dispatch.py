@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -240,6 +242,77 @@ def test_masked_arrays_are_refused_without_masked_entries() -> None:
         xl.add(np.eye(2), x, xp=np)
     with pytest.raises(TypeError, match=r"`b\[0\]` is a NumPy masked array"):
         xl.solve_many([np.eye(2)], [np.ma.array(np.ones(2))])
+
+
+def test_a_list_of_the_backends_own_arrays_is_refused_naming_the_element(backend: BackendCase) -> None:
+    # NumPy would convert each element to the host (a GPU array fails inside it) and the
+    # result would belong to the other argument's library: the user stacks them first
+    rows = [backend.arr(np.array([2.0, 0.0])), backend.arr(np.array([0.0, 4.0]))]
+    if backend.name == "numpy":  # NumPy arrays in a list are host data, stacked as NumPy does
+        backend.assert_close(xl.solve(rows, [2.0, 4.0]), [1.0, 1.0])
+        backend.assert_close(xl.to(rows, "numpy"), [[2.0, 0.0], [0.0, 4.0]])
+        return
+    stack = re.escape(xl.backends.get_backend(backend.name).adapter().stack_call)
+    assert stack.startswith(("torch", "jax", "cupy", "dask", "array_api_strict"))
+    other = backend.arr(np.ones(2))
+    calls = {
+        "x": lambda: xl.sigmoid(rows),
+        "x1": lambda: xl.add(rows, other),
+        "x2": lambda: xl.multiply(other, tuple(rows)),
+        "b": lambda: xl.solve(backend.arr(np.eye(2)), rows),
+        "a[0]": lambda: xl.solve_many([rows], [np.ones(2)]),
+    }
+    for name, call in calls.items():
+        at = re.escape(f"{name}[0]")
+        with pytest.raises(TypeError, match=rf"`{re.escape(name)}` is a Python (list|tuple) holding .* at `{at}`: "
+                                            rf".*`{stack}\({re.escape(name)}\)`"):
+            call()
+    nested = [[backend.arr(np.float64(2.0)), 0.0], [0.0, 1.0]]  # 0-d arrays among numbers
+    with pytest.raises(TypeError, match=r"`a` is a Python list holding .* at `a\[0\]\[0\]`"):
+        xl.solve(nested, [1.0, 1.0])
+    for target in SELECTED:
+        with pytest.raises(TypeError, match=r"`x` is a Python list holding .* at `x\[1\]`"):
+            xl.to([1.0, rows[0]], target)
+
+
+def test_the_host_list_scan_ends_on_hostile_lists() -> None:
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    wide: list[Any] = []
+    wide.extend([wide] * 50)  # 50**64 paths if every visit descended
+    deep: Any = 1.0
+    for _ in range(100_000):  # past the recursion limit: the scan is iterative
+        deep = [deep]
+    inner: list[Any] = [1.0, 2.0]
+    far = [[inner, [3.0, [4.0, inner]]]]
+    inner.append(far)  # a cycle three levels down, through a shared list
+    for bad, at in ((cyclic, r"x\[0\]"), (wide, r"x\[0\]"), ([[1.0, 2.0], far], r"x\[1\]\[0\]\[0\]\[2\]")):
+        with pytest.raises(TypeError, match=rf"`x` is a Python list that holds itself at `{at}`: a recursive list"):
+            xl.sigmoid(bad)
+    with pytest.raises(TypeError, match=r"`x` is a Python list nested deeper than 64 levels"):
+        xl.sigmoid(deep)
+    shared = [1.0, 2.0]
+    np.testing.assert_allclose(xl.add([shared, shared, (shared,)[0]], 0.0), [[1.0, 2.0]] * 3)  # shared, not cyclic
+    masked = [[1.0, 2.0], [1.0, np.ma.array([1.0, 2.0], mask=[True, False])]]
+    with pytest.raises(TypeError, match=r"`x\[1\]\[1\]` is a NumPy masked array .* with 1 masked entry"):
+        xl.exp(masked)
+    # NumPy arrays and scalars, and numbers, at any depth: host data
+    ok = [[np.float32(1.0), 2], [np.array(3.0), True]]
+    np.testing.assert_allclose(xl.add(ok, 1.0), [[2.0, 3.0], [4.0, 2.0]])
+
+
+def test_an_unknown_array_api_array_in_a_list_is_refused() -> None:
+    class Foreign:
+        shape = (2,)
+
+        def __array_namespace__(self, api_version: Any = None) -> Any:
+            return np
+
+        def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+            return np.ones(2)
+
+    with pytest.raises(TypeError, match=r"`x` is a Python list holding an array of type .*Foreign at `x\[0\]`"):
+        xl.exp([Foreign()])
 
 
 # ---------------------------------------------------------------------- explicit xp

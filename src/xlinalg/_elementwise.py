@@ -60,12 +60,12 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
             x2 = x2.item()
         s1, s2 = isinstance(x1, _PY_SCALARS), isinstance(x2, _PY_SCALARS)
         if s1 and s2:
-            x1 = ad.asarray(x1, None, "x1")
+            x1 = _dispatch.host_array(ad, x1, None, "x1")
             s1 = False
         if not s1 and not hasattr(x1, "dtype"):
-            x1 = ad.asarray(x1, None if s2 or not hasattr(x2, "dtype") else x2, "x1")
+            x1 = _dispatch.host_array(ad, x1, None if s2 or not hasattr(x2, "dtype") else x2, "x1")
         if not s2 and not hasattr(x2, "dtype"):
-            x2 = ad.asarray(x2, x1 if not s1 else None, "x2")
+            x2 = _dispatch.host_array(ad, x2, x1 if not s1 else None, "x2")
         if s1 or s2:
             arr, scal = (x2, x1) if s1 else (x1, x2)
             na = "x2" if s1 else "x1"
@@ -186,7 +186,7 @@ def _unary_float(name: str, x: Any, xp: Any) -> tuple[Adapter, Any]:
     else:
         ad = _dispatch.adapter_for((x,), ("x",), xp)
         try:
-            x = _validate.as_arrays(ad, (x,), ("x",))[0]
+            x = _dispatch.as_arrays(ad, (x,), ("x",))[0]
         except Exception as e:  # a nested tensor has no shape to read: named (native_error)
             _validate.reraise(ad, name, e, ("x", x))
     k = ad.kind(x.dtype)

@@ -211,9 +211,9 @@ def _solve_grouped(ad: Adapter, a: Sequence[Any], b: Sequence[Any], errors: str,
     for i in range(len(a)):
         ai, bi = a[i], b[i]
         if not hasattr(ai, "shape"):
-            a[i] = ai = ad.asarray(ai, None, f"a[{i}]")
+            a[i] = ai = _dispatch.host_array(ad, ai, None, f"a[{i}]")
         if not hasattr(bi, "shape"):
-            b[i] = bi = ad.asarray(bi, ai, f"b[{i}]")
+            b[i] = bi = _dispatch.host_array(ad, bi, ai, f"b[{i}]")
         groups.setdefault((*_key(ad, ai), *_key(ad, bi)), []).append(i)
     out: list[Any] = [None] * len(a)
     failed: list[int] = []

@@ -16,10 +16,10 @@ import numpy as np
 
 from .. import backends as _backends
 from ..backends._base import Adapter
+from ..backends._host import foreign_in_sequence
 from ..backends._numpy import NUMPY, refused_subclass
-from . import _validate
 
-__all__ = ["adapter1", "adapter2", "adapter_for", "adapter_for_namespace", "describe"]
+__all__ = ["adapter1", "adapter2", "adapter_for", "adapter_for_namespace", "as_arrays", "describe", "host_array"]
 
 _SCALARS = (bool, int, float, complex)
 
@@ -189,6 +189,31 @@ def adapter_for(
     return found
 
 
+def host_array(ad: Adapter, obj: Any, like: Any | None, name: str) -> Any:
+    """Host data `obj` (a number, a list or tuple) as an array of `ad` next to `like`.
+
+    A list or tuple must hold host data only (numbers, NumPy arrays and scalars):
+    another library's array, a masked array or a list that holds itself raises a
+    TypeError naming the element (``backends/_host.py``).
+    """
+    if isinstance(obj, (list, tuple)) and (err := foreign_in_sequence(obj, name, _lookup)) is not None:
+        raise err
+    return ad.asarray(obj, like, name)
+
+
+def as_arrays(ad: Adapter, args: tuple[Any, ...], names: tuple[str, ...]) -> list[Any]:
+    """Turn host data (lists, tuples, NumPy or Python scalars) into arrays of `ad`."""
+    out = list(args)
+    like = next((a for a in args if hasattr(a, "shape") and not isinstance(a, np.generic)), None)
+    for i, x in enumerate(args):
+        if isinstance(x, np.generic):
+            out[i] = ad.asarray(x.item(), like, names[i]) if like is not None else np.asarray(x)
+        elif not hasattr(x, "shape") or not hasattr(x, "dtype"):
+            out[i] = host_array(ad, x, like, names[i])
+    return out
+
+
+
 def adapter2(a: Any, b: Any, na: str, nb: str, xp: Any) -> tuple[Adapter, Any, Any]:
     """Adapter for two arguments, with host data converted. The fast path is two dict reads."""
     ta = type(a)
@@ -197,7 +222,7 @@ def adapter2(a: Any, b: Any, na: str, nb: str, xp: Any) -> tuple[Adapter, Any, A
         if ad is not None:
             return ad, a, b
     ad = adapter_for((a, b), (na, nb), xp)
-    a, b = _validate.as_arrays(ad, (a, b), (na, nb))
+    a, b = as_arrays(ad, (a, b), (na, nb))
     return ad, a, b
 
 
@@ -208,4 +233,4 @@ def adapter1(x: Any, name: str, xp: Any) -> tuple[Adapter, Any]:
         if ad is not None:
             return ad, x
     ad = adapter_for((x,), (name,), xp)
-    return ad, _validate.as_arrays(ad, (x,), (name,))[0]
+    return ad, as_arrays(ad, (x,), (name,))[0]

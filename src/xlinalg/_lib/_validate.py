@@ -9,7 +9,6 @@ import numpy as np
 from ..backends._base import Adapter
 
 __all__ = [
-    "as_arrays",
     "batches",
     "check_errors",
     "empty_solve",
@@ -64,18 +63,6 @@ def reraise(ad: Adapter, fn: str, exc: BaseException, *args: tuple[str, Any]) ->
 def check_errors(errors: str) -> None:
     if errors not in ERRORS:
         raise ValueError(f"`errors` must be one of {ERRORS}, got {errors!r}")
-
-
-def as_arrays(ad: Adapter, args: tuple[Any, ...], names: tuple[str, ...]) -> list[Any]:
-    """Turn host data (lists, tuples, NumPy or Python scalars) into arrays of `ad`."""
-    out = list(args)
-    like = next((a for a in args if hasattr(a, "shape") and not isinstance(a, np.generic)), None)
-    for i, x in enumerate(args):
-        if isinstance(x, np.generic):
-            out[i] = ad.asarray(x.item(), like, names[i]) if like is not None else np.asarray(x)
-        elif not hasattr(x, "shape") or not hasattr(x, "dtype"):
-            out[i] = ad.asarray(x, like, names[i])
-    return out
 
 
 def matrix(ad: Adapter, x: Any, name: str, fn: str, *, square: bool = False) -> None:

@@ -29,6 +29,7 @@ from .. import _convert
 from .._lib._typing import Array
 from . import _cupy, _dask, _jax, _numpy, _strict, _torch
 from ._base import Adapter, Backend, BackendUnavailableError
+from ._host import foreign_in_sequence
 from ._numpy import NUMPY, refused_subclass
 from ._strict import strict_to_numpy
 
@@ -286,7 +287,9 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
     Parameters
     ----------
     x : array
-        An array of any registered backend, or a NumPy array.
+        An array of any registered backend, or host data: a Python number or a
+        (nested) list of numbers and NumPy arrays. A list holding another
+        library's arrays raises a TypeError: stack them with that library first.
     backend : str
         The target backend id (see :data:`BACKEND_NAMES`).
     copy : bool, optional
@@ -327,13 +330,17 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
         raise TypeError(f"xlinalg.to: `copy` must be True, False or None, got {copy!r}")
     if isinstance(x, np.ndarray) and type(x) is not np.ndarray and (refused := refused_subclass(x, "x")):
         raise refused
+    if isinstance(x, (list, tuple, bool, int, float, complex)):  # host data, checked before the target
+        if isinstance(x, (list, tuple)) and (err := foreign_in_sequence(x, "x", adapter_for_type)) is not None:
+            raise err
+        x = NUMPY.asarray(x, None, "x")
     target.require()
     if not isinstance(x, np.ndarray):
         dense_error = (_KINDS.get(type(x)) or _kind(type(x))).dense_error
         if dense_error is not None and (err := dense_error(x, "x", "xlinalg.to")) is not None:
             raise err  # (before reading the shape: a nested tensor's cannot be read)
-        if not hasattr(x, "shape"):
-            x = np.asarray(x)
+        if not hasattr(x, "shape"):  # host data: numbers, NumPy's, nested lists of them
+            x = NUMPY.asarray(x, None, "x")
     source = backend_of(x)
     if source == backend and not copy:
         return x

@@ -27,7 +27,14 @@ import numpy as np
 from .._lib._errors import LinAlgError
 from .._lib._typing import QRMode
 
-__all__ = ["MISSING", "NARROW_FLOATS", "NP_NON_NUMERIC", "Adapter", "make_solve_fast", "singular_members"]
+__all__ = [
+    "MISSING",
+    "NARROW_FLOATS",
+    "NP_NON_NUMERIC",
+    "Adapter",
+    "make_solve_fast",
+    "singular_members",
+]
 
 #: what an adapter's ``solve_fast`` returns when xl.solve must take its checked path
 MISSING: Any = object()
@@ -101,6 +108,8 @@ class Adapter:
     backend_id = ""
     #: lazy arrays (no exception possible before compute)
     lazy = False
+    #: the call that makes one array of this library from a list of its arrays (messages)
+    stack_call = "xp.stack"
 
     #: whether the fast path of solve must check devices (False where the native
     #: call itself refuses mixed devices and the adapter translates its error)
@@ -178,7 +187,11 @@ class Adapter:
 
     # ------------------------------------------------------------ host data
     def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
-        """Convert host data (list, tuple, scalar) to an array next to `like`."""
+        """Convert host data (list, tuple, scalar) to an array next to `like`.
+
+        The callers (``_lib/_dispatch.host_array``, ``xlinalg.to``) have checked that a
+        list holds host data only (``_host.foreign_in_sequence``).
+        """
         xp = self.xp
         try:
             if like is None:
@@ -414,7 +427,6 @@ class Adapter:
 #: name prefixes of the sub-16-bit floats (ml_dtypes' float8_e4m3fn, float4_e2m1fn, ...
 #: in NumPy and JAX): low precision as float16 is, with no linear algebra anywhere
 NARROW_FLOATS = ("float8_", "float6_", "float4_")
-
 
 def make_solve_fast(call: Callable[[Any, Any], Any], ok: frozenset[Any]) -> Callable[[Any, Any], Any]:
     """An adapter's ``solve_fast`` (see :class:`Adapter`) around the library's `call`.

@@ -14,6 +14,7 @@ __all__ = ["CuPyAdapter", "CuPyBackend"]
 
 class CuPyAdapter(Adapter):
     library = "CuPy"
+    stack_call = "cupy.stack"
     backend_id = "cupy"
 
     def __init__(self) -> None:

@@ -29,6 +29,7 @@ class DaskAdapter(Adapter):
     """
 
     library = "Dask"
+    stack_call = "dask.array.stack"
     backend_id = "dask"
     lazy = True
     single_device = True

@@ -19,6 +19,7 @@ __all__ = ["HOST_LOOK_MAX", "JaxAdapter", "JaxBackend", "jax_backend_name"]
 
 class JaxAdapter(Adapter):
     library = "JAX"
+    stack_call = "jax.numpy.stack"
 
     def __init__(self) -> None:
         import jax

@@ -16,6 +16,7 @@ __all__ = ["NUMPY", "NumPyAdapter", "NumPyBackend", "refused_subclass"]
 
 class NumPyAdapter(Adapter):
     library = "NumPy"
+    stack_call = "numpy.stack"
     single_device = True
 
     def __init__(self) -> None:

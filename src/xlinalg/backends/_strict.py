@@ -13,6 +13,7 @@ __all__ = ["StrictAdapter", "StrictBackend", "strict_to_numpy"]
 
 class StrictAdapter(Adapter):
     library = "array-api-strict"
+    stack_call = "array_api_strict.stack"
     backend_id = "array-api-strict"
 
     def to_host(self, x: Any) -> np.ndarray:

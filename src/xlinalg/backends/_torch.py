@@ -16,6 +16,7 @@ __all__ = ["TorchAdapter", "TorchBackend"]
 
 class TorchAdapter(Adapter):
     library = "PyTorch"
+    stack_call = "torch.stack"
 
     def __init__(self) -> None:
         import array_api_compat.torch as xt
