@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -242,6 +243,25 @@ def test_masked_arrays_are_refused_without_masked_entries() -> None:
         xl.add(np.eye(2), x, xp=np)
     with pytest.raises(TypeError, match=r"`b\[0\]` is a NumPy masked array"):
         xl.solve_many([np.eye(2)], [np.ma.array(np.ones(2))])
+
+
+def test_host_data_that_is_not_numbers_is_named_the_same_everywhere(backend: BackendCase) -> None:
+    # NumPy would make an object (or text) array; torch, JAX and CuPy each failed with
+    # their own words, and jnp.asarray read [2**70, 1.0] as floats
+    x = backend.arr(np.ones(2))
+    cases = (
+        ([2**70, 1.0], r"the Python int 1180591620717411303424 at `x2\[0\]` is beyond int64 and uint64"),
+        ([1.0, 10**5000], r"the Python int about 10\*\*5000 at `x2\[1\]` is beyond int64"),
+        ([[1.0], [None]], r"`x2\[1\]\[0\]` is None"),
+        ((1.0, "a"), r"`x2\[1\]` is a str"),
+        ([1.0, Fraction(1, 3)], r"`x2\[1\]` is a fractions\.Fraction"),
+    )
+    for value, message in cases:
+        with pytest.raises(TypeError, match=rf"^`x2` must hold numbers: {message}"):
+            xl.add(x, value)
+    with pytest.raises(TypeError, match=r"^`b` must hold numbers: `b\[0\]` is None"):
+        xl.solve(backend.arr(np.eye(2)), [None, 1.0])
+    backend.assert_close(xl.add(x, [2**63 + 1, 0]), np.ones(2) + [2**63 + 1, 0])  # uint64: numbers
 
 
 def test_a_list_of_the_backends_own_arrays_is_refused_naming_the_element(backend: BackendCase) -> None:

@@ -32,7 +32,7 @@ import numpy as np
 from ._lib import _dispatch, _validate
 from ._lib._typing import Array, Namespace
 from .backends._base import Adapter
-from .backends._numpy import NUMPY
+from .backends._numpy import NUMPY, int_text
 
 __all__ = ["add", "divide", "exp", "multiply", "sigmoid", "subtract"]
 
@@ -84,7 +84,7 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
                 info = ad.xp.iinfo(arr.dtype)
                 if not info.min <= scal <= info.max:
                     raise OverflowError(
-                        f"{name}: the Python int `{'x1' if s1 else 'x2'}` = {scal} is out of the "
+                        f"{name}: the Python int `{'x1' if s1 else 'x2'}` = {int_text(scal)} is out of the "
                         f"range of `{na}`'s dtype {ad.dtype_name(arr.dtype)} [{info.min}, {info.max}]"
                     )
             elif type(scal) is int and scal.bit_length() > 63 and k in "fch":
@@ -92,7 +92,7 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
                 # stands for, as NumPy converts it (inf past the dtype's range)
                 if not _fits_a_float(scal):
                     raise OverflowError(
-                        f"{name}: the Python int `{'x1' if s1 else 'x2'}` ({len(str(abs(scal)))} digits) "
+                        f"{name}: the Python int `{'x1' if s1 else 'x2'}` = {int_text(scal)} "
                         f"is beyond the range of every float dtype, `{na}`'s "
                         f"{ad.dtype_name(arr.dtype)} included; pass a float (inf) if that is what you mean"
                     )

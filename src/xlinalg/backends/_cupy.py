@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ._base import Adapter, Backend, im2col_conv2d
+from ._numpy import NUMPY
 
 __all__ = ["CuPyAdapter", "CuPyBackend"]
 
@@ -31,13 +32,16 @@ class CuPyAdapter(Adapter):
         return np.asarray(x.get())
 
     def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        host = NUMPY.asarray(obj, None, name) if isinstance(obj, (list, tuple)) else obj  # as everywhere
         try:
             if like is None:
-                return self.cupy.asarray(obj)
+                return self.cupy.asarray(host)
             with like.device:
-                return self.cupy.asarray(obj)
+                return self.cupy.asarray(host)
         except Exception as exc:
-            raise TypeError(f"`{name}` could not be converted to a CuPy array: {exc}") from exc
+            raise NUMPY.host_error(obj, name) or TypeError(
+                f"`{name}` could not be converted to a CuPy array: {exc}"
+            ) from exc
 
     def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
         cp = self.cupy

@@ -105,10 +105,15 @@ class JaxAdapter(Adapter):
         return jnp.float32, (jnp.float64 if self.jax.config.read("jax_enable_x64") else jnp.float32)
 
     def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        # a list through NumPy, as on every backend: jnp.asarray would read
+        # [2**70, 1.0] as floats where NumPy (and so xlinalg) refuses the int
+        host = NUMPY.asarray(obj, None, name) if isinstance(obj, (list, tuple)) else obj
         try:
-            arr = self.xp.asarray(obj)
+            arr = self.xp.asarray(host)
         except Exception as exc:
-            raise TypeError(f"`{name}` could not be converted to a JAX array: {exc}") from exc
+            raise NUMPY.host_error(obj, name) or TypeError(
+                f"`{name}` could not be converted to a JAX array: {exc}"
+            ) from exc
         dev = None if like is None else self.device(like)
         return arr if dev is None else self.jax.device_put(arr, dev)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -11,7 +12,52 @@ import numpy as np
 from .._lib._typing import QRMode
 from ._base import NARROW_FLOATS, NP_NON_NUMERIC, Adapter, Backend, im2col_conv2d
 
-__all__ = ["NUMPY", "NumPyAdapter", "NumPyBackend", "refused_subclass"]
+__all__ = ["NUMPY", "NumPyAdapter", "NumPyBackend", "int_text", "refused_subclass"]
+
+
+def int_text(n: int) -> str:
+    """A Python int for a message: its digits, or its size where it is long (``str``
+    of an int past 4,300 digits raises ValueError, and a message of a million
+    digits helps nobody)."""
+    if abs(n).bit_length() <= 128:
+        return str(n)
+    return f"about {'-' if n < 0 else ''}10**{int(math.log10(abs(n)))}"
+
+
+#: the integers NumPy makes an integer array of (int64, else uint64)
+_NP_INT_RANGE = (-(2**63), 2**64 - 1)
+
+
+def _not_numbers(obj: Any, name: str, dtype: np.dtype) -> str:
+    """Why host data `obj` converted to dtype `dtype` (object or text), naming the
+    first element that is no number. The walk is iterative, visits each list once
+    and stops at NumPy's 64 dimensions."""
+    todo: list[tuple[Any, str, int]] = [(obj, name, 0)]
+    seen: set[int] = set()
+    while todo:
+        x, where, depth = todo.pop()
+        if isinstance(x, (list, tuple)):
+            if id(x) not in seen and depth < 64:
+                seen.add(id(x))
+                todo.extend((e, f"{where}[{i}]", depth + 1) for i, e in reversed(list(enumerate(x))))
+            continue
+        if isinstance(x, (bool, float, complex, np.bool_, np.number)):
+            continue
+        if isinstance(x, np.ndarray):
+            if x.dtype.kind in "biufc":
+                continue
+            return f"`{where}` is a NumPy array of dtype {x.dtype}"
+        if isinstance(x, int):
+            if _NP_INT_RANGE[0] <= x <= _NP_INT_RANGE[1]:
+                continue
+            return (
+                f"the Python int {int_text(x)} at `{where}` is beyond int64 and uint64, which NumPy "
+                "would hold as a Python object; pass it as a float (`float(...)`) if that is what you mean"
+            )
+        cls = type(x)
+        what = "None" if x is None else f"a {cls.__qualname__ if cls.__module__ == 'builtins' else f'{cls.__module__}.{cls.__qualname__}'}"
+        return f"`{where}` is {what}"
+    return f"it converts to dtype {dtype}"
 
 
 class NumPyAdapter(Adapter):
@@ -77,11 +123,18 @@ class NumPyAdapter(Adapter):
         except Exception as exc:
             raise TypeError(f"`{name}` could not be converted to a NumPy array: {exc}") from exc
         if out.dtype == object or out.dtype.kind in "USV":
-            raise TypeError(
-                f"`{name}` must hold numbers, got a {type(obj).__name__} that converts to "
-                f"dtype {out.dtype} (ragged or non-numeric?)"
-            )
+            raise TypeError(f"`{name}` must hold numbers: {_not_numbers(obj, name, out.dtype)}")
         return out
+
+    def host_error(self, obj: Any, name: str) -> TypeError | None:
+        """NumPy's error for host data `obj` that another library failed to convert
+        (a Python object or text inside it, named), or None: the other libraries'
+        own messages differ; this one is the same everywhere."""
+        try:
+            self.asarray(obj, None, name)
+        except TypeError as exc:
+            return exc
+        return None
 
     def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
         gufunc = self._solve1_gufunc if vector else self._solve_gufunc

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ._base import Adapter, Backend
+from ._numpy import NUMPY
 
 __all__ = ["StrictAdapter", "StrictBackend", "strict_to_numpy"]
 
@@ -15,6 +16,12 @@ class StrictAdapter(Adapter):
     library = "array-api-strict"
     stack_call = "array_api_strict.stack"
     backend_id = "array-api-strict"
+
+    def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
+        try:
+            return super().asarray(obj, like, name)
+        except TypeError as exc:  # named as on every backend where a Python object is inside
+            raise NUMPY.host_error(obj, name) or exc from exc.__cause__
 
     def to_host(self, x: Any) -> np.ndarray:
         return strict_to_numpy(x)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ._base import Adapter, Backend, make_solve_fast
+from ._numpy import NUMPY
 
 __all__ = ["TorchAdapter", "TorchBackend"]
 
@@ -74,8 +75,8 @@ class TorchAdapter(Adapter):
 
     def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
         t = self.torch
+        arr = NUMPY.asarray(obj, None, name)  # numbers only, named where not (the same everywhere)
         try:
-            arr = np.asarray(obj)
             return t.as_tensor(arr, device=None if like is None else like.device)
         except Exception as exc:
             raise TypeError(f"`{name}` could not be converted to a PyTorch tensor: {exc}") from exc
