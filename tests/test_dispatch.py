@@ -409,6 +409,42 @@ def test_synchronize_waits_for_a_jax_result() -> None:
         assert y.is_ready()
 
 
+def test_synchronize_fences_every_array_in_tuples_lists_and_dicts(monkeypatch) -> None:
+    # xl.svd returns a tuple: synchronize(out) waited for nothing and a GPU timing
+    # taken around it was wrong in silence
+    fenced: list[int] = []
+    numpy_backend = registry.get_backend("numpy")
+    monkeypatch.setattr(registry, "_KINDS", {})
+    monkeypatch.setattr(registry, "_FENCES", {})
+    monkeypatch.setattr(numpy_backend, "type_fence", lambda cls: lambda x: fenced.append(id(x)))  # one array
+    monkeypatch.setattr(numpy_backend, "synchronize", lambda *xs: fenced.extend(map(id, xs)))  # a group
+    a, b, c = np.ones(2), np.ones(3), np.ones(4)
+    usv = xl.svd(np.eye(3))
+    for call, expect in (
+        (lambda: xl.synchronize(usv), [id(x) for x in usv]),
+        (lambda: xl.synchronize(usv), [id(x) for x in usv]),  # the cached path of a tuple
+        (lambda: xl.synchronize([a, {"k": (b,)}]), [id(a), id(b)]),
+        (lambda: xl.synchronize(a, [b, 2.0, None], {"c": c}), [id(a), id(b), id(c)]),
+    ):
+        fenced.clear()
+        call()
+        assert sorted(fenced) == sorted(expect)
+    cyclic: list[Any] = [a]
+    cyclic.append(cyclic)
+    fenced.clear()
+    xl.synchronize(cyclic)  # each container once
+    assert fenced == [id(a)]
+
+
+@pytest.mark.parametrize("bad", ["x", object(), ("x",), [np.ones(2), b"bytes"]])
+def test_synchronize_refuses_what_it_cannot_wait_for(bad) -> None:
+    for args in ((bad,), (np.ones(2), bad)):
+        with pytest.raises(TypeError, match=r"^synchronize: expected arrays \(or tuples, lists or dicts of them\), got "
+                                            r"builtins\.(str|object|bytes); nothing would be waited for"):
+            xl.synchronize(*args)
+    xl.synchronize(1.0, None, (2, 3j))  # numbers and None are ready
+
+
 def test_synchronize_and_backend_of_use_one_cached_entry_per_type() -> None:
     x = np.ones(2)
     xl.synchronize(x)

@@ -194,11 +194,48 @@ def _unknown(x: Any) -> str:
     )
 
 
+def _fence_each(x: Any) -> None:
+    """The fence of a tuple, list or dict (``xl.svd``'s result, a pytree of results):
+    every array in it, on its own backend."""
+    synchronize(*_leaves(x))
+
+
+def _not_an_array(x: Any) -> None:
+    raise TypeError(
+        f"synchronize: expected arrays (or tuples, lists or dicts of them), got "
+        f"{type(x).__module__}.{type(x).__qualname__}; nothing would be waited for"
+    )
+
+
+#: what synchronize takes as ready: Python numbers and None (as JAX's
+#: block_until_ready takes None: an empty tree)
+_READY = (bool, int, float, complex, type(None))
+
+
 def _make_kind(cls: type) -> _Kind:
     b = _owner(cls)
     if b is None:
-        return _Kind(_unknown, None)
+        if issubclass(cls, (tuple, list, dict)):
+            return _Kind(_unknown, _fence_each)
+        return _Kind(_unknown, None if issubclass(cls, _READY) else _not_an_array)
     return _Kind(b.type_name(cls), b.type_fence(cls), b.type_dense_error(cls))
+
+
+def _leaves(tree: Any) -> list[Any]:
+    """The non-container items of nested tuples, lists and dicts, in order; each
+    container once (one that holds itself ends)."""
+    out: list[Any] = []
+    todo = [tree]
+    seen: set[int] = set()
+    while todo:
+        x = todo.pop()
+        if isinstance(x, (tuple, list, dict)) and _owner(type(x)) is None:
+            if id(x) not in seen:
+                seen.add(id(x))
+                todo.extend(reversed(list(x.values() if isinstance(x, dict) else x)))
+        else:
+            out.append(x)
+    return out
 
 
 def backend_of(x: Array) -> str:
@@ -243,7 +280,10 @@ def synchronize(*arrays: Array, backend: str | None = None) -> None:
     Parameters
     ----------
     *arrays
-        Arrays whose producing work must finish. Each is fenced on its own backend.
+        Arrays whose producing work must finish, or tuples, lists and dicts of
+        them (``xl.svd``'s result). Each array is fenced on its own backend;
+        Python numbers and None are ready. Anything else raises TypeError: a
+        fence that waits for nothing would make a GPU timing wrong in silence.
     backend : str, optional
         With no arrays, wait for all queued work on this backend.
 
@@ -267,8 +307,13 @@ def synchronize(*arrays: Array, backend: str | None = None) -> None:
             get_backend(backend).synchronize()
         return
     groups: dict[str, list[Any]] = {}
-    for a in arrays:
-        groups.setdefault(backend_of(a), []).append(a)
+    for a in _leaves(arrays):
+        kind = _KINDS.get(type(a)) or _kind(type(a))
+        if kind.name is _unknown:  # not an array: ready (a number) or refused
+            if kind.fence is not None:
+                kind.fence(a)
+            continue
+        groups.setdefault(kind.name(a), []).append(a)
     for name, group in groups.items():
         reg = _REGISTRY.get(name)
         if reg is not None:
