@@ -184,6 +184,24 @@ def test_short_and_fat_and_square() -> None:
     np.testing.assert_allclose(((U * S) @ Vh).compute(), sq, atol=1e-9)
 
 
+def test_short_and_fat_in_column_chunks_narrower_than_its_rows() -> None:
+    # Dask's short-and-fat QR needs column blocks at least as wide as the rows: x's
+    # 4-wide blocks are widened to 6, where Dask raised its own ValueError
+    x = da.from_array(TALL.T, chunks=(6, 4))
+    Q, R = xl.qr(x)
+    U, S, Vh = xl.svd(x, full_matrices=False)
+    np.testing.assert_allclose((Q @ R).compute(), TALL.T, atol=1e-10)
+    np.testing.assert_allclose(((U * S) @ Vh).compute(), TALL.T, atol=1e-10)
+    np.testing.assert_allclose(xl.svdvals(x).compute(), np.linalg.svd(TALL, compute_uv=False))
+
+
+def test_full_factors_of_a_wide_array_name_vh_and_its_size() -> None:
+    x = da.zeros((20, 2_000_000), chunks=(20, 250_000))
+    with dask.config.set(scheduler=_refuse), pytest.raises(ValueError, match=r"Vh with full_matrices=True would "
+                                                                             r"be a \(2000000, 2000000\) array"):
+        xl.svd(x, full_matrices=True)
+
+
 @pytest.mark.parametrize(("call", "name"), [
     (lambda x: xl.svd(x), "full_matrices=False"),
     (lambda x: xl.svd(x, full_matrices=True), "full_matrices=False"),

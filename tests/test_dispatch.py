@@ -119,6 +119,26 @@ def test_mixing_devices_raises_naming_both() -> None:
         assert "xlinalg.to(" in str(info.value)
 
 
+def test_a_0d_cpu_tensor_joins_the_other_device_on_every_path() -> None:
+    # torch's rule: a 0-d CPU tensor is a scalar. The fast path (torch.add) took it and
+    # the checked path refused it, so the answer depended on the call history
+    require_backend("torch-cpu")
+    import torch
+
+    m = torch.ones(3, device="meta")
+    for f in (xl.add, xl.subtract, xl.multiply, xl.divide):
+        for _ in range(2):  # the first call fills the fast-path table, the second uses it
+            for x1, x2 in ((m, torch.tensor(2.0)), (torch.tensor(2.0), m)):
+                out = f(x1, x2)
+                assert out.device.type == "meta", f
+                assert out.shape == (3,)
+    with pytest.raises(ValueError, match=r"`x1` is on device meta but `x2` is on device cpu"):
+        xl.add(m, torch.ones(1))  # a 1-element 1-d tensor is no scalar
+    out = xl.add(m, torch.tensor(2.0, dtype=torch.float64))  # the checked path (two dtypes) too
+    assert out.device.type == "meta"
+    assert out.dtype == torch.float64  # two arrays: xlinalg's promotion, as for any pair
+
+
 def test_array_api_strict_devices() -> None:
     require_backend("array-api-strict")
     import array_api_strict as xps

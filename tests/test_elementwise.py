@@ -224,6 +224,11 @@ def test_sigmoid_extremes(backend: BackendCase, dtype) -> None:
 def test_complex_sigmoid(backend: BackendCase) -> None:
     x = np.array([0.5 - 2j, -3 + 0.3j, 2j])
     backend.assert_close(xl.sigmoid(backend.arr(x)), 1 / (1 + np.exp(-x)), dtype=np.complex128)
+    # far out on the real axis exp(-x) overflows: no warning (the docstring's promise)
+    big = np.array([-1000 + 0j, 1000 + 0j])
+    got = _no_warnings(backend, xl.sigmoid, backend.arr(big))
+    assert got[1] == 1
+    assert got[0] == 0 or np.isnan(got[0])  # 1/(1+inf): 0, or NaN where inf*0j makes NaN
 
 
 # ---------------------------------------------------------------------- host data

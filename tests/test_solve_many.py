@@ -136,6 +136,19 @@ def test_bad_arguments_are_named(backend: BackendCase) -> None:
         xl.solve_many([one], [backend.arr(np.ones(2))], errors="ignore")
 
 
+def test_host_data_systems_join_their_right_hand_sides_device(backend: BackendCase) -> None:
+    # a[i] as a list was converted on the default device (CPU) beside a b[i] on a GPU,
+    # where xl.solve(list, b) converts it on b's device
+    b = backend.arr(np.array([2.0, 4.0]))
+    out = xl.solve_many([[[2.0, 0.0], [0.0, 2.0]], ((1.0, 0.0), (0.0, 1.0))], [b, b])
+    for x, want in zip(out, ([1.0, 2.0], [2.0, 4.0])):
+        backend.check_owned(x)
+        backend.assert_close(x, want)
+    host_b = xl.solve_many([backend.arr(np.eye(2) * 2)], [[2.0, 4.0]])[0]  # and b[i] joins a[i]
+    backend.check_owned(host_b)
+    backend.assert_close(host_b, [1.0, 2.0])
+
+
 def test_two_libraries_in_one_list_is_an_error(backend: BackendCase) -> None:
     if backend.name == "numpy":
         pytest.skip("needs a second library: the numpy row is covered by every other backend")

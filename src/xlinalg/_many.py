@@ -210,8 +210,8 @@ def _solve_grouped(ad: Adapter, a: Sequence[Any], b: Sequence[Any], errors: str,
     b = list(b)
     for i in range(len(a)):
         ai, bi = a[i], b[i]
-        if not hasattr(ai, "shape"):
-            a[i] = ai = _dispatch.host_array(ad, ai, None, f"a[{i}]")
+        if not hasattr(ai, "shape"):  # host data joins b[i]'s device, as in xl.solve
+            a[i] = ai = _dispatch.host_array(ad, ai, bi if hasattr(bi, "shape") else None, f"a[{i}]")
         if not hasattr(bi, "shape"):
             b[i] = bi = _dispatch.host_array(ad, bi, ai, f"b[{i}]")
         groups.setdefault((*_key(ad, ai), *_key(ad, bi)), []).append(i)

@@ -146,14 +146,16 @@ class DaskAdapter(Adapter):
         if a.ndim != 2 or a.numblocks == (1, 1):
             return None
         m, n = a.shape
-        return a.rechunk({0: -1}) if m < n else a.rechunk({1: -1})
+        if m < n:  # short-and-fat: one row of blocks, each column block at least m wide
+            return a.rechunk({0: -1, 1: max(a.chunks[1][0], m)})  # (Dask's sfqr refuses narrower)
+        return a.rechunk({1: -1})
 
     def _too_large(self, a: Any, fn: str, what: str, instead: str) -> ValueError:
-        m = a.shape[0]
-        size = "" if math.isnan(m) else f" ({m * m * a.dtype.itemsize / 2**30:.3g} GiB)"
+        k = max(a.shape)  # the square factor: U or Q of a tall matrix, Vh of a wide one
+        size = "" if math.isnan(k) else f" ({k * k * a.dtype.itemsize / 2**30:.3g} GiB)"
         return ValueError(
             f"{fn}: `x` is {self.describe(a)} in chunks of {a.chunksize}: {what} would be a "
-            f"({m}, {m}) array{size} in one piece; pass {instead} (Dask's tall-and-skinny "
+            f"({k}, {k}) array{size} in one piece; pass {instead} (Dask's tall-and-skinny "
             "algorithm, the factors chunked as `x`)"
         )
 
@@ -162,7 +164,8 @@ class DaskAdapter(Adapter):
         blocked = self._blocked(a)
         if blocked is not None:
             if full_matrices and m != n:
-                raise self._too_large(a, "svd", "U with full_matrices=True", "full_matrices=False")
+                raise self._too_large(a, "svd", f"{'U' if not m < n else 'Vh'} with full_matrices=True",
+                                      "full_matrices=False")
             return tuple(self.da.linalg.svd(self._finite(blocked, "svd")))
         k = min(m, n)
         real = np.empty(0, a.dtype).real.dtype

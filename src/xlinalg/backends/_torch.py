@@ -15,6 +15,10 @@ from ._numpy import NUMPY
 __all__ = ["TorchAdapter", "TorchBackend"]
 
 
+def _cpu_scalar(t: Any) -> bool:
+    return t.ndim == 0 and t.device.type == "cpu"
+
+
 class TorchAdapter(Adapter):
     library = "PyTorch"
     stack_call = "torch.stack"
@@ -66,7 +70,9 @@ class TorchAdapter(Adapter):
         return x if x.dtype == dtype else x.to(dtype)
 
     def check_same_device(self, a: Any, b: Any, na: str, nb: str) -> None:
-        if a.device != b.device:
+        # torch's own rule: a 0-d CPU tensor is a scalar and joins the other operand's
+        # device (its kernels take one; the fast path hands them such pairs)
+        if a.device != b.device and not (_cpu_scalar(a) or _cpu_scalar(b)):
             raise ValueError(
                 f"`{na}` is on device {a.device} but `{nb}` is on device {b.device}: "
                 f"move one of them first, e.g. `xlinalg.to({nb}, {self.backend(a)!r})` "
