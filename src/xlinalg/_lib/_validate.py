@@ -186,6 +186,8 @@ def promote_linalg(ad: Adapter, a: Any, b: Any, fn: str, na: str = "a", nb: str 
         dt = ad.xp.result_type(da, db)
     else:
         dt = da
+    if isinstance(dt, np.dtype) and not dt.isnative:  # big-endian NumPy data: LAPACK's order, as
+        dt = dt.newbyteorder("=")  # numpy.linalg answers (and one kernel per dtype stays right)
     return ad.astype(a, dt), ad.astype(b, dt)
 
 

@@ -8,12 +8,13 @@ own runs the schedule eagerly over the standard's functions.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ..backends import BACKEND_NAMES, get_backend
 from ..backends._adapter import Adapter
 from ._build import _Kernel, _make_generic
-from ._schedule import _LOCK
+from ._schedule import _LOCK, GENERATED_PREFIX
 
 _KERNELS: dict[tuple[Any, ...], _Kernel] = {}
 #: solve_adapter's arguments -> kernel (see there)
@@ -21,10 +22,15 @@ _RESOLVED: dict[tuple[Any, ...], _Kernel] = {}
 
 
 def clear_cache() -> None:
-    """Forget every generated and compiled solver (the backends' own caches stay)."""
+    """Forget every generated and compiled solver (the backends' own caches stay),
+    and the modules their generated code was registered under (one per kernel,
+    ``xlinalg._unrolled_generated_N``: without this each clear and rebuild left
+    one more in ``sys.modules``)."""
     with _LOCK:
         _KERNELS.clear()
         _RESOLVED.clear()
+        for name in [m for m in sys.modules if m.startswith(GENERATED_PREFIX)]:
+            sys.modules.pop(name, None)
 
 
 def compiled_cache_info() -> list[dict[str, Any]]:
@@ -75,7 +81,8 @@ def _kernel(ad: Adapter, backend: str, n: int, a: Any, layout: str, compiled: bo
     dtype = a.dtype
     dname = ad.dtype_name(dtype)
     device = ad.device(a)
-    key = (backend, n, dname, str(device), layout, compiled)
+    # (and NumPy's byte order: a kernel bakes its dtype into the arrays it makes)
+    key = (backend, n, dname, str(device), layout, compiled, getattr(dtype, "byteorder", ""))
     kern = _KERNELS.get(key)
     if kern is not None:
         return kern

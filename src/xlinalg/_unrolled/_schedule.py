@@ -220,6 +220,8 @@ def _python_source(n: int, layout: str) -> tuple[str, str]:
 
 _SOURCES: dict[tuple[int, str], tuple[str, str, Any]] = {}
 _MODULE_COUNT = 0
+#: the names of the modules the generated functions live in (``clear_cache`` drops them)
+GENERATED_PREFIX = "xlinalg._unrolled_generated_"
 
 
 def _python_function(n: int, layout: str, ns: Any) -> Callable[..., Any]:
@@ -236,7 +238,7 @@ def _python_function(n: int, layout: str, ns: Any) -> Callable[..., Any]:
             _SOURCES[key] = (name, src, None)
         name, src, _ = _SOURCES[key]
         _MODULE_COUNT += 1
-        modname = f"xlinalg._unrolled_generated_{_MODULE_COUNT}"
+        modname = f"{GENERATED_PREFIX}{_MODULE_COUNT}"
     code = compile(src, f"<{modname}: unrolled solve n={n} {layout}>", "exec")
     mod = types.ModuleType(modname)
     mod.__dict__.update(

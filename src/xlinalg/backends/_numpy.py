@@ -344,6 +344,10 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[[Any, Any]
     return quiet
 
 
+#: work buffers of the chunked unrolled solve kept per thread between calls, at most
+_HELD_BYTES = 32 * 2**20
+
+
 def _chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
     """The in-place program over chunks of :data:`UNROLLED_CHUNK` systems.
 
@@ -367,7 +371,11 @@ def _chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any) -> Callable[[Any, 
             at, bt = np.empty((n * n, c), dtype), np.empty((n, k, c), dtype)
             xt, bc = np.empty((n, k, c), dtype), np.empty(c, bool)
             buf = [np.empty((c,) if s == "e" else (k, c), types_[t]) for t, s in kinds]
-            held = local.held = ((k, c), (at, bt, xt, bc, buf))
+            held = ((k, c), (at, bt, xt, bc, buf))
+            size = at.nbytes + bt.nbytes + xt.nbytes + bc.nbytes + sum(v.nbytes for v in buf)
+            # kept for the next call only while small: many right-hand sides would
+            # otherwise hold hundreds of MB after the call returned
+            local.held = held if size <= _HELD_BYTES else None
         return held[1]
 
     def run(a: Any, bm: Any) -> tuple[Any, Any]:
@@ -375,6 +383,8 @@ def _chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any) -> Callable[[Any, 
         # systems per chunk: fewer for many right-hand sides, so that the (K, chunk)
         # buffers stay about as large as for one (at least 256 systems a chunk)
         full = max(1, min(UNROLLED_CHUNK, 256), UNROLLED_CHUNK // k)
+        if nb < full and (n * n + 2 * n * k) * full * np.dtype(dtype).itemsize > _HELD_BYTES:
+            full = max(1, nb)  # a few systems with 10,000 columns: slots for those only
         x = np.empty((nb, n, k), dtype)
         bad = np.empty(nb, bool)
         held = buffers(k, full)
