@@ -820,3 +820,40 @@ def test_size_labels_sort_whatever_their_characters():
 
     labels = ["1000x20", "²x3", "1000x5", "x", "", "1e5x2", "１２x3"]  # superscript, fullwidth
     assert sorted(labels, key=_label_key)[:2] == ["1000x5", "1000x20"]
+
+
+def test_quartiles_that_do_not_surround_the_median_still_plot(tmp_path):
+    # a shared file's q1/q3 (or raw samples) need not surround its median: the error
+    # bars drawn from them were negative and matplotlib refused the whole report
+    loop = _rec("q4_loop", "numpy", [100, 5], 0.01)
+    above = _rec("q4_batched", "numpy", [100, 5], 1e-3)
+    above["time"].update(q1_s=2e-3, q3_s=3e-3, raw_s=[2e-3, 2.5e-3, 3e-3, 3.5e-3])
+    below = _rec("q4_batched", "torch-cpu", [100, 5], 1e-3)
+    below["time"].update(q1_s=None, q3_s=None, raw_s=[1e-4, 2e-4, 3e-4, 4e-4, 5e-4])
+    for r in (above, below):
+        q1, med, q3 = F.quartiles(r)
+        assert q1 <= med <= q3
+    _write(tmp_path / "r.jsonl", [loop, _rec("q4_loop", "torch-cpu", [100, 5], 0.02), above, below])
+    p = _cli("report", str(tmp_path / "r.jsonl"))
+    assert p.returncode == 0, p.stderr
+    assert any(f.name.startswith("loop_vs_q4_batched") for f in (tmp_path / "r-report").iterdir())
+
+
+def test_plot_names_of_different_cells_never_collide(tmp_path):
+    from xlinalg.bench import _plots
+
+    # "sweep" + "s" + "a_b" and "sweep" + "s_a" + "b" join to one name; "X" and "x"
+    # are one file where the file system ignores case
+    rs = [_rec(case, "numpy", n, 1e-3 * n, dtype=dt, seed=n)
+          for case, dt in (("s", "a_b"), ("s_a", "b"), ("X", "float64"), ("x", "float64"))
+          for n in (1, 2)]
+    for r in rs:
+        r["section"], r["tags"] = "Q3", ["sweep"]
+    plots = _plots.make_plots(rs, tmp_path)
+    names = [p["name"] for p in plots]
+    assert len(plots) == 4
+    assert len({n.lower() for n in names}) == 4, names
+    assert "sweep_s_a_b" in names  # the first keeps its readable name
+    assert len(list(tmp_path.glob("*.png"))) == 4
+    again = [p["name"] for p in _plots.make_plots(rs, tmp_path / "again")]
+    assert again == names  # the same file names in every report of the same records

@@ -87,6 +87,11 @@ HOSTILE = {
     "a string": ('"hello"', "expected a JSON object"),
     "missing case": (json.dumps({k: v for k, v in result().items() if k != "case"}),
                      "lacks field(s) case"),
+    # a bootstrap draws 2000 x n indices: two million samples would take 32 GB
+    "too many samples": (json.dumps(result(time={"median_s": 1e-3, "raw_s": [1e-3] * 100_001})),
+                         "time.raw_s: maxItems 100000"),
+    "too many rounds": (json.dumps(result(side_by_side={"round_s": [1e-3] * 100_001})),
+                        "side_by_side.round_s: maxItems 100000"),
 }
 
 

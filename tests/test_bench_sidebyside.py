@@ -454,6 +454,14 @@ def test_combine_passes_spans_the_passes():
     assert (c["lo"], c["hi"]) == (0.49, 1.01)
     # a pair only one pass has (a backend that failed in the other) keeps that pass
     assert combine_passes([split[0], {}])[("a", "b")]["ratio"] == 0.5
+    # ratios of hostile times reach 0 and inf (exp_or_limit): numbers, not a math error
+    zero = {("a", "b"): {"ratio": 0.0, "lo": 0.0, "hi": 0.0, "rounds": 4}}
+    inf = {("a", "b"): {"ratio": math.inf, "lo": math.inf, "hi": math.inf, "rounds": 4}}
+    assert combine_passes([zero, agree[0]])[("a", "b")]["ratio"] == 0.0
+    assert combine_passes([inf, agree[0]])[("a", "b")]["ratio"] == math.inf
+    both = combine_passes([zero, inf, agree[0]])[("a", "b")]
+    assert both["ratio"] == 2.0  # the median of the passes
+    assert (both["lo"], both["hi"]) == (0.0, math.inf)
 
 
 def _pass(specs, **kw):
@@ -486,6 +494,51 @@ def test_merge_passes_names_a_winner_only_when_every_pass_agrees():
     assert [p["median_s"] for p in t["passes"]] == [2.0, 0.9]
     assert t["passes_spread"] == pytest.approx(2.0 / 0.9)
     assert t["samples"] == len(t["raw_s"])
+
+
+def test_a_long_series_is_bootstrapped_in_bounded_memory(monkeypatch):
+    from xlinalg.bench import _stats
+
+    v = np.log(np.random.default_rng(1).uniform(1.0, 2.0, 500))
+    one = _stats._boot_median(v, seed=3, n_boot=2000)
+    monkeypatch.setattr(_stats, "_BOOT_BLOCK", 7 * 500)  # blocks of 7 resamples
+    blocks = _stats._boot_median(v, seed=3, n_boot=2000)
+    np.testing.assert_array_equal(blocks, one)  # the same draws, in blocks
+
+
+def test_a_first_pass_read_back_from_a_file_is_merged_only_when_usable():
+    from xlinalg.bench._passes import usable_first_pass
+
+    p1 = _pass({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 2.0}})
+    p2 = _pass({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 2.0}})
+    assert all(usable_first_pass(r) for r in p1.values())
+    bad = [("load_avg_1min", {"samples": 3, "min": None, "max": 1.0, "mean": 1.0}),
+           ("load_avg_1min", {"samples": "3", "min": 1.0, "max": 1.0, "mean": 1.0}),
+           ("round_s", ["0.1", 0.2]), ("round_s", []), ("round_s", None), ("wall_s", "1"),
+           ("rounds", 2.5), ("order", "ab"), ("block_s", 3)]
+    for field, value in bad:
+        rec = {**p1["a"], "side_by_side": {**p1["a"]["side_by_side"], field: value}}
+        assert not usable_first_pass(rec), (field, value)
+    assert not usable_first_pass({**p1["a"], "side_by_side": "x"})
+    assert not usable_first_pass({**p1["a"], "time": {"raw_s": [True, 1.0]}})
+    # no load reading at all is fine, and so merges
+    quiet = {**p1["a"], "side_by_side": {**p1["a"]["side_by_side"], "load_avg_1min": {"samples": 0}}}
+    assert usable_first_pass(quiet)
+    m = merge_passes([{"a": quiet, "b": p1["b"]}, p2], margin=1.05, level=0.95, seed=0)
+    assert m["b"]["verdict"]["fastest"] == "a"
+
+
+def test_a_resume_measures_again_a_group_whose_first_pass_is_unusable():
+    from xlinalg.bench._runner import _side_by_side_resume
+
+    good = {"status": "ok", "side_by_side": {"round_s": [1.0, 1.1]}}
+    broken = {"status": "ok", "side_by_side": {"round_s": [1.0, "1.1"]}}
+    cells = [{"key": f"c|{b}|float64|{n}", "case": "c", "dtype": "float64", "size_label": n, "backend": b}
+             for n in ("1", "2") for b in ("a", "b")]
+    latest = {cells[0]["key"]: good, cells[1]["key"]: good, cells[2]["key"]: good, cells[3]["key"]: broken}
+    todo, second = _side_by_side_resume(cells, [], latest, recheck=True)
+    assert [c["key"] for c in todo] == [cells[2]["key"], cells[3]["key"]]  # size 2, whole
+    assert [c["key"] for c, _ in second] == [cells[0]["key"], cells[1]["key"]]
 
 
 def test_merge_passes_keeps_a_failure_and_a_wrong_result():

@@ -181,6 +181,10 @@ def _write_report(path: Any) -> None:
         print(terminal(f"xlinalg bench: warning: no report written ({exc}); "
                        f"'xlinalg report {path}' writes it"), file=sys.stderr)
         return
+    except Exception as exc:  # a bug in the report: the measurements are safe in the file
+        print(terminal(f"xlinalg bench: warning: no report written (internal error, a bug in xlinalg: "
+                       f"{type(exc).__name__}: {exc}); the results are complete in {path}"), file=sys.stderr)
+        return
     print(terminal(f"Report: {outdir / 'report.html'} (and report.md, {n} plot(s)) in {outdir}"))
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from ._stats import all_pairs, combine_passes, effective_cores, starved, verdict
 from ._timer import NOISE_THRESHOLD, Stats
 
-__all__ = ["PARALLELISM_FACTOR", "group_verdict", "merge_passes", "parallelism_note"]
+__all__ = ["PARALLELISM_FACTOR", "group_verdict", "merge_passes", "parallelism_note", "usable_first_pass"]
 
 #: Effective cores differing by more than this factor between backends: the
 #: verdict says the libraries did not use the same parallelism.
@@ -97,9 +97,49 @@ def _merged_time(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return base
 
 
+def _number(v: Any) -> bool:
+    """A finite int or float (not a bool)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _load_reading(x: Any) -> bool:
+    return (isinstance(x, dict) and isinstance(x.get("samples"), int) and not isinstance(x["samples"], bool)
+            and x["samples"] > 0 and all(_number(x.get(k)) for k in ("min", "max", "mean")))
+
+
+def usable_first_pass(rec: Mapping[str, Any]) -> bool:
+    """Whether a first-pass record read back from a results file (data from outside:
+    an edited or foreign file) can be merged with a second pass: its
+    ``side_by_side`` holds what :func:`merge_passes` reads, of the types it
+    reads. A resumed run measures a group with an unusable record again, whole,
+    instead of failing on it at the end."""
+    sbs = rec.get("side_by_side")
+    if not isinstance(sbs, Mapping):
+        return False
+    rs = sbs.get("round_s")
+    if not isinstance(rs, list) or not rs or not all(v is None or _number(v) for v in rs):
+        return False
+    for k in ("wall_s", "cpu_s", "settle_s", "group_elapsed_s"):
+        if sbs.get(k) is not None and not _number(sbs[k]):
+            return False
+    if sbs.get("rounds") is not None and not (isinstance(sbs["rounds"], int) and not isinstance(sbs["rounds"], bool)):
+        return False
+    for k in ("order", "block_s"):
+        if sbs.get(k) is not None and not isinstance(sbs[k], list):
+            return False
+    load = sbs.get("load_avg_1min")  # None, a dict without samples (no reading), or a reading
+    if load is not None and not (isinstance(load, dict) and (not load.get("samples") or _load_reading(load))):
+        return False
+    t = rec.get("time")
+    if t is not None and not isinstance(t, Mapping):
+        return False
+    raw = (t or {}).get("raw_s")
+    return raw is None or (isinstance(raw, list) and all(_number(v) for v in raw))
+
+
 def _merged_load(loads: Sequence[Any]) -> dict[str, Any] | None:
     """``{min, max, mean, samples}`` over the passes' load readings."""
-    got = [x for x in loads if isinstance(x, dict) and x.get("samples")]
+    got = [x for x in loads if _load_reading(x)]
     if not got:
         return None
     n = sum(int(x["samples"]) for x in got)

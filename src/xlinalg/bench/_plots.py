@@ -11,6 +11,8 @@ together; width and height in pixels).
 
 from __future__ import annotations
 
+import contextvars
+import hashlib
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -87,9 +89,30 @@ def _plain_axis(axis: Any) -> None:
     axis.set_minor_formatter(FuncFormatter(minor))
 
 
-def _safe(text: str) -> str:
-    """A file name for a plot (ASCII, at most 100 bytes, distinct names stay distinct)."""
-    return filename(text)
+#: the names the running :func:`make_plots` has written, lower-cased -> the parts each
+#: stands for (None outside it)
+_WRITTEN: contextvars.ContextVar[dict[str, tuple[str, ...]] | None] = contextvars.ContextVar(
+    "xlinalg_plot_names", default=None)
+
+
+def _safe(*parts: Any) -> str:
+    """A file name for a plot of `parts` (ASCII, at most 100 bytes), joined by ``_``.
+
+    Distinct parts give distinct files: a join can be ambiguous (case ``s`` with
+    dtype ``a_b``, case ``s_a`` with dtype ``b``: names from a shared file) and a
+    case-insensitive file system takes ``X`` for ``x``. A name already written in
+    this report for other parts gets a hash of the parts, so no plot overwrites
+    another and none is linked twice.
+    """
+    key = tuple(str(p) for p in parts)
+    name = filename("_".join(key))
+    written = _WRITTEN.get()
+    if written is None:
+        return name
+    if written.get(name.lower(), key) != key:
+        name = filename(f"{name}-{hashlib.sha256(repr(key).encode('utf-8', 'surrogatepass')).hexdigest()[:10]}")
+    written[name.lower()] = key
+    return name
 
 
 def _text(s: Any) -> str:
@@ -156,7 +179,7 @@ def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, An
                      fontsize=11)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(title="backend")
-        out.append(_save(fig, outdir, _safe(f"sweep_{case}_{dtype}"), title, "Q3"))
+        out.append(_save(fig, outdir, _safe("sweep", case, dtype), title, "Q3"))
     return out
 
 
@@ -197,8 +220,8 @@ def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[di
         ax.grid(True, axis="y", which="both", alpha=0.3)
         # beside the axes: inside, it covered short bars
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        name = f"loop_vs_{method}" + (f"_{dtype}" if multi else "")
-        out.append(_save(fig, outdir, _safe(name), title, "question"))
+        name = _safe("loop_vs", method, dtype) if multi else _safe("loop_vs", method)
+        out.append(_save(fig, outdir, name, title, "question"))
     return out
 
 
@@ -318,7 +341,7 @@ def plot_speedups(records: list[dict[str, Any]], outdir: Path,
         title = (f"{sec} {_text(case)} ({_text(cdt)}): speed-up over {_text(baseline)}"
                  + (f", {_MAX_SIZES} of the sizes" if thinned else ""))
         ax.set_title(title, fontsize=10)
-        out.append(_save(fig, outdir, _safe(f"speedup_{sec}_{case}_{dtype}"), title, sec))
+        out.append(_save(fig, outdir, _safe("speedup", sec, case, dtype), title, sec))
     return out
 
 
@@ -353,7 +376,7 @@ def plot_precision(records: list[dict[str, Any]], outdir: Path) -> list[dict[str
             title = (f"A12: {target} GEMM against the same backend's float32 GEMM "
                      f"({_text(dtype)} run)")
             ax.set_title(title, fontsize=10)
-            out.append(_save(fig, outdir, _safe(f"precision_{target}_{dtype}"), title, "A12"))
+            out.append(_save(fig, outdir, _safe("precision", target, dtype), title, "A12"))
     return out
 
 
@@ -393,7 +416,7 @@ def plot_pairs(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, An
             ax.set_ylabel(what)
             title = f"{sec}: {_text(slow)} against {_text(fast)} ({_text(dtype)})"
             ax.set_title(title, fontsize=10)
-            out.append(_save(fig, outdir, _safe(f"pair_{sec}_{slow}_{fast}_{dtype}"), title,
+            out.append(_save(fig, outdir, _safe("pair", sec, slow, fast, dtype), title,
                              sec))
     return out
 
@@ -402,6 +425,10 @@ def make_plots(records: list[dict[str, Any]], outdir: str | Path) -> list[dict[s
     """All plots of the report into ``outdir``."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    return (plot_sweep(records, outdir) + plot_loop_vs_batched(records, outdir)
-            + plot_speedups(records, outdir) + plot_precision(records, outdir)
-            + plot_pairs(records, outdir))
+    token = _WRITTEN.set({})
+    try:
+        return (plot_sweep(records, outdir) + plot_loop_vs_batched(records, outdir)
+                + plot_speedups(records, outdir) + plot_precision(records, outdir)
+                + plot_pairs(records, outdir))
+    finally:
+        _WRITTEN.reset(token)

@@ -400,9 +400,13 @@ def _side_by_side_resume(
     (cell, record) is returned so that the second pass runs for it as it would
     have in one uninterrupted run.
     """
+    from ._passes import usable_first_pass
     from ._sidebyside import group_key as group
 
     broken = {group(c) for c in todo if c["key"] not in latest}
+    if recheck:  # a first pass the second cannot be merged with: the group again, whole
+        broken |= {group(c) for c in cells if c["key"] in latest and _first_pass_only(latest[c["key"]])
+                   and not usable_first_pass(latest[c["key"]])}
     left = {c["key"] for c in todo}
     todo = [c for c in cells if c["key"] in left or group(c) in broken]
     if not recheck:

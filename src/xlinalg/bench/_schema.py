@@ -31,6 +31,7 @@ __all__ = [
     "HeaderRecord",
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
+    "MAX_SAMPLES",
     "RESULT_PROPERTIES",
     "RESULT_STATUSES",
     "RecordError",
@@ -43,6 +44,10 @@ __all__ = [
 MAX_DEPTH = 32
 #: Integer literals longer than this are refused (seeds and byte counts are < 25).
 MAX_INT_DIGITS = 40
+#: Longest list of times a record may hold (raw_s, round_s, block_s): a run writes at
+#: most a few hundred per cell (200 samples or rounds a pass); the statistics of a
+#: shared file's record must not take gigabytes (a bootstrap draws 2000 x n).
+MAX_SAMPLES = 100_000
 #: Longest string kept in an error message.
 _SHOWN = 80
 
@@ -64,7 +69,7 @@ _BOOL = {"type": ["boolean", "null"]}
 _OBJ = {"type": "object"}
 _OPT_OBJ = {"type": ["object", "null"]}
 _LIST = {"type": "array"}
-_NUMS = {"type": "array", "items": _NONNEG}
+_NUMS = {"type": "array", "items": _NONNEG, "maxItems": MAX_SAMPLES}
 _SIZE = {"oneOf": [{"type": "integer", "minimum": 0}, _NAME,
                    {"type": "array", "items": {"type": "integer", "minimum": 0},
                     "minItems": 1, "maxItems": 8}]}
@@ -151,9 +156,9 @@ RESULT_PROPERTIES: dict[str, Any] = {
         "backends": {"type": "array", "items": _NAME},
         "rounds": _COUNT,
         "order": {"type": "array", "items": {"type": "array", "items": _NAME}},
-        "round_s": {"type": ["array", "null"], "items": _NONNEG},
-        "block_s": {"type": ["array", "null"], "items": {"type": ["array", "null"],
-                                                         "items": _NONNEG}},
+        "round_s": {"type": ["array", "null"], "items": _NONNEG, "maxItems": MAX_SAMPLES},
+        "block_s": {"type": ["array", "null"], "maxItems": MAX_SAMPLES,
+                    "items": {"type": ["array", "null"], "items": _NONNEG, "maxItems": MAX_SAMPLES}},
         "stop": _OPT_TEXT,
         "group_elapsed_s": _NONNEG, "wall_s": _NONNEG, "cpu_s": _NONNEG,
         "effective_cores": _NONNEG,

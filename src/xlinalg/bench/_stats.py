@@ -87,11 +87,24 @@ def _finite_positive(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
+#: Index draws of the bootstrap held at once (32 MB): a long series is resampled in
+#: blocks of rows, so memory stays bounded whatever a record holds
+_BOOT_BLOCK = 4_000_000
+
+
 def _boot_median(values: np.ndarray, *, seed: int, n_boot: int) -> np.ndarray:
     """Medians of `n_boot` resamples (with replacement) of `values`."""
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(values), size=(n_boot, len(values)))
-    return np.median(values[idx], axis=1)
+    n = len(values)
+    if n_boot * n <= _BOOT_BLOCK:  # every run's records: one draw
+        idx = rng.integers(0, n, size=(n_boot, n))
+        return np.median(values[idx], axis=1)
+    rows = max(1, _BOOT_BLOCK // n)
+    out = np.empty(n_boot)
+    for start in range(0, n_boot, rows):
+        stop = min(n_boot, start + rows)
+        out[start:stop] = np.median(values[rng.integers(0, n, size=(stop - start, n))], axis=1)
+    return out
 
 
 def paired_ratio(
@@ -235,7 +248,7 @@ def combine_passes(
         got = [p[k] for p in passes if k in p]
         ratios = [float(g["ratio"]) for g in got]
         out[k] = {
-            "ratio": math.exp(sum(math.log(r) for r in ratios) / len(ratios)),
+            "ratio": _geometric_mean(ratios),
             "lo": min([float(g["lo"]) for g in got] + ratios),
             "hi": max([float(g["hi"]) for g in got] + ratios),
             "rounds": sum(int(g.get("rounds") or 0) for g in got),
@@ -243,6 +256,21 @@ def combine_passes(
             "passes": ratios,
         }
     return out
+
+
+def _geometric_mean(ratios: Sequence[float]) -> float:
+    """The geometric mean of ratios that :func:`exp_or_limit` may have made 0 or inf
+    (times of a hostile file): 0 and inf where one pass says so, the median where
+    passes say both."""
+    logs = [math.log(r) if 0.0 < r < math.inf else (math.inf if r == math.inf else -math.inf)
+            for r in ratios]
+    if math.inf in logs and -math.inf in logs:
+        return sorted(ratios)[len(ratios) // 2]
+    if math.inf in logs:
+        return math.inf
+    if -math.inf in logs:
+        return 0.0
+    return exp_or_limit(sum(logs) / len(logs))
 
 
 def precise_enough(

@@ -28,19 +28,21 @@ MIN_MARGIN = DEFAULT_MARGIN
 
 
 def quartiles(r: dict[str, Any]) -> tuple[float, float, float] | None:
-    """(q1, median, q3) of a cell's time per call, from whatever the record holds."""
+    """(q1, median, q3) of a cell's time per call, from whatever the record holds;
+    always q1 <= median <= q3 (error bars drawn from them are never negative, even
+    where a shared file's quartiles do not surround its median)."""
     med = median(r)
     if med is None:
         return None
     t = r.get("time") or {}
     q1, q3 = t.get("q1_s"), t.get("q3_s")
-    if positive(q1) and positive(q3) and q1 <= q3:
+    if positive(q1) and positive(q3) and q1 <= med <= q3:
         return float(q1), med, float(q3)
     raw = t.get("raw_s")
     raw = sorted(float(x) for x in (raw if isinstance(raw, list) else []) if positive(x))
     if len(raw) >= 4:
         n = len(raw) - 1
-        return raw[round(0.25 * n)], med, raw[round(0.75 * n)]
+        return min(raw[round(0.25 * n)], med), med, max(raw[round(0.75 * n)], med)
     iqr = t.get("iqr_s")
     h = float(iqr) / 2 if positive(iqr) else 0.0
     return max(med - h, med * 1e-3), med, med + h
