@@ -63,13 +63,56 @@ def one_line(err: str, *needles: str) -> None:
     ("--sizes", "4x4x4x4x4x4x4x4x4", "out of range"),
     ("--margin", "inf", "--margin"),
     ("--stall-factor", "nan", "--stall-factor"),
+    ("--stall-factor", "1", "--stall-factor"),  # parsed, refused by the run's checks
+    ("--seed", "-1", "--seed"),  # NumPy's generators take no negative seed: it failed after measuring
 ])
 def test_option_values_out_of_range_are_usage_errors(tmp_path, opt, value, needle):
     argv = [a for a in QUICK if opt != "--sizes" or a not in ("--sizes", "4")]
     code, _, err = run_cli(*argv, "--out", str(tmp_path / "r.jsonl"), f"{opt}={value}")
     assert code == 2, err
-    one_line(err, needle, repr(value)[:30])
+    one_line(err, needle, repr(value)[:30] if opt != "--stall-factor" or value != "1" else "got 1")
     assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--backends", ","], "--backends: an empty list"),
+    (["--cases", " "], "--cases: an empty list"),
+    (["--sizes", ",,"], "--sizes: an empty list"),
+    (["--out", ""], "--out: an empty file name"),
+    (["--memory-limit", "1G", "--no-isolate"], "--memory-limit limits each worker process"),
+    (["--dask-workers", "2", "--backends", "numpy"], "--dask-workers runs the dask backend"),
+    (["--scheduler", "tcp://127.0.0.1:1", "--backends", "numpy"], "--scheduler runs the dask backend"),
+])
+def test_option_combinations_that_make_no_sense_are_refused_up_front(tmp_path, monkeypatch, extra, needle):
+    from xlinalg.bench import _dask
+
+    def no_cluster(*a, **k):
+        raise AssertionError("a cluster was started before the options were checked")
+
+    monkeypatch.setattr(_dask, "local_cluster", no_cluster)
+    monkeypatch.chdir(tmp_path)
+    argv = [a for a in QUICK if a not in ("--backends", "numpy") or "--backends" not in extra]
+    if "--out" not in extra:
+        argv += ["--out", str(tmp_path / "r.jsonl")]
+    code, _, err = run_cli(*argv, *extra)
+    assert code == 2, err
+    one_line(err, needle)
+    assert list(tmp_path.iterdir()) == []  # nothing written, no default-named file
+
+
+def test_out_naming_the_case_file_is_refused_before_it_is_overwritten(tmp_path):
+    cases = tmp_path / "cases.py"
+    text = ("from xlinalg.bench import Case, register_case\n"
+            "register_case(Case(name='t_keep', sizes={'quick': [4]}, setup=lambda rng, n: (rng.standard_normal(n),),"
+            " op=lambda ctx, x: x + 1), replace=True)\n")
+    cases.write_text(text)
+    for also in (str(cases), str(tmp_path / "." / "cases.py")):
+        code, _, err = run_cli("bench", "--quick", "--backends", "numpy", "--cases", "t_keep", "--no-calibrate",
+                               "--no-progress", "--no-report", "--no-isolate", "--case-file", str(cases),
+                               "--out", also, "--overwrite")
+        assert code == 2, err
+        one_line(err, "is the --case-file itself")
+        assert cases.read_text() == text
 
 
 # ---------------------------------------------------------------------- --out

@@ -124,6 +124,18 @@ def test_required_cpu_backend_fails_instead_of_skipping(pytester: pytest.Pyteste
     res.stdout.fnmatch_lines(["*dask must run here (XLINALG_REQUIRE_CPU_BACKENDS) but: dask is not installed*"])
 
 
+@pytest.mark.parametrize("with_option", [False, True])
+def test_a_bad_require_cpu_value_is_one_usage_error(pytester: pytest.Pytester, clean_env, with_option) -> None:
+    # it was read in every test's set-up: each test errored with a traceback, or, with
+    # the option given, the typo went unnoticed
+    pytester.makepyfile(USER_TEST)
+    clean_env.setenv("XLINALG_REQUIRE_CPU_BACKENDS", "y")
+    args = ["-p", "xlinalg.testing", "--xlinalg-backends=numpy"] + (["--xlinalg-require-cpu"] if with_option else [])
+    res = pytester.runpytest(*args)
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    res.stderr.fnmatch_lines(["*XLINALG_REQUIRE_CPU_BACKENDS='y' is not a boolean*"])
+
+
 def test_our_suite_fails_in_ci_when_a_cpu_backend_is_missing(pytester: pytest.Pytester, clean_env) -> None:
     # tests/conftest.py turns CI=1 into the kit's requirement
     _unavailable(clean_env, "dask", "dask is not installed (pretend)")

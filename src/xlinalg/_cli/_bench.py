@@ -14,16 +14,18 @@ from ._common import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, _Terminate
 from ._table import _print_table, _Progress
 
 
-def _split(text: str | None) -> list[str] | None:
+def _split(text: str | None, option: str) -> list[str] | None:
     if text is None:
         return None
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
-        raise _UsageError(f"xlinalg bench: error: empty list {text!r}")
+        raise _UsageError(f"xlinalg bench: error: {option}: an empty list ({text!r}); name at least one, "
+                          "or leave the option out for all")
     return items
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    from ..backends import get_backend
     from ..bench import (
         BenchUsageError,
         ResultsFileBusyError,
@@ -37,6 +39,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         run_benchmark,
     )
     from ..bench._escape import terminal
+    from ..bench._runner import validate_options
 
     if args.list_cases:
         try:
@@ -54,13 +57,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise _UsageError("xlinalg bench: error: --resume needs --out FILE (the file to continue)")
     if args.resume and args.overwrite:
         raise _UsageError("xlinalg bench: error: --resume and --overwrite exclude each other")
+    if args.out is not None and not args.out.strip():
+        raise _UsageError("xlinalg bench: error: --out: an empty file name; name the results file, "
+                          "or leave --out out for xlinalg-bench-DATE-TIME.jsonl")
     out = args.out or f"xlinalg-bench-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl"
     config = RunConfig(
-        backends=_split(args.backends),
-        cases=_split(args.cases),
+        backends=_split(args.backends, "--backends"),
+        cases=_split(args.cases, "--cases"),
         dtype=args.dtype,
         scale=args.scale,
-        sizes=_split(args.sizes),
+        sizes=_split(args.sizes, "--sizes"),
         threads=args.threads,
         allow_tf32=args.tf32,
         out=out,
@@ -80,6 +86,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     )
     progress = _Progress(enabled=not args.no_progress)
     try:
+        validate_options(config)  # before anything starts (a Dask cluster's processes)
+        if (args.dask_workers is not None or args.scheduler is not None) and not any(
+            get_backend(b).uses_dask_scheduler for b in config.backends or ()
+        ):
+            opt = "--dask-workers" if args.dask_workers is not None else "--scheduler"
+            raise BenchUsageError(f"{opt} runs the dask backend, which this run leaves out (backends: "
+                                  f"{', '.join(config.backends or ())}): add dask to --backends, or drop {opt}")
         with _dask_cluster(args):
             summary = run_benchmark(config, progress=progress)
     except (BenchUsageError, FileExistsError) as exc:

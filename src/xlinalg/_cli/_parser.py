@@ -175,9 +175,9 @@ def _seed(text: str) -> int:
         v = int(text)
     except ValueError:
         v = 2**63
-    if not -(2**63) <= v < 2**63:
+    if not 0 <= v < 2**63:  # NumPy's generators take no negative seed
         raise argparse.ArgumentTypeError(
-            f"expected a whole number from -2**63 to 2**63-1, got {text[:40]!r}")
+            f"expected a whole number from 0 to 2**63-1, got {text[:40]!r}")
     return v
 
 

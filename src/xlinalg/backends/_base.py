@@ -77,6 +77,9 @@ class Backend:
     gpu: bool = False
     #: whether results are lazy (need an explicit compute to exist)
     lazy: bool = False
+    #: whether its work runs on a Dask scheduler (what ``--scheduler`` and
+    #: ``--dask-workers`` set up: the command line refuses them for a run without one)
+    uses_dask_scheduler: bool = False
     #: the packages a run's header records (``env.packages``): pairs of a key and
     #: the distribution names to try in turn (a library published under several
     #: names, one per CUDA version); the backends of one library declare the same

@@ -285,6 +285,7 @@ class DaskBackend(Backend):
     install = 'pip install "dask[array]"'
     distributions = (("dask", ("dask",)),)
     lazy = True
+    uses_dask_scheduler = True
     library = "dask"
     namespace_names = ("array_api_compat.dask.array", "dask.array")
     numpy_host = True  # NumPy chunks

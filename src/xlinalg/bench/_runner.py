@@ -201,12 +201,40 @@ class RunSummary:
 # ---------------------------------------------------------------------- validation
 def validate_config(config: RunConfig) -> RunConfig:
     """Check names and values; fill defaults (backends, cases). Raises BenchUsageError."""
-    from ..backends import BACKEND_NAMES, available_backends, get_backend
-
+    validate_options(config)
     try:
         load_case_files(config.case_files, time_limit=config.time_limit)
     except ValueError as exc:
         raise BenchUsageError(str(exc)) from None
+    valid_cases = case_names()
+    if not config.cases:
+        from .cases import CALIBRATION_CASES
+
+        # Every case; the calibration ones come from `calibrate` (plan_cells).
+        config.cases = [c for c in valid_cases if c not in CALIBRATION_CASES]
+    else:
+        for c in config.cases:
+            try:
+                get_case(c)  # its message names the valid cases, or a retired one's successor
+            except ValueError as exc:
+                raise BenchUsageError(str(exc)) from None
+        config.cases = list(dict.fromkeys(config.cases))
+    if config.sizes:
+        for c in config.cases:
+            for s in config.sizes:
+                try:
+                    get_case(c).parse(str(s))
+                except ValueError as exc:
+                    raise BenchUsageError(f"invalid --sizes item {s!r}: {exc}") from None
+    return config
+
+
+def validate_options(config: RunConfig) -> RunConfig:
+    """The checks that need no case file: values, option pairs, the backends' names
+    (all available ones when none is given). Idempotent; the command line runs it
+    before it starts anything (a Dask cluster). Raises BenchUsageError."""
+    from ..backends import BACKEND_NAMES, available_backends, get_backend
+
     if config.scale not in SCALES:
         raise BenchUsageError(f"unknown scale {config.scale!r}; valid scales: {', '.join(SCALES)}")
     if config.dtype not in DTYPES:
@@ -216,9 +244,23 @@ def validate_config(config: RunConfig) -> RunConfig:
     if not (config.margin >= 1.0):
         raise BenchUsageError(f"--margin must be at least 1 (a factor), got {config.margin:g}")
     if not (config.stall_factor > 1.0):
-        raise BenchUsageError(f"stall_factor must be above 1, got {config.stall_factor:g}")
+        raise BenchUsageError(f"--stall-factor must be above 1 (a factor), got {config.stall_factor:g}")
     if config.time_limit is not None and config.time_limit <= 0:
         raise BenchUsageError(f"--time-limit must be positive, got {config.time_limit:g}")
+    if isinstance(config.seed, bool) or not isinstance(config.seed, int) or not 0 <= config.seed < 2**63:
+        raise BenchUsageError(f"--seed must be a whole number from 0 to 2**63-1, got {config.seed!r}"[:200])
+    if config.memory_limit is not None and not config.isolate:
+        raise BenchUsageError("--memory-limit limits each worker process; with --no-isolate there is "
+                              "none (the cells run in this process): drop one of the two")
+    out = os.path.realpath(os.fspath(config.out))
+    for f in config.case_files:
+        if os.path.realpath(os.fspath(f)) == out:
+            raise BenchUsageError(f"--out {os.fspath(config.out)!r} is the --case-file itself: the results "
+                                  "would overwrite the cases; name another results file")
+    if config.retry_failed and not config.resume:
+        raise BenchUsageError("--retry-failed needs --resume")
+    if config.retry_noisy and not config.resume:
+        raise BenchUsageError("--retry-noisy needs --resume")
 
     if not config.backends:
         config.backends = available_backends()
@@ -240,31 +282,6 @@ def validate_config(config: RunConfig) -> RunConfig:
             if name not in seen:
                 seen.append(name)
         config.backends = seen
-
-    valid_cases = case_names()
-    if not config.cases:
-        from .cases import CALIBRATION_CASES
-
-        # Every case; the calibration ones come from `calibrate` (plan_cells).
-        config.cases = [c for c in valid_cases if c not in CALIBRATION_CASES]
-    else:
-        for c in config.cases:
-            try:
-                get_case(c)  # its message names the valid cases, or a retired one's successor
-            except ValueError as exc:
-                raise BenchUsageError(str(exc)) from None
-        config.cases = list(dict.fromkeys(config.cases))
-    if config.sizes:
-        for c in config.cases:
-            for s in config.sizes:
-                try:
-                    get_case(c).parse(str(s))
-                except ValueError as exc:
-                    raise BenchUsageError(f"invalid --sizes item {s!r}: {exc}") from None
-    if config.retry_failed and not config.resume:
-        raise BenchUsageError("--retry-failed needs --resume")
-    if config.retry_noisy and not config.resume:
-        raise BenchUsageError("--retry-noisy needs --resume")
     return config
 
 

@@ -16,6 +16,8 @@ from ._select import ENV_BACKENDS, ENV_REQUIRE_CPU, _env_flag, resolve_backend, 
 
 NAME = "xlinalg.testing.fixtures"
 _SELECTED = pytest.StashKey[tuple[str, ...]]()
+#: XLINALG_REQUIRE_CPU_BACKENDS, parsed once at configure time
+_REQUIRE_CPU = pytest.StashKey[bool]()
 
 
 def configure(config: pytest.Config) -> None:
@@ -24,8 +26,12 @@ def configure(config: pytest.Config) -> None:
     source = "--xlinalg-backends" if opt is not None else ENV_BACKENDS
     try:
         config.stash[_SELECTED] = selected_backends(opt, source=source)
+        # read once, here: a bad value is one usage error, whether or not the option
+        # overrides it (not an error in the set-up of every test)
+        env = _env_flag(ENV_REQUIRE_CPU)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    config.stash[_REQUIRE_CPU] = env
     doctest_xp = config.getoption("xlinalg_doctest_xp", None)
     if doctest_xp is not None:
         if doctest_xp not in _registry.BACKEND_NAMES:
@@ -43,7 +49,8 @@ def chosen(config: pytest.Config) -> tuple[str, ...]:
 
 def require_cpu(config: pytest.Config) -> bool:
     """Whether an unavailable CPU backend fails (option or environment variable)."""
-    return bool(config.getoption("xlinalg_require_cpu", False)) or _env_flag(ENV_REQUIRE_CPU)
+    env = config.stash[_REQUIRE_CPU] if _REQUIRE_CPU in config.stash else _env_flag(ENV_REQUIRE_CPU)
+    return bool(config.getoption("xlinalg_require_cpu", False)) or env
 
 
 def pytest_report_header(config: pytest.Config) -> str:
