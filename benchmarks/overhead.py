@@ -108,7 +108,7 @@ def _peak_rss_growth(setup: str, call: str) -> float:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
-    p.add_argument("--only", default="", help="comma list of row groups: solve,fence,small,large,many,memory")
+    p.add_argument("--only", default="", help="comma list of row groups: solve,fence,small,large,many,host,memory")
     args = p.parse_args(argv)
     repeats = 7 if args.quick else 41
     only = set(filter(None, args.only.split(",")))
@@ -249,6 +249,14 @@ def main(argv: list[str] | None = None) -> int:
             st = compare(lambda: [torch.linalg.solve(x, y) for x, y in zip(tAs, tbs)],
                          lambda: xl.solve_many(tAs, tbs), max(5, repeats // 3), 0.2)
             add_row("torch  speed-up of solve_many over the loop", "≥ 10×", 1 / 10, st)
+
+    if want("host"):
+        print("host data: Python lists of floats, checked to hold numbers only, then converted")
+        flat = rng.random(100_000).tolist()
+        nested = rng.random((1000, 100)).tolist()
+        for what, data in (("flat list of 100,000 floats", flat), ("1000 lists of 100 floats", nested)):
+            add_row(f"numpy  xl.add(list, 0.0) / numpy.add, {what}", "context", None,
+                    compare(lambda d=data: np.add(d, 0.0), lambda d=data: xl.add(d, 0.0), max(5, repeats // 3), 0.05))
 
     mem: list[tuple[str, float, float]] = []
     if want("memory") or want("large"):
