@@ -120,6 +120,25 @@ def test_unknown_chunk_sizes_work_or_name_compute_chunk_sizes() -> None:
         xl.solve(am, bo).compute()
 
 
+def test_matmul_contracts_over_an_unknown_size() -> None:
+    # X[mask] has NaN rows: the Gram matrix X.T @ X contracts over them. Dask's own
+    # matmul takes it (the chunks are the same); nan != nan is not a mismatch
+    rng = np.random.default_rng(1)
+    keep = da.from_array(np.arange(40) % 3 != 0, chunks=10)
+    xm = da.from_array(rng.random((40, 3)), chunks=(10, 3))[keep]
+    vm = da.from_array(rng.random(40), chunks=10)[keep]
+    assert np.isnan(xm.shape[0])
+    hx, hv = xm.compute(), vm.compute()
+    with dask.config.set(scheduler=_refuse):  # the graph is built without computing
+        gram, dot, proj = xl.matmul(xm.T, xm), xl.matmul(vm, vm), xl.matmul(vm, xm)
+    np.testing.assert_allclose(gram.compute(), hx.T @ hx)
+    np.testing.assert_allclose(dot.compute(), hv @ hv)
+    np.testing.assert_allclose(proj.compute(), hv @ hx)
+    # known sizes that differ are still refused when the graph is built
+    with pytest.raises(ValueError, match=r"`a` has 3 columns but `b` has 4 rows"):
+        xl.matmul(xm, da.ones((4, 2)))
+
+
 def test_linalgerror_pickles_with_its_indices() -> None:
     # a worker raises it; the client unpickles it
     err = xl.LinAlgError("m", indices=[(1, 2)], members=[5])

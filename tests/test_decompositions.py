@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import xlinalg as xl
-from conftest import BackendCase, random
+from conftest import BackendCase, random, require_backend
 
 SHAPES = [(3, 3), (5, 3), (3, 5), (2, 4, 3), (2, 3, 4), (2, 2, 3, 3), (1, 1)]
 DTYPES = [np.float64, np.float32, np.complex128]
@@ -197,3 +197,25 @@ def test_inputs_not_modified(backend: BackendCase, rng) -> None:
     xl.svdvals(xx)
     xl.qr(xx, mode="complete")
     np.testing.assert_array_equal(backend.np(xx), x)
+
+
+def test_torch_function_transforms_run_through() -> None:
+    # torch.func's vmap and grad cannot run Python that branches on values (the finite
+    # check of S): it steps aside inside them, as under jax.jit; eager calls still raise
+    require_backend("torch-cpu")
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 3, 3, dtype=torch.float64, generator=gen)
+    torch.testing.assert_close(torch.func.vmap(xl.svdvals)(x), torch.linalg.svdvals(x))
+    u, s, vh = torch.func.vmap(lambda m: tuple(xl.svd(m, full_matrices=False)))(x)
+    torch.testing.assert_close(u @ torch.diag_embed(s) @ vh, x)
+    q, r = torch.func.vmap(lambda m: tuple(xl.qr(m)))(x)
+    torch.testing.assert_close(q @ r, x)
+    a = x + 4 * torch.eye(3, dtype=torch.float64)
+    b = torch.randn(4, 3, dtype=torch.float64, generator=gen)
+    torch.testing.assert_close(torch.func.vmap(xl.solve)(a, b), torch.linalg.solve(a, b))
+    grad = torch.func.grad(lambda m: xl.svdvals(m).sum())(x[0])
+    torch.testing.assert_close(grad, torch.func.grad(lambda m: torch.linalg.svdvals(m).sum())(x[0]))
+    with pytest.raises(xl.LinAlgError, match=r"contains NaN or inf"):
+        xl.svdvals(torch.full((2, 2), float("nan"), dtype=torch.float64))

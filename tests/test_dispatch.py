@@ -108,15 +108,20 @@ def test_mixing_devices_raises_naming_both() -> None:
     import torch
 
     a, b = torch.eye(2, dtype=torch.float64), torch.ones(2, dtype=torch.float64, device="meta")
-    # solve: a stack, so xlinalg checks devices itself. (Its fast path leaves a
-    # CPU/CUDA mix to torch's own error, which it translates; but torch.linalg.solve
-    # runs LAPACK on a meta operand's missing data instead of refusing it.)
-    cases = ((xl.solve, a[None], ("`a`", "`b`")), (xl.matmul, a, ("`a`", "`b`")), (xl.add, a, ("`x1`", "`x2`")))
-    for f, first, names in cases:
-        with pytest.raises(ValueError, match=r"is on device cpu but .* is on device meta") as info:
-            f(first, b)
-        assert all(n in str(info.value) for n in names)
-        assert "xlinalg.to(" in str(info.value)
+    # solve of one matrix takes a fast path that leaves a CPU/CUDA mix to torch's own
+    # error, which it translates; torch.linalg.solve runs LAPACK on a meta operand's
+    # missing data instead of refusing it, so the fast path leaves meta mixes alone
+    cases = ((xl.solve, a[None], b, ("`a`", "`b`")), (xl.solve, a, b, ("`a`", "`b`")),
+             (xl.solve, a.to("meta"), torch.ones(2, dtype=torch.float64), ("`a`", "`b`")),
+             (xl.matmul, a, b, ("`a`", "`b`")), (xl.add, a, b, ("`x1`", "`x2`")))
+    for f, first, second, names in cases:
+        for _ in range(2):  # the first call fills the fast-path tables, the second uses them
+            with pytest.raises(ValueError, match=r"is on device (cpu|meta) but .* is on device (meta|cpu)") as info:
+                f(first, second)
+            assert all(n in str(info.value) for n in names)
+            assert "xlinalg.to(" in str(info.value)
+    # both on meta: torch's shape computation, as torch.linalg.solve gives it
+    assert xl.solve(a.to("meta"), b).device.type == "meta"
 
 
 def test_a_0d_cpu_tensor_joins_the_other_device_on_every_path() -> None:
@@ -749,3 +754,39 @@ def test_one_system_with_the_defaults_takes_the_adapters_solve_fast(backend, rhs
     singular = backend.arr(np.array([[1.0, 2.0, 0, 0], [2.0, 4.0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]))
     with pytest.raises(xl.LinAlgError, match="singular"):
         xl.solve(singular, b)
+
+
+def test_a_jax_tracer_is_on_the_backend_its_trace_runs_on(monkeypatch) -> None:
+    # under jax.jit an array has no device; the trace runs on JAX's default backend,
+    # and method="auto" must choose by that backend's rules (not the CPU's on a GPU)
+    require_backend("jax-cpu")
+    import jax
+    import jax.numpy as jnp
+
+    seen = []
+
+    def record(x):
+        seen.append(xl.backend_of(x))
+        return x
+
+    jax.jit(record)(jnp.ones(2))
+    assert seen == ["jax-cpu"]
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    jax.jit(lambda x: record(x) + 1)(jnp.ones(2))  # a new function: traced again
+    assert seen == ["jax-cpu", "jax-gpu"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_numpy_scalar_alone_joins_the_namespace_given(backend: BackendCase, dtype) -> None:
+    # xl.exp(np.float32(1), xp=torch): a 0-d array of the namespace's library, of the
+    # scalar's dtype (it was left a NumPy array, and failed inside the torch adapter)
+    xp = backend.namespace()
+    for f, want in ((xl.exp, np.exp(dtype(0.5))), (xl.sigmoid, 1 / (1 + np.exp(-dtype(0.5))))):
+        r = f(dtype(0.5), xp=xp)
+        backend.check_owned(r)
+        got = backend.np(r)
+        assert got.shape == ()
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"solve: `a` must be a square matrix"):
+        xl.solve(dtype(1.0), [1.0], xp=xp)

@@ -3,13 +3,16 @@ weak scalars, bool, and no floating-point warnings where promised."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
 import pytest
 
 import xlinalg as xl
-from conftest import BackendCase, random
+from conftest import BackendCase, random, require_backend
 
 BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide}
 UNARY = {"exp": np.exp, "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x))}
@@ -261,3 +264,28 @@ def test_inputs_not_modified(backend: BackendCase, rng) -> None:
         backend.np(getattr(xl, name)(a1))
     np.testing.assert_array_equal(backend.np(a1), x1)
     np.testing.assert_array_equal(backend.np(a2), x2)
+
+
+def test_jax_32_bit_mode_requests_no_64_bit_integers() -> None:
+    # JAX's default mode has no int64: asking for it warns and truncates to int32.
+    # NumPy's table gives int64 (bool with a Python int, uint32 with int32); in that
+    # mode it is int32, as JAX's own promotion gives, with no warning
+    require_backend("jax-cpu")
+    code = (
+        "import warnings\n"
+        "import jax, jax.numpy as jnp, xlinalg as xl\n"
+        "assert not jax.config.read('jax_enable_x64')\n"
+        "warnings.simplefilter('error')\n"
+        "r = xl.add(jnp.array([True, False]), 1)\n"
+        "assert r.dtype == jnp.int32 and r.tolist() == [2, 1], r\n"
+        "r = xl.add(jnp.array([1], jnp.uint32), jnp.array([-1], jnp.int32))\n"
+        "assert r.dtype == jnp.int32 and r.tolist() == [0], r\n"
+        "r = xl.matmul(jnp.ones((2, 2), jnp.uint32), jnp.ones((2, 2), jnp.int32))\n"
+        "assert r.dtype == jnp.int32 and r.tolist() == [[2, 2], [2, 2]], r\n"
+        "r = xl.multiply(jnp.array([3], jnp.int32), jnp.array([2.5], jnp.float32))\n"
+        "assert r.dtype == jnp.float32 and r.tolist() == [7.5], r\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, JAX_ENABLE_X64="0"),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip() == "ok", proc.stderr[-2000:] + proc.stdout

@@ -148,6 +148,37 @@ def test_numerically_singular_is_not_an_error(backend: BackendCase) -> None:
     assert np.abs(x).max() > 1e12
 
 
+# LU in float32 meets an exact zero pivot (l = fl32(1/3) = a22, so u22 = 0); in float64
+# the pivot is about -1e-8. Backends that solve float32 in float32 must call it
+# singular, and the check that names the member must agree with the solve.
+SINGULAR_IN_F32 = np.array([[3.0, 1.0], [1.0, 1.0 / 3.0]], dtype=np.float32)
+
+
+@pytest.mark.parametrize("method", ["auto", "native", "unrolled"])
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_zero_pivot_in_single_precision_is_singular(backend: BackendCase, dtype, method: str) -> None:
+    a = np.stack([np.eye(2), SINGULAR_IN_F32, 2 * np.eye(2)]).astype(dtype)
+    b = np.ones(2, dtype)
+    if backend.name == "array-api-strict" and method != "unrolled":
+        # array-api-strict solves through numpy.linalg.solve, in double precision
+        # (docs/semantics.md): no zero pivot there, so a finite answer. (The unrolled
+        # kernels run in the input's precision on every backend.)
+        x = backend.np(xl.solve(backend.arr(a), backend.arr(b), method=method))
+        assert np.isfinite(x).all()
+        return
+    a_ = backend.arr(a)
+    if backend.name == "dask":
+        a_ = a_.rechunk(-1)
+    with pytest.raises(xl.LinAlgError, match=r"batch index 1") as info:
+        backend.np(xl.solve(a_, backend.arr(b), method=method))
+    assert info.value.members == (1,)
+    x = backend.np(xl.solve(a_, backend.arr(b), errors="nan", method=method))
+    assert np.isnan(x[1]).all()
+    np.testing.assert_allclose(x[[0, 2]], [[1, 1], [0.5, 0.5]], rtol=1e-6)
+    with pytest.raises(xl.LinAlgError, match=r"`a` is singular"):  # one matrix: the fast paths
+        backend.np(xl.solve(backend.arr(a[1]), backend.arr(b), method=method))
+
+
 # ---------------------------------------------------------------------- the rule
 # docs/semantics.md, "solve: singular, non-finite and subnormal input": a member is
 # reported singular iff its a and b are finite and LU meets an exact zero pivot

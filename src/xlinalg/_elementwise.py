@@ -76,7 +76,8 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
             elif k == "b":
                 if isinstance(scal, bool):
                     return _bool_op(ad, name, arr, ad.asarray(scal, arr, "x1" if s1 else "x2"))
-                arr = ad.astype(arr, ad.xp.int64)  # bool array with a Python int: NumPy's int64
+                # a bool array with a Python int: NumPy's int64 (JAX's default mode: int32)
+                arr = ad.astype(arr, ad.xp.int64 if ad.has_int64(arr) else ad.xp.int32)
                 k = "i"
             elif k == "?":
                 raise TypeError(f"{name}: `{na}` must be numeric, got {ad.describe(arr)}")

@@ -237,7 +237,7 @@ def _matmul_checked(a: Any, b: Any, xp: Any) -> Any:
             )
         ka = sa[-1]
         kb = sb[0] if len(sb) == 1 else sb[-2]
-        if ka != kb:
+        if _validate.sizes_differ(ka, kb):
             raise ValueError(
                 f"matmul: `a` has {ka} columns but `b` has {kb} rows "
                 f"(shapes {tuple(sa)} and {tuple(sb)})"

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._lib import _dispatch
+from ._lib import _dispatch, _validate
 from ._lib._errors import LinAlgError
 from ._lib._typing import Array, Namespace
 from ._linalg import _solve_checked, solve
@@ -90,7 +90,9 @@ def solve_many(
     Raises
     ------
     ValueError
-        If `a` and `b` differ in length, or a system's shapes do not match.
+        If `a` and `b` differ in length, or a system breaks :func:`solve`'s shape
+        rules; the message names it by list position (``a[i]``, ``b[i]``) as the
+        caller passed it. TypeError for its dtype (float16) in the same way.
     LinAlgError
         If a system is singular and ``errors="raise"``, naming the list positions
         of every singular system (``exc.members``). On Dask it is raised when a
@@ -134,6 +136,7 @@ def solve_many(
         except (ValueError, RuntimeError, TypeError):
             pass  # shapes differ (or devices): group below
         else:
+            _check_system(ad, a, b, range(n))
             return _unstack(ad, _solve_group(ad, A, B, range(n), errors, xp))
     return _solve_grouped(ad, a, b, errors, xp)
 
@@ -159,6 +162,28 @@ def _check_one_library(a: Sequence[Any], b: Sequence[Any], xp: Any) -> None:
         for i, x in enumerate(seq):
             if type(x) is not t0 and hasattr(x, "shape"):
                 _dispatch.adapter_for((a[0], x), ("a[0]", f"{name}[{i}]"), xp)
+
+
+def _check_system(ad: Adapter, a: Sequence[Any], b: Sequence[Any], positions: Sequence[int]) -> None:
+    """solve's rules (shapes, dtypes, devices) on the first system of a group, named by
+    its list position. Every system of the group has its shapes, dtypes and device; an
+    error from the stacked group would name shapes the caller never passed (and a
+    0-d ``b[i]`` would stack into a matrix that solves)."""
+    i = positions[0]
+    ai, bi = a[i], b[i]
+    try:
+        if (err := ad.dense_error(ai, "a", "solve") or ad.dense_error(bi, "b", "solve")) is not None:
+            raise err
+        _validate.solve_shapes(ad, ai, bi, len(bi.shape) == 1)
+        _validate.linalg_dtype(ad, ai, "a", "solve")
+        _validate.linalg_dtype(ad, bi, "b", "solve")
+        ad.check_same_device(ai, bi, "a", "b")
+    except (TypeError, ValueError) as exc:
+        msg = str(exc).removeprefix("solve: ").replace("`a`", f"`a[{i}]`").replace("`b`", f"`b[{i}]`")
+        more = len(positions) - 1
+        also = f" (and {more} more system{'s' if more > 1 else ''} of its shapes and dtypes)" if more else ""
+        cls = TypeError if isinstance(exc, TypeError) else ValueError
+        raise cls(f"solve_many: the system at list position {i}{also}: {msg}") from None
 
 
 def _singular(members: list[int]) -> LinAlgError:
@@ -219,6 +244,7 @@ def _solve_grouped(ad: Adapter, a: Sequence[Any], b: Sequence[Any], errors: str,
     failed: list[int] = []
     solved: list[tuple[list[int], Any]] = []
     for positions in groups.values():
+        _check_system(ad, a, b, positions)
         if not ad.lazy and _large(a[positions[0]]):  # one by one: no copy into a stack
             for i in positions:
                 try:

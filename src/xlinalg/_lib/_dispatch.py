@@ -207,7 +207,10 @@ def as_arrays(ad: Adapter, args: tuple[Any, ...], names: tuple[str, ...]) -> lis
     like = next((a for a in args if hasattr(a, "shape") and not isinstance(a, np.generic)), None)
     for i, x in enumerate(args):
         if isinstance(x, np.generic):
-            out[i] = ad.asarray(x.item(), like, names[i]) if like is not None else np.asarray(x)
+            if like is not None:  # next to an array: a weak Python scalar
+                out[i] = ad.asarray(x.item(), like, names[i])
+            else:  # alone: a 0-d array of its dtype, in `ad`'s library (xp=torch: a tensor)
+                out[i] = np.asarray(x) if ad is NUMPY else ad.asarray(np.asarray(x), None, names[i])
         elif not hasattr(x, "shape") or not hasattr(x, "dtype"):
             out[i] = host_array(ad, x, like, names[i])
     return out

@@ -80,6 +80,12 @@ def matrix(ad: Adapter, x: Any, name: str, fn: str, *, square: bool = False) -> 
         )
 
 
+def sizes_differ(m: Any, n: Any) -> bool:
+    """Whether two axis lengths are both known and differ. Unknown: Dask's NaN
+    (``x[mask]``), the standard's None; the library checks those when it computes."""
+    return m != n and m is not None and n is not None and m == m and n == n
+
+
 def broadcast_shapes(s1: Any, s2: Any) -> tuple[int, ...]:
     """The broadcast of two shapes (``np.broadcast_shapes`` for two, in pure Python:
     NumPy's allocates arrays and costs an order of magnitude more). Raises ValueError."""
@@ -192,6 +198,7 @@ def promote_linalg(ad: Adapter, a: Any, b: Any, fn: str, na: str = "a", nb: str 
 
 
 _WIDE = {"float64": "float32", "complex128": "complex64"}
+_WIDE_INT = {"int64": "int32", "uint64": "uint32"}
 
 
 def mixed_dtype(ad: Adapter, x1: Any, x2: Any) -> Any:
@@ -201,7 +208,8 @@ def mixed_dtype(ad: Adapter, x1: Any, x2: Any) -> Any:
     give ``int64 + float32 -> float32``, array-api-strict raises. xlinalg uses
     NumPy's table on every backend (``int64 + float32 -> float64``,
     ``int8 + float32 -> float32``), with float64 narrowed to float32 on devices
-    without float64. None where a dtype has no NumPy equivalent (bfloat16).
+    without float64, and int64 to int32 where the library makes no 64-bit integers
+    (JAX's default mode). None where a dtype has no NumPy equivalent (bfloat16).
     """
     try:
         name = np.result_type(np.dtype(ad.dtype_name(x1.dtype)), np.dtype(ad.dtype_name(x2.dtype))).name
@@ -209,4 +217,6 @@ def mixed_dtype(ad: Adapter, x1: Any, x2: Any) -> Any:
         return None
     if name in _WIDE and ad.float_dtypes(x1)[1] == ad.xp.float32:
         name = _WIDE[name]
+    elif name in _WIDE_INT and not ad.has_int64(x1):
+        name = _WIDE_INT[name]
     return getattr(ad.xp, name, None)

@@ -203,6 +203,11 @@ class Adapter:
             ) from exc
 
     # ------------------------------------------------------------ dtypes
+    def has_int64(self, x: Any) -> bool:
+        """Whether `x`'s library makes 64-bit integers now (JAX in its default 32-bit
+        mode does not: it would truncate them to 32 bits, with a warning)."""
+        return True
+
     def float_dtypes(self, x: Any) -> tuple[Any, Any]:
         """The (float32, float64) dtypes of this namespace; float64 may be float32."""
         xp = self.xp
@@ -428,18 +433,22 @@ class Adapter:
 #: in NumPy and JAX): low precision as float16 is, with no linear algebra anywhere
 NARROW_FLOATS = ("float8_", "float6_", "float4_")
 
-def make_solve_fast(call: Callable[[Any, Any], Any], ok: frozenset[Any]) -> Callable[[Any, Any], Any]:
+def make_solve_fast(
+    call: Callable[[Any, Any], Any], ok: frozenset[Any], *, meta: bool = False
+) -> Callable[[Any, Any], Any]:
     """An adapter's ``solve_fast`` (see :class:`Adapter`) around the library's `call`.
 
     Only one matrix (``a.ndim == 2``) of one dtype in `ok`: there torch and JAX read
     `b` as the standard does ((M,) a vector, (..., M, K) matrices) and check shapes
     and devices themselves. Any refusal, or :data:`MISSING` from `call`, sends the
     operands to xl.solve's checked path, which names the argument (a singular matrix
-    included). Saves the shape reads (cost: docs/performance.md).
+    included). Saves the shape reads (cost: docs/performance.md). `meta` (torch): a
+    "meta" operand beside a real one goes to the checked path too, which refuses the
+    mix (torch.linalg.solve runs LAPACK on the missing data instead).
     """
 
     def solve_fast(a: Any, b: Any) -> Any:
-        if a.ndim == 2 and ((da := a.dtype) is b.dtype) and da in ok:
+        if a.ndim == 2 and ((da := a.dtype) is b.dtype) and da in ok and (not meta or a.is_meta is b.is_meta):
             try:
                 return call(a, b)
             except Exception:  # noqa: S110 -- xl.solve's checked path re-raises, naming the argument

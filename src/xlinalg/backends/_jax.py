@@ -104,6 +104,9 @@ class JaxAdapter(Adapter):
         jnp = self.xp
         return jnp.float32, (jnp.float64 if self.jax.config.read("jax_enable_x64") else jnp.float32)
 
+    def has_int64(self, x: Any) -> bool:
+        return bool(self.jax.config.read("jax_enable_x64"))
+
     def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
         # a list through NumPy, as on every backend: jnp.asarray would read
         # [2**70, 1.0] as floats where NumPy (and so xlinalg) refuses the int
@@ -469,7 +472,9 @@ class JaxBackend(Backend):
     def type_name(self, cls: type) -> Callable[[Any], str]:
         import jax
 
-        if issubclass(cls, jax.core.Tracer) or _jax_cpu_only():
+        if issubclass(cls, jax.core.Tracer):
+            return _traced_backend_name
+        if _jax_cpu_only():
             return lambda x: "jax-cpu"
         return jax_backend_name
 
@@ -490,12 +495,31 @@ class JaxBackend(Backend):
 
 
 def jax_backend_name(x: Any) -> str:
-    """``"jax-cpu"`` or ``"jax-gpu"``: where JAX array `x` lies (a tracer: ``"jax-cpu"``)."""
+    """``"jax-cpu"`` or ``"jax-gpu"``: where JAX array `x` lies (a tracer: where JAX
+    runs the trace by default, so ``method="auto"`` picks by the same rules under
+    ``jax.jit`` as outside it)."""
     try:
         platforms = {d.platform for d in x.devices()}
     except Exception:  # traced: no concrete device
-        return "jax-cpu"
+        return _traced_backend_name(x)
     return "jax-cpu" if platforms == {"cpu"} else "jax-gpu"
+
+
+def _traced_backend_name(x: Any) -> str:
+    """The backend id of a traced array: where JAX runs the trace by default."""
+    import jax
+
+    return "jax-cpu" if jax.default_backend() == "cpu" else "jax-gpu"
+
+
+def _every_jax_device(jax: Any) -> list[Any]:
+    """The devices of every JAX backend of this process (the CPU's included)."""
+    try:
+        from jax.extend.backend import backends
+
+        return [d for name in backends() for d in jax.devices(name)]
+    except Exception:  # a JAX without it: the default backend's
+        return list(jax.devices())
 
 
 def _jax_cpu_only() -> bool:

@@ -78,11 +78,13 @@ class NumPyAdapter(Adapter):
         # None: a NumPy without them
         self._solve_gufunc: Callable[..., Any] | None = None
         self._solve1_gufunc: Callable[..., Any] | None = None
+        self._slogdet_gufunc: Callable[..., Any] | None = None
         try:
             from numpy.linalg import _umath_linalg
 
             self._solve_gufunc = _umath_linalg.solve
             self._solve1_gufunc = _umath_linalg.solve1
+            self._slogdet_gufunc = _umath_linalg.slogdet
         except (ImportError, AttributeError):  # pragma: no cover - a NumPy without them
             pass
         self._expit: Any = None
@@ -149,7 +151,8 @@ class NumPyAdapter(Adapter):
                 return gufunc(a, b, signature=sig)
         except _NumPySingular as exc:
             bm = b[..., None] if vector else b
-            x = self._solve_after_failure(a, bm, errors, exc)
+            # the zero pivots are looked for in the precision the solve ran in
+            x = self._solve_after_failure(a.astype(dt, copy=False), bm, errors, exc)
             return x[..., 0] if vector else x
 
     def _is_singular_error(self, exc: BaseException) -> bool:
@@ -163,8 +166,15 @@ class NumPyAdapter(Adapter):
         return x
 
     def zero_pivots(self, a: Any) -> Any:
+        # LU in `a`'s own precision, as the solve ran (_NP_SIGNATURES): numpy.linalg.slogdet
+        # computes float32 in float64, where a float32 zero pivot (l = fl(1/3) = a22 in
+        # [[3, 1], [1, 1/3]]) is a tiny non-zero one
+        sig = _SLOGDET_SIGNATURES.get(a.dtype.char)
         with np.errstate(all="ignore"):
-            sign, _ = np.linalg.slogdet(a)
+            if sig is None or self._slogdet_gufunc is None:
+                sign, _ = np.linalg.slogdet(a)
+            else:
+                sign, _ = self._slogdet_gufunc(a, signature=sig)
         return sign == 0
 
     def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
@@ -246,6 +256,8 @@ def _np_raise(err: Any, flag: Any) -> None:
 # The gufunc has single- and double-precision loops only ("dd->f" does not exist):
 # float32 input is solved in float32 LAPACK (sgesv), as PyTorch, JAX and CuPy do.
 _NP_SIGNATURES = {"f": "ff->f", "d": "dd->d", "F": "FF->F", "D": "DD->D"}
+# slogdet's loops: sign in the input's dtype, log|det| real
+_SLOGDET_SIGNATURES = {"f": "f->ff", "d": "d->dd", "F": "F->Ff", "D": "D->Dd"}
 
 
 NUMPY = NumPyAdapter()

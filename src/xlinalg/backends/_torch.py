@@ -36,7 +36,7 @@ class TorchAdapter(Adapter):
         self.solve_dtypes = frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
         self.fast = {n: getattr(torch, n) for n in ("add", "subtract", "multiply", "matmul", "sigmoid")}
         self.sigmoid_dtypes = frozenset((torch.float32, torch.float64))
-        self.solve_fast = make_solve_fast(torch.linalg.solve, self.solve_dtypes)
+        self.solve_fast = make_solve_fast(torch.linalg.solve, self.solve_dtypes, meta=True)
         # torch.matmul raises for float32 @ float64, int64 @ float32, bool, ...: the
         # checked path then promotes by the standard or names the argument
         self.fast_refuses_mixed = frozenset({"matmul"})
@@ -90,6 +90,13 @@ class TorchAdapter(Adapter):
     def to_host(self, x: Any) -> np.ndarray:
         return np.asarray(x.detach().cpu().numpy())
 
+    def traced(self, x: Any) -> bool:
+        # inside torch.func's transforms (vmap, grad, jacrev) or a torch.compile trace,
+        # Python cannot branch on a tensor's values (bool(tensor) raises or breaks the
+        # graph): the value checks step aside there, as under jax.jit
+        t = self.torch
+        return bool(t.compiler.is_compiling() or t._C._are_functorch_transforms_active())
+
     def unstack(self, x: Any) -> list[Any]:
         # unbind makes every member a view that autograd tracks (a shared version
         # counter, view metadata): most of the cost of each member. A result that
@@ -105,6 +112,8 @@ class TorchAdapter(Adapter):
         return list(x.unbind(0))
 
     def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+        if a.is_meta is not b.is_meta:  # torch reads a meta operand's missing data
+            self.check_same_device(a, b, "a", "b")
         if not vector and b.ndim == a.ndim - 1:
             # torch reads b of shape a.shape[:-1] as a batch of vectors; the standard
             # reads it as one matrix broadcast over the batch. A leading unit axis
@@ -114,7 +123,7 @@ class TorchAdapter(Adapter):
             try:
                 return self._tsolve(a, b)
             except self._linalg_error as exc:
-                self.check_same_device(a, b, "a", "b")  # (a "meta" operand fails this way)
+                self.check_same_device(a, b, "a", "b")
                 bm = b.unsqueeze(-1) if vector else b
                 x = self._solve_after_failure(a, bm, errors, exc)
                 return x[..., 0] if vector else x
