@@ -417,9 +417,11 @@ def compile_costs() -> list[dict[str, Any]]:
     return rows
 
 
-def gpu() -> list[dict[str, Any]]:
+def gpu(progress: Callable[[list[dict[str, Any]]], None] = lambda rows: None) -> list[dict[str, Any]]:
+    """`progress(rows)` after each measured row: a run cut short by the device's time
+    limit keeps what it measured."""
     print("GPU (n = 5, 1e6 systems): ratio and achieved bandwidth of the unrolled solver")
-    rows = []
+    rows: list[dict[str, Any]] = []
     from xlinalg import backends
 
     for backend in (b for b in backends.BACKEND_NAMES if backends.get_backend(b).gpu):
@@ -428,6 +430,7 @@ def gpu() -> list[dict[str, Any]]:
             print(f"  {backend}: skipped ({reason})")
             continue
         rows.append(errors_cost(backend, 1_000_000, None, 1.1))  # issue 21: raise costs what nan costs
+        progress(rows)
         peak = _copy_GBps(backend)
         print(f"  {backend}: measured elementwise bandwidth {peak:.0f} GB/s (read + write)")
         for dtype in ("float64", "float32"):
@@ -440,6 +443,7 @@ def gpu() -> list[dict[str, Any]]:
                 print(f"    {row['unrolled_GBps']:.1f} GB/s moved (a, b, x) on {row['device']},"
                       f" {row['unrolled_GBps'] / peak:.0%} of the measured {peak:.0f} GB/s")
                 rows.append(row)
+                progress(rows)
     return rows
 
 
@@ -652,7 +656,11 @@ def main(argv: list[str] | None = None) -> int:
                 json.dump(results, f, indent=1)
 
     if args.gpu:
-        results["gpu"] = gpu()
+        def keep(rows: list[dict[str, Any]]) -> None:
+            results["gpu"] = rows
+            save()
+
+        results["gpu"] = gpu(keep)
         save()
         results["crossover_gpu"] = gpu_crossover()
         save()

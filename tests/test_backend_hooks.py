@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from conftest import require_backend
 from xlinalg import backends
 from xlinalg.backends import Backend
 
@@ -81,3 +82,36 @@ def test_every_registered_backend_answers_the_host_hooks(name: str) -> None:
     assert b.library, name
     assert type(b).array_types is not Backend.array_types, name
     assert type(b).make_adapter is not Backend.make_adapter, name
+
+
+@pytest.mark.parametrize("name", backends.BACKEND_NAMES)
+def test_transfer_to_host_copies_the_values_each_call(name: str) -> None:
+    # what the transfer case (A11) times: a NumPy array of the values, every call
+    b = require_backend(name)
+    host = np.arange(6.0).reshape(2, 3)
+    x = b.from_numpy(host)
+    for _ in range(2):
+        got = b.transfer_to_host(x)
+        assert isinstance(got, np.ndarray)
+        np.testing.assert_array_equal(got, host)
+
+
+def test_jax_transfer_to_host_does_not_reuse_the_cached_copy() -> None:
+    # np.asarray(jax_array) keeps its host copy on the array: timing it again times a
+    # cache read. The transfer goes through a put to the CPU device, asked each call
+    b = require_backend("jax-cpu")
+    import jax
+
+    calls = []
+    real = jax.device_put
+
+    def spy(x, device=None, **kw):
+        calls.append(device)
+        return real(x, device, **kw)
+
+    x = b.from_numpy(np.ones(3))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jax, "device_put", spy)
+        b.transfer_to_host(x)
+        b.transfer_to_host(x)
+    assert [d.platform for d in calls] == ["cpu", "cpu"]

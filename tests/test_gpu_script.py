@@ -46,3 +46,18 @@ def test_unrolled_gpu_names_each_skip(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert data["gpu"] == []
     assert data["crossover_gpu"] == []
+
+
+@pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None,
+                    reason="bash or coreutils' timeout is not installed")
+def test_run_script_keeps_to_its_total_time(tmp_path: Path) -> None:
+    # the device call is cut at its timeout: the script must skip the steps it has no
+    # time left for (saying so) and still end normally, with its listing
+    env = {**os.environ, "OUT": str(tmp_path), "T_TOTAL": "30", "PYTHON": sys.executable}
+    proc = subprocess.run(["bash", str(ROOT / "tools" / "gpu" / "run.sh")], capture_output=True,
+                          text=True, timeout=240, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    log = (tmp_path / "log.txt").read_text()
+    assert "pytest (GPU backends): skipped, " in log
+    assert "left of T_TOTAL=30s" in log
+    assert "done; files in" in log

@@ -179,6 +179,32 @@ def test_zero_pivot_in_single_precision_is_singular(backend: BackendCase, dtype,
         backend.np(xl.solve(backend.arr(a[1]), backend.arr(b), method=method))
 
 
+@pytest.mark.parametrize("name", ["torch-cuda", "cupy"])
+def test_errors_nan_does_not_wait_for_the_gpu(name: str) -> None:
+    # errors="nan" is the throughput path on a GPU: no host read of the result, and
+    # no blocking host-to-device copy of the NaN (either would synchronize the device)
+    be = require_backend(name)
+    a = be.from_numpy(np.stack([2 * np.eye(3), [[1.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 0.0, 1.0]]]))
+    b = be.from_numpy(np.ones((2, 3, 1)))
+    be.synchronize()
+    if name == "torch-cuda":
+        import torch
+
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            x = xl.solve(a, b, errors="nan", method="native")
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    else:
+        import cupyx
+
+        with cupyx.allow_synchronize(False):
+            x = xl.solve(a, b, errors="nan", method="native")
+    got = be.to_numpy(x)
+    np.testing.assert_allclose(got[0], 0.5)
+    assert np.isnan(got[1]).all()
+
+
 # ---------------------------------------------------------------------- the rule
 # docs/semantics.md, "solve: singular, non-finite and subnormal input": a member is
 # reported singular iff its a and b are finite and LU meets an exact zero pivot
@@ -238,6 +264,25 @@ def test_subnormal_pivot_is_not_singular(backend: BackendCase, method: str) -> N
     assert y.shape == (2, 1)
     with pytest.raises(xl.LinAlgError):  # a true zero pivot next to a tiny one still raises
         backend.np(xl.solve(backend.arr(np.diag([1e-300, 0.0])), backend.arr(np.ones(2)), method=method))
+
+
+def test_jax_cpu_arrays_keep_the_cpu_rule_on_a_gpu_machine(monkeypatch) -> None:
+    # jax.devices() lists the default backend's devices only: on a GPU machine the
+    # adapter took itself for GPU-only, so a jax-cpu array's zero pivots came from
+    # XLA's LU (subnormals flushed: 1e-310 * I singular) and devices went unchecked
+    require_backend("jax-cpu")
+    import types
+
+    import jax
+
+    from xlinalg.backends import _jax as J
+
+    cpu = jax.devices("cpu")[0]
+    monkeypatch.setattr(J, "_every_jax_device", lambda jax: [cpu, types.SimpleNamespace(platform="gpu")])
+    ad = J.JaxAdapter()
+    assert (ad._all_cpu, ad.fast_device_check, ad.single_device) == (False, True, False)
+    a = jax.device_put(np.stack([1e-310 * np.eye(2), np.diag([1.0, 0.0])]), cpu)
+    assert ad.zero_pivots(a).tolist() == [False, True]
 
 
 # ---------------------------------------------------------------------- lazy/traced

@@ -8,26 +8,38 @@
 #
 # Steps, each under its own time cap so that one slow step cannot eat the others'
 # device time (caps in seconds, overridable): install what travels (T_*: none);
-# versions and the GPU; pytest on the GPU backends (T_TESTS); `xlinalg bench` on the
-# GPU and CPU backends for the documents' cases (T_BENCH_Q4, T_BENCH); the unrolled
-# solver against the native batched solve at 1e6 systems, the card's bandwidth and
-# the GPU/CPU crossover batch (T_UNROLLED). Everything lands in $OUT (at most 8
-# files come back from the device machine: logs, two results files, two report
-# archives, the unrolled JSON).
+# versions and the GPU; pytest on the GPU backends (T_TESTS); the many-small-systems
+# bench at 1e3-1e6 systems (T_BENCH_Q4); the unrolled solver against the native
+# batched solve at 1e6 systems, the card's bandwidth and the GPU/CPU crossover batch
+# (T_UNROLLED); `xlinalg bench` of the documents' other cases (T_BENCH); the reports.
+# The whole script also keeps to T_TOTAL (seconds from its start): a step gets at
+# most what is left of it, less a margin, and a step with too little left is skipped
+# and says so, so the device call (timeout_s=540) never cuts the script off mid-write.
+# The caps add up to 470 s. Everything lands in $OUT (at most 8 files come back from
+# the device machine: logs, two results files, two report archives, the unrolled JSON).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$(mktemp -d)}
 PY=${PYTHON:-python3}
-T_TESTS=${T_TESTS:-120}
-T_BENCH_Q4=${T_BENCH_Q4:-90}
-T_BENCH=${T_BENCH:-120}
-T_UNROLLED=${T_UNROLLED:-150}
+T_TESTS=${T_TESTS:-100}
+T_BENCH_Q4=${T_BENCH_Q4:-80}
+T_UNROLLED=${T_UNROLLED:-140}
+T_BENCH=${T_BENCH:-100}
+T_REPORT=${T_REPORT:-25}
+T_TOTAL=${T_TOTAL:-500}
+START=$SECONDS
 export PYTHONUNBUFFERED=1 JAX_ENABLE_X64=1
 LOG=$OUT/log.txt
 : >"$LOG"
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 step() {  # step CAP NAME CMD...: run under a time cap, log, never stop the script
     local cap=$1 name=$2; shift 2
+    local left=$((T_TOTAL - (SECONDS - START) - 15))  # 15 s: the kill-after and the listing
+    if [ "$left" -lt 20 ]; then
+        say "$name: skipped, ${left}s left of T_TOTAL=${T_TOTAL}s"
+        return 0
+    fi
+    [ "$cap" -gt "$left" ] && cap=$left
     say "$name (cap ${cap}s): $*"
     timeout --signal=INT --kill-after=10 "$cap" "$@" >>"$LOG" 2>&1
     local rc=$?
@@ -78,25 +90,28 @@ if [ -n "$GPUS" ]; then
         | grep -E '^(q1_|q3_|q4_loop|a([1-9]|1[0-3])_)' | paste -sd, -)
     step "$T_BENCH_Q4" "bench Q4 at 1e3/1e5/1e6 systems" "$PY" -m xlinalg bench --no-progress \
         --backends "$BACKENDS" --cases q4_batched,q4_unrolled --sizes 1000x5,100000x5,1000000x5 \
-        --time-limit 60 --overwrite --out "$OUT/gpu-q4.jsonl"
+        --time-limit 60 --overwrite --no-report --out "$OUT/gpu-q4.jsonl"
+    # The unrolled solver on the GPU: 1e6 systems (target >= 5x native), GB/s against
+    # the measured bandwidth, and the batch size from which the GPU beats the CPU
+    # (it saves its JSON after every row: a cut leaves what it measured).
+    step "$T_UNROLLED" "unrolled --gpu" "$PY" benchmarks/unrolled.py --gpu --out "$OUT/unrolled-gpu.json"
     step "$T_BENCH" "bench the documents' cases" "$PY" -m xlinalg bench --no-progress --quick \
         --backends "$BACKENDS" --cases "q4_solve_many,$CASES" --time-limit 30 --overwrite \
-        --out "$OUT/gpu-cases.jsonl"
+        --no-report --out "$OUT/gpu-cases.jsonl"
 else
     say "bench: no GPU backend here; a dry run of the plumbing on numpy instead"
     step 60 "bench (dry run, numpy)" "$PY" -m xlinalg bench --no-progress --quick \
-        --backends numpy --cases q4_batched --time-limit 30 --overwrite --out "$OUT/gpu-q4.jsonl"
+        --backends numpy --cases q4_batched --time-limit 30 --overwrite --no-report --out "$OUT/gpu-q4.jsonl"
+    step "$T_UNROLLED" "unrolled --gpu (dry run: no GPU backend, each says why)" \
+        "$PY" benchmarks/unrolled.py --gpu --out "$OUT/unrolled-gpu.json"
 fi
 for f in "$OUT"/gpu-*.jsonl; do
     [ -s "$f" ] || continue
     name=$(basename "$f" .jsonl)
-    step 60 "report $name" "$PY" -m xlinalg report "$f" --out "/tmp/$name-report"
+    step "$T_REPORT" "report $name" "$PY" -m xlinalg report "$f" --out "/tmp/$name-report"
     [ -d "/tmp/$name-report" ] && tar -C /tmp -czf "$OUT/$name-report.tar.gz" "$name-report"
 done
 
-# 5. The unrolled solver on the GPU: 1e6 systems (target >= 5x native), GB/s against
-#    the measured bandwidth, and the batch size from which the GPU beats the CPU.
-step "$T_UNROLLED" "unrolled --gpu" "$PY" benchmarks/unrolled.py --gpu --out "$OUT/unrolled-gpu.json"
 
 say "done; files in $OUT:"
 ls -la "$OUT" | tee -a "$LOG"

@@ -34,7 +34,12 @@ def clear_cache() -> None:
 
 
 def compiled_cache_info() -> list[dict[str, Any]]:
-    """One entry per cached solver: its key, calls and first-call (compile) seconds."""
+    """One entry per cached solver: its key, calls and first-call (compile) seconds.
+
+    The first call is timed as the caller sees it, unfenced: compile plus launch.
+    On an asynchronous device (CUDA, JAX) the run itself may not be in it; fencing
+    it would make the caller's first call wait for the device.
+    """
     with _LOCK:
         items = list(_KERNELS.values())
     return [

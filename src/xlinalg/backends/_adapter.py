@@ -324,9 +324,18 @@ class Adapter:
         eye = xp.eye(n, dtype=a.dtype, device=self.device(a))
         m3 = mask[..., None, None]
         a_safe = xp.where(m3, eye, a)
-        x = xp.linalg.solve(a_safe, b)
+        return self.fill_nan(m3, xp.linalg.solve(a_safe, b))
+
+    def fill_nan(self, mask: Any, x: Any) -> Any:
+        """`x` with NaN where `mask` (broadcast against it) is True.
+
+        A library whose host-to-device copy of the NaN would wait for the device
+        (CUDA from pageable memory: torch, CuPy) overrides this with a fill that
+        copies nothing.
+        """
+        xp = self.xp
         nan = xp.asarray(float("nan"), dtype=x.dtype, device=self.device(x))
-        return xp.where(m3, nan, x)
+        return xp.where(mask, nan, x)
 
     def _post_check(self, a: Any, b: Any, x: Any, errors: str) -> Any:
         """Hook for libraries that do not raise on singular input (JAX, CuPy)."""
@@ -361,9 +370,7 @@ class Adapter:
                 if bool(xp.any(sing)):
                     self._raise_singular(sing, batch_shape)
             return x
-        bad = self._bad_members(a, b, x)
-        nan = xp.asarray(float("nan"), dtype=x.dtype, device=self.device(x))
-        return xp.where(bad[..., None, None], nan, x)
+        return self.fill_nan(self._bad_members(a, b, x)[..., None, None], x)
 
     def matmul(self, a: Any, b: Any) -> Any:
         return self.xp.matmul(a, b)

@@ -151,6 +151,11 @@ class Backend:
         """Bring `x` back to the host as a NumPy array (waits for it)."""
         return np.asarray(x)
 
+    def transfer_to_host(self, x: Any) -> np.ndarray:
+        """A new device-to-host copy of `x` on every call: what the transfer case (A11)
+        times. :meth:`to_numpy` may hand back a copy made before (JAX keeps one)."""
+        return self.to_numpy(x)
+
     def owns(self, x: Any) -> bool:
         """Whether `x` is an array of this backend (library *and* device kind)."""
         raise NotImplementedError

@@ -57,6 +57,11 @@ class CuPyAdapter(Adapter):
             x = self._check_nonfinite(a_b, b_b, x, errors, tuple(a.shape[:-2]))
         return x[..., 0] if vector else x
 
+    def fill_nan(self, mask: Any, x: Any) -> Any:
+        # a NumPy scalar of x's dtype is a kernel argument: cupy.asarray(nan) would be
+        # a host-to-device copy from pageable memory, which waits for the stream
+        return self.cupy.where(mask, x.dtype.type(float("nan")), x)
+
     def sigmoid(self, x: Any) -> Any:
         try:
             from cupyx.scipy.special import expit
@@ -227,7 +232,10 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[..., tuple
         f"xlinalg_unrolled_solve_n{n}_{layout.replace('-', '_')}",
         preamble="",
     )
-    ns = _std_namespace(cp)
+    # array-api-compat's CuPy namespace: CuPy 13 has no permute_dims or concat
+    import array_api_compat.cupy as xcp
+
+    ns = _std_namespace(xcp)
 
     def run(a: Any, bm: Any) -> tuple[Any, Any]:
         with a.device:

@@ -28,9 +28,12 @@ class JaxAdapter(Adapter):
         super().__init__(jnp)
         self.jax = jax
         self._tracer = jax.core.Tracer
-        self._all_cpu = all(d.platform == "cpu" for d in jax.devices())
+        # every backend's devices: jax.devices() lists the default backend's only, and
+        # on a GPU machine jax-cpu arrays exist beside jax-gpu ones
+        every = _every_jax_device(jax)
+        self._all_cpu = all(d.platform == "cpu" for d in every)
         # one device: nothing to mismatch, and reading .devices() costs microseconds
-        self.fast_device_check = len(jax.devices()) > 1
+        self.fast_device_check = len(every) > 1
         self.single_device = not self.fast_device_check
         self.solve_dtypes = frozenset(np.dtype(c) for c in "fdFD")
         self.fast = {n: getattr(jnp, n) for n in ("add", "subtract", "multiply", "matmul")}
@@ -96,6 +99,12 @@ class JaxAdapter(Adapter):
 
     def traced(self, x: Any) -> bool:
         return isinstance(x, self._tracer)
+
+    def _on_cpu(self, x: Any) -> bool:
+        try:
+            return all(d.platform == "cpu" for d in x.devices())
+        except Exception:  # no concrete device
+            return False
 
     def backend(self, x: Any) -> str:
         return jax_backend_name(x)
@@ -164,7 +173,7 @@ class JaxAdapter(Adapter):
         # reports sign 0 for tiny but non-zero determinants, e.g. 1e-300 * I.) XLA's
         # CPU code flushes subnormals to zero (its LU of 1e-310 * I has a zero pivot):
         # on the CPU the factors come from NumPy's LAPACK on a zero-copy host view.
-        if self._all_cpu and not self.traced(a):
+        if not self.traced(a) and (self._all_cpu or self._on_cpu(a)):
             return NUMPY.zero_pivots(np.asarray(a))
         lu = self.jax.lax.linalg.lu(a)[0]
         return self.xp.any(self.xp.diagonal(lu, axis1=-2, axis2=-1) == 0, axis=-1)
@@ -330,6 +339,14 @@ class JaxBackend(Backend):
         # naming the dtype and the fix, as xl.to gives (JAX would narrow them)
         _convert.check_dtype_fits(arr, "numpy", self)
         return jax.device_put(np.array(arr, copy=True), self._device())
+
+    def transfer_to_host(self, x: Any) -> np.ndarray:
+        # np.asarray(x) keeps its host copy on `x` (jax.Array._npy_value) and returns it
+        # on every later call; a put to the CPU device copies anew each time (on the
+        # CPU backend it is `x` itself: there is no transfer to time there)
+        import jax
+
+        return np.asarray(jax.device_put(x, jax.devices("cpu")[0]))
 
     def owns(self, x: Any) -> bool:
         import jax

@@ -134,8 +134,12 @@ class TorchAdapter(Adapter):
         self.check_same_device(a, b, "a", "b")
         x, info = self.torch.linalg.solve_ex(a, b, check_errors=False)
         bad = info != 0
-        nan = self.torch.tensor(float("nan"), dtype=x.dtype, device=x.device)
-        return self.torch.where(bad[..., None] if vector else bad[..., None, None], nan, x)
+        return self.fill_nan(bad[..., None] if vector else bad[..., None, None], x)
+
+    def fill_nan(self, mask: Any, x: Any) -> Any:
+        # masked_fill takes the NaN as a kernel argument: a tensor made from it on a
+        # CUDA device would be a blocking host-to-device copy (a device sync)
+        return x.masked_fill(mask, float("nan"))
 
     def _is_singular_error(self, exc: BaseException) -> bool:
         return isinstance(exc, self._linalg_error)
@@ -353,11 +357,16 @@ class TorchBackend(Backend):
         torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
         undo.append(lambda: torch.set_float32_matmul_precision(old_tprec))
         if self.gpu:  # pragma: no cover - needs CUDA
+            # matmul and cuDNN (the A15 convolution) have a TF32 switch each; cuDNN's
+            # is on by default
             old_tf32 = torch.backends.cuda.matmul.allow_tf32
+            old_cudnn_tf32 = torch.backends.cudnn.allow_tf32
             torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+            torch.backends.cudnn.allow_tf32 = allow_tf32
 
             def _undo_tf32() -> None:
                 torch.backends.cuda.matmul.allow_tf32 = old_tf32
+                torch.backends.cudnn.allow_tf32 = old_cudnn_tf32
 
             undo.append(_undo_tf32)
         if threads is not None:
@@ -378,6 +387,7 @@ class TorchBackend(Backend):
         state["matmul_precision"] = {"float32": torch.get_float32_matmul_precision()}
         if self.gpu:  # pragma: no cover - needs CUDA
             state["matmul_precision"]["allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
+            state["matmul_precision"]["cudnn_allow_tf32"] = bool(torch.backends.cudnn.allow_tf32)
             state["cuda"] = torch.version.cuda
 
     def thread_info(self) -> dict[str, Any]:

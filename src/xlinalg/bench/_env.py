@@ -303,7 +303,9 @@ def configure_backend(
       ``xlinalg.backends``). JAX: 64-bit mode on (float64 cases compare like for
       like), default matmul precision "highest" (full float32) unless
       `allow_tf32`. torch: float32 matmul precision "highest" (no TF32) unless
-      `allow_tf32`, in which case "high"; ``torch.set_num_threads(threads)``.
+      `allow_tf32`, in which case "high", and on CUDA both TF32 switches (matmul's
+      and cuDNN's, which convolutions read) set to `allow_tf32`;
+      ``torch.set_num_threads(threads)``.
       Dask: a dask.distributed cluster when one is named or active, else the
       threaded scheduler with `threads` workers when given (``bench/_dask.py``).
       CuPy reads ``CUPY_TF32`` from the environment (the runner sets it for its

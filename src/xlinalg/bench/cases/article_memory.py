@@ -109,7 +109,7 @@ def _build_h2d(ctx: Any) -> Any:
 
 def _build_d2h(ctx: Any) -> Any:
     be = ctx.backend_object
-    return lambda a, b: (be.to_numpy(a), be.to_numpy(b))
+    return lambda a, b: (be.transfer_to_host(a), be.transfer_to_host(b))
 
 
 def _build_dlpack(ctx: Any) -> Any:
@@ -128,8 +128,8 @@ def _build_pipeline(ctx: Any) -> Any:
     def prep(a: Any, b: Any) -> Any:
         return be.to_numpy(a), be.to_numpy(b)
 
-    return prepared(prep, lambda p: be.to_numpy(xp.matmul(be.from_numpy(p[0]),
-                                                           be.from_numpy(p[1]))))
+    return prepared(prep, lambda p: be.transfer_to_host(xp.matmul(be.from_numpy(p[0]),
+                                                                   be.from_numpy(p[1]))))
 
 
 def _host_to_gpu(backend: str, dtype: str, size: Any) -> str | None:
