@@ -245,6 +245,83 @@ def test_tall_skinny_with_unknown_rows_and_nan() -> None:
         xl.svdvals(da.from_array(bad, chunks=(100, 6))).compute()
 
 
+def test_a_matrix_chunked_along_its_short_side_only_is_split_not_merged() -> None:
+    # (600, 6) in column chunks: merging the columns made one chunk of the whole
+    # matrix (one task, one worker's memory); its rows are split into Dask's
+    # automatic chunk size instead (and a wide one's columns)
+    x = da.from_array(TALL, chunks=(600, 3))
+    w = da.from_array(TALL.T, chunks=(3, 600))
+    with dask.config.set({"array.chunk-size": "8KiB"}):
+        with dask.config.set(scheduler=_refuse):
+            Q, R = xl.qr(x)
+            U, S, Vh = xl.svd(x, full_matrices=False)
+            uw, sw, vhw = xl.svd(w, full_matrices=False)
+        assert Q.numblocks[0] > 1
+        assert U.numblocks[0] > 1
+        assert vhw.numblocks[1] > 1
+    np.testing.assert_allclose((Q @ R).compute(), TALL, atol=1e-10)
+    np.testing.assert_allclose(((U * S) @ Vh).compute(), TALL, atol=1e-10)
+    np.testing.assert_allclose(((uw * sw) @ vhw).compute(), TALL.T, atol=1e-10)
+    # one that fits an automatic chunk: NumPy's call on it, full factors included
+    U, S, Vh = xl.svd(x)
+    assert U.shape == (600, 600)
+    np.testing.assert_allclose(((U[:, :6] * S) @ Vh).compute(), TALL, atol=1e-10)
+    Q, R = xl.qr(x, mode="complete")
+    assert Q.shape == (600, 600)
+
+
+def test_an_unknown_matrix_size_in_one_chunk_names_compute_chunk_sizes() -> None:
+    # x[:, mask] in one chunk: the factors' sizes depend on the unknown one (Python's
+    # min(5, nan) is 5: S would have been declared (5,) with 3 values in it)
+    host = np.random.default_rng(4).standard_normal((5, 12))
+    keep = np.arange(12) % 4 == 0
+    for x in (da.from_array(host, chunks=(5, 12))[:, da.from_array(keep, chunks=12)],
+              da.from_array(host.T, chunks=(12, 5))[da.from_array(keep, chunks=12)]):
+        assert np.isnan(x.shape).any()
+        for call in (xl.svdvals, xl.svd, xl.qr):
+            with pytest.raises(ValueError, match=r"unknown \(NaN\) size.*x.compute_chunk_sizes\(\)"):
+                call(x)
+        x.compute_chunk_sizes()
+        want = np.linalg.svd(x.compute(), compute_uv=False)
+        np.testing.assert_allclose(xl.svdvals(x).compute(), want)
+
+
+def test_a_matrix_right_hand_side_keeps_its_column_chunks() -> None:
+    rng = np.random.default_rng(2)
+    a = rng.random((3, 3)) + 3 * np.eye(3)
+    b = rng.random((3, 40))
+    x = xl.solve(da.from_array(a), da.from_array(b, chunks=(3, 10)))
+    assert x.chunks == ((3,), (10, 10, 10, 10))
+    np.testing.assert_allclose(x.compute(), np.linalg.solve(a, b))
+
+
+def test_chunks_that_are_not_numpy_arrays_are_refused_up_front() -> None:
+    # CuPy chunks (here: masked arrays) would fail inside NumPy's kernels at compute
+    meta = np.ma.masked_array(np.empty((0, 0)))
+    x = da.from_array(np.eye(3), chunks=3).map_blocks(np.ma.masked_array, meta=meta)
+    for call in (xl.svd, xl.svdvals, xl.qr, lambda m: xl.solve(m, da.ones(3)), lambda m: xl.solve(m, da.ones((3, 1)))):
+        with pytest.raises(TypeError, match=r"whose chunks are numpy\.ma(\.core)?\.MaskedArray, not NumPy arrays"):
+            call(x)
+
+
+def test_solve_many_stacks_b_in_as_chunks() -> None:
+    # a (8, 8) system and its (8,) b take different automatic chunks: b followed its
+    # own, and the solve rechunked it again to pair the blocks
+    from xlinalg._lib import _dispatch
+
+    rng = np.random.default_rng(3)
+    A = rng.random((200, 8, 8)) + 8 * np.eye(8)
+    B = rng.random((200, 8))
+    a, b = [da.from_array(m) for m in A], [da.from_array(v) for v in B]
+    with dask.config.set({"array.chunk-size": "32KiB"}):
+        ad = _dispatch.adapter_for((a[0],), ("a",), None)
+        sa = ad.stack(a)
+        assert ad.stack(b).chunks[0] != sa.chunks[0]
+        assert ad.stack(b, like=sa).chunks[0] == sa.chunks[0]
+        xs = xl.solve_many(a, b)
+    np.testing.assert_allclose(np.stack(dask.compute(*xs)), np.linalg.solve(A, B[..., None])[..., 0])
+
+
 # ---------------------------------------------------------------------- a real cluster
 WORKER_MEMORY = 256 * 2**20
 
@@ -379,6 +456,34 @@ def test_bench_dask_options_are_checked(argv, message, capsys) -> None:
 
     assert cli.main(["bench", "--backends", "dask", "--no-report", *argv]) == cli.EXIT_USAGE
     assert message in capsys.readouterr().err
+
+
+def test_bench_refuses_a_scheduler_that_does_not_answer(monkeypatch, capsys) -> None:
+    # a well-formed address where nothing listens: one usage error at the start, not
+    # a 30 s wait in every timing process and every dask cell failed
+    import socket
+
+    from xlinalg import cli
+    from xlinalg.bench import _dask
+
+    pytest.importorskip("distributed", reason="dask.distributed is not installed (pip install 'xlinalg[dask]')")
+    monkeypatch.setattr(_dask, "PROBE_TIMEOUT_S", 2.0)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = ["bench", "--backends", "dask", "--cases", "a1_gemm", "--quick", "--no-report",
+            "--scheduler", f"tcp://127.0.0.1:{port}"]
+    assert cli.main(argv) == cli.EXIT_USAGE
+    assert f"--scheduler: no Dask scheduler answered at tcp://127.0.0.1:{port} within 2 s" in capsys.readouterr().err
+    # a scheduler with no worker: said so, with the command that starts one
+    from distributed import LocalCluster
+
+    monkeypatch.setattr(_dask, "WORKERS_TIMEOUT_S", 1.0)
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=":0") as empty:
+        argv[-1] = empty.scheduler_address
+        assert cli.main(argv) == cli.EXIT_USAGE
+    assert f"has no worker after 1 s; start one (`dask worker {empty.scheduler_address}`)" in capsys.readouterr().err
 
 
 def test_bench_names_a_bad_scheduler_variable(monkeypatch) -> None:

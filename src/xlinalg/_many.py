@@ -132,7 +132,8 @@ def solve_many(
         _check_one_library(a, b, xp)
     if uniform and (ad.lazy or not _large(a[0])):  # the common case: one library and dtype
         try:
-            A, B = _stack(ad, a), _stack(ad, b)
+            A = _stack(ad, a)
+            B = ad.stack(list(b), like=A) if ad.lazy else _stack(ad, b)
         except (ValueError, RuntimeError, TypeError):
             pass  # shapes differ (or devices): group below
         else:
@@ -253,7 +254,7 @@ def _solve_grouped(ad: Adapter, a: Sequence[Any], b: Sequence[Any], errors: str,
                     failed.append(i)
             continue
         A = _stack(ad, [a[i] for i in positions])
-        B = _stack(ad, [b[i] for i in positions])
+        B = ad.stack([b[i] for i in positions], like=A) if ad.lazy else _stack(ad, [b[i] for i in positions])
         try:
             x = _solve_group(ad, A, B, positions, errors, xp)
         except LinAlgError as exc:

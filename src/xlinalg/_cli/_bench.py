@@ -157,6 +157,7 @@ def _dask_cluster(args: argparse.Namespace) -> Iterator[None]:
     if args.scheduler is not None:
         try:
             _dask.check_address(args.scheduler)
+            _dask.probe(args.scheduler)
         except ValueError as exc:
             raise _UsageError(f"xlinalg bench: error: --scheduler: {exc}") from None
         old = os.environ.get(_dask.ENV)

@@ -293,8 +293,9 @@ class Adapter:
     def to_host(self, x: Any) -> np.ndarray:
         return np.asarray(x)
 
-    def stack(self, arrays: list[Any]) -> Any:
-        """One array from many of one shape, dtype and device (``solve_many``)."""
+    def stack(self, arrays: list[Any], like: Any = None) -> Any:
+        """One array from many of one shape, dtype and device (``solve_many``); `like`:
+        a stack whose chunking to follow along the new axis (Dask), else unused."""
         return self.xp.stack(arrays, axis=0)
 
     def unstack(self, x: Any) -> list[Any]:

@@ -53,10 +53,13 @@ class DaskAdapter(Adapter):
     def to_host(self, x: Any) -> np.ndarray:
         return np.asarray(x.compute() if hasattr(x, "compute") else x)
 
-    def stack(self, arrays: list[Any]) -> Any:
+    def stack(self, arrays: list[Any], like: Any = None) -> Any:
         # da.stack makes one chunk per array (per system of solve_many): a task per
-        # system at every later step. Dask's automatic chunk size groups them.
-        return self.da.stack(arrays, axis=0).rechunk({0: "auto"})
+        # system at every later step. Dask's automatic chunk size groups them; `like`
+        # (solve_many's stacked `a`, for its `b`): its chunks along the stack, so that
+        # the solve pairs blocks one to one instead of rechunking `b` again
+        chunks = "auto" if like is None else like.chunks[0]
+        return self.da.stack(arrays, axis=0).rechunk({0: chunks})
 
     def _core_whole(self, x: Any, ncore: int = 2) -> Any:
         chunks = dict.fromkeys(range(x.ndim - ncore, x.ndim), -1)
@@ -84,11 +87,15 @@ class DaskAdapter(Adapter):
         n = a.shape[-1]
         a_batch = tuple(a.shape[:-2])
         paired: tuple[tuple[int, int], ...] = ()
+        _numpy_chunks(a, "solve", "a")
+        _numpy_chunks(b, "solve", "b")
         if vector:
             b = b.rechunk(-1) if b.numblocks[0] > 1 else b
             chunks = (*a.chunks[:-2], (n,))
         else:
-            b = self._core_whole(b)
+            # the rows whole; the columns keep their chunks (each block solves its
+            # columns: plain Dask's map_blocks does the same)
+            b = b.rechunk({b.ndim - 2: -1}) if b.numblocks[-2] > 1 else b
             nb = max(a.ndim, b.ndim) - 2
             letters = "abcdefghijklmnopqrstuvw"[:nb]
             ia, ib = letters[nb - (a.ndim - 2):] + "yx", letters[nb - (b.ndim - 2):] + "xz"
@@ -127,7 +134,13 @@ class DaskAdapter(Adapter):
                 )
         return tuple(out), tuple(paired)
 
-    def _gufunc(self, fn: Any, sig: str, a: Any, nout: int, sizes: dict[str, int], dtypes: Any) -> Any:
+    def _gufunc(self, fn: Any, sig: str, a: Any, nout: int, sizes: dict[str, int], dtypes: Any,
+                name: str) -> Any:
+        if any(math.isnan(s) for s in a.shape[-2:]):  # (Dask's gufunc needs the factors' sizes)
+            raise ValueError(
+                f"{name}: `x` is {self.describe(a)}: its matrix axes have an unknown (NaN) size, "
+                "which the factors' shapes depend on; call `x.compute_chunk_sizes()` first"
+            )
         # meta given explicitly: dask would derive it by casting a sample of `a`
         # (a complex -> real cast warns with ComplexWarning)
         core = [c.count(",") + 1 for c in sig.split("->")[1].strip("()").split("),(")]
@@ -147,42 +160,60 @@ class DaskAdapter(Adapter):
             return None
         m, n = a.shape
         if m < n:  # short-and-fat: one row of blocks, each column block at least m wide
-            return a.rechunk({0: -1, 1: max(a.chunks[1][0], m)})  # (Dask's sfqr refuses narrower)
-        return a.rechunk({1: -1})
+            # (Dask's sfqr refuses narrower); a matrix in one column chunk gets Dask's
+            # automatic width, never one piece
+            w = a.chunks[1][0] if a.numblocks[1] > 1 else self._auto(a, (m, "auto"))[1][0]
+            out = a.rechunk({0: -1, 1: max(w, m)})
+        elif a.numblocks[0] == 1 and not math.isnan(m):  # chunked by columns only: the rows
+            out = a.rechunk(self._auto(a, ("auto", n)))  # split, never one piece
+        else:
+            out = a.rechunk({1: -1})
+        # a matrix that fits one automatic chunk: NumPy's call on it, as for one chunk
+        # (full U, Q and Vh included)
+        return None if out.numblocks == (1, 1) else out
+
+    def _auto(self, a: Any, chunks: tuple[Any, ...]) -> tuple[tuple[int, ...], ...]:
+        """Dask's automatic chunks of `a`'s shape (its configured chunk size)."""
+        return self.da.core.normalize_chunks(chunks, shape=a.shape, dtype=a.dtype)
 
     def _too_large(self, a: Any, fn: str, what: str, instead: str) -> ValueError:
-        k = max(a.shape)  # the square factor: U or Q of a tall matrix, Vh of a wide one
-        size = "" if math.isnan(k) else f" ({k * k * a.dtype.itemsize / 2**30:.3g} GiB)"
+        k = _kmax(*a.shape)  # the square factor: U or Q of a tall matrix, Vh of a wide one
+        square = ("a square array of the longer side (unknown until computed)" if math.isnan(k)
+                  else f"a ({k}, {k}) array ({k * k * a.dtype.itemsize / 2**30:.3g} GiB)")
         return ValueError(
-            f"{fn}: `x` is {self.describe(a)} in chunks of {a.chunksize}: {what} would be a "
-            f"({k}, {k}) array{size} in one piece; pass {instead} (Dask's tall-and-skinny "
+            f"{fn}: `x` is {self.describe(a)} in chunks of {a.chunksize}: {what} would be "
+            f"{square} in one piece; pass {instead} (Dask's tall-and-skinny "
             "algorithm, the factors chunked as `x`)"
         )
 
     def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+        _numpy_chunks(a, "svd", "x")
         m, n = a.shape[-2:]
         blocked = self._blocked(a)
         if blocked is not None:
             if full_matrices and m != n:
                 raise self._too_large(a, "svd", f"{'U' if not m < n else 'Vh'} with full_matrices=True",
                                       "full_matrices=False")
-            return tuple(self.da.linalg.svd(self._finite(blocked, "svd")))
-        k = min(m, n)
+            # coerce_signs=False: signs are each library's own (docs/semantics.md), and
+            # Dask's sign pass reduces over all of U before any block of it is ready
+            return tuple(self.da.linalg.svd(self._finite(blocked, "svd"), coerce_signs=False))
+        k = _kmin(m, n)
         real = np.empty(0, a.dtype).real.dtype
         um, vn = (m, n) if full_matrices else (k, k)
         u, s, vh = self._gufunc(
             lambda x: NUMPY.svd(x, full_matrices), "(m,n)->(m,p),(k),(q,n)", a, 3,
-            {"p": um, "k": k, "q": vn}, [a.dtype, real, a.dtype],
+            {"p": um, "k": k, "q": vn}, [a.dtype, real, a.dtype], "svd",
         )
         return u, s, vh
 
     def svdvals(self, a: Any) -> Any:
+        _numpy_chunks(a, "svdvals", "x")
         blocked = self._blocked(a)
         if blocked is not None:  # (a compute of S alone culls the tasks of U)
-            return self.da.linalg.svd(self._finite(blocked, "svdvals"))[1]
+            return self.da.linalg.svd(self._finite(blocked, "svdvals"), coerce_signs=False)[1]
         real = np.empty(0, a.dtype).real.dtype
-        k = min(a.shape[-2:])
-        return self._gufunc(NUMPY.svdvals, "(m,n)->(k)", a, 1, {"k": k}, real)
+        k = _kmin(*a.shape[-2:])
+        return self._gufunc(NUMPY.svdvals, "(m,n)->(k)", a, 1, {"k": k}, real, "svdvals")
 
     def _finite(self, a: Any, fn: str) -> Any:
         # each block raises xlinalg's error for NaN/inf (LAPACK's SVD of the
@@ -190,20 +221,45 @@ class DaskAdapter(Adapter):
         return a.map_blocks(_finite_block, fn, dtype=a.dtype)
 
     def qr(self, a: Any, mode: QRMode) -> tuple[Any, Any]:
+        _numpy_chunks(a, "qr", "x")
         m, n = a.shape[-2:]
         blocked = self._blocked(a)
         if blocked is not None:
             if mode == "complete" and not m <= n:
                 raise self._too_large(a, "qr", 'Q with mode="complete"', 'mode="reduced"')
             return tuple(self.da.linalg.qr(blocked))
-        k = m if mode == "complete" else min(m, n)
+        k = m if mode == "complete" else _kmin(m, n)
         q, r = self._gufunc(
-            lambda x: NUMPY.qr(x, mode), "(m,n)->(m,p),(p,n)", a, 2, {"p": k}, [a.dtype, a.dtype],
+            lambda x: NUMPY.qr(x, mode), "(m,n)->(m,p),(p,n)", a, 2, {"p": k}, [a.dtype, a.dtype], "qr",
         )
         return q, r
 
     def sigmoid(self, x: Any) -> Any:
+        _numpy_chunks(x, "sigmoid", "x")
         return x.map_blocks(NUMPY.sigmoid, dtype=x.dtype)
+
+
+def _numpy_chunks(x: Any, fn: str, name: str) -> None:
+    """Refuse a Dask array whose chunks are not NumPy arrays (CuPy's, sparse): these
+    paths run each block through NumPy, which would fail inside the compute."""
+    meta = getattr(x, "_meta", None)
+    if meta is not None and type(meta) is not np.ndarray:
+        kind = f"{type(meta).__module__}.{type(meta).__qualname__}"
+        raise TypeError(
+            f"{fn}: `{name}` is a Dask array of shape {tuple(x.shape)} whose chunks are {kind}, "
+            "not NumPy arrays; xlinalg runs Dask blocks through NumPy. Convert the chunks "
+            "first (for CuPy: `x.map_blocks(cupy.asnumpy)`), or pass the library's own array"
+        )
+
+
+def _kmin(m: Any, n: Any) -> Any:
+    """min(m, n) where a size may be unknown (NaN): then unknown (Python's min would
+    return m for min(m, nan))."""
+    return math.nan if math.isnan(m) or math.isnan(n) else min(m, n)
+
+
+def _kmax(m: Any, n: Any) -> Any:
+    return math.nan if math.isnan(m) or math.isnan(n) else max(m, n)
 
 
 def _finite_block(x: np.ndarray, fn: str) -> np.ndarray:

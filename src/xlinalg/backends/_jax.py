@@ -132,7 +132,7 @@ class JaxAdapter(Adapter):
     def to_host(self, x: Any) -> np.ndarray:
         return np.asarray(x)
 
-    def stack(self, arrays: list[Any]) -> Any:
+    def stack(self, arrays: list[Any], like: Any = None) -> Any:
         # On the CPU, NumPy reads every array in place (zero-copy) and stacks them in
         # one C loop; jnp.stack dispatches per element (about 3x slower for many small
         # arrays: docs/performance.md). On an accelerator (or under a trace) the

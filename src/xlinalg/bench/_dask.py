@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["configure", "local_cluster", "scheduler_address", "state"]
+__all__ = ["configure", "local_cluster", "probe", "scheduler_address", "state"]
 
 ENV = "DASK_SCHEDULER_ADDRESS"
 _ADDRESS = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://[A-Za-z0-9._\-\[\]:]{1,200}$")
@@ -37,6 +37,36 @@ def check_address(address: str) -> str:
             f"a Dask scheduler address looks like tcp://HOST:PORT, got {address!r:.80}"
         )
     return address
+
+
+#: seconds to reach a named scheduler, and for it to have a worker (``probe``)
+PROBE_TIMEOUT_S = 10.0
+WORKERS_TIMEOUT_S = 60.0
+
+
+def probe(address: str) -> None:
+    """Connect once to the scheduler at `address` and wait for one worker, else a
+    ValueError saying which failed. (Unchecked, every timing process waited 30 s
+    for a scheduler that is not there, and every dask cell failed with it.)"""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ValueError("it names a Dask cluster, but dask.distributed is not installed "
+                         "(pip install 'xlinalg[dask]')") from None
+    try:
+        client = Client(address, timeout=PROBE_TIMEOUT_S, set_as_default=False)
+    except Exception as exc:
+        why = str(exc).splitlines()[0] if str(exc) else ""
+        raise ValueError(f"no Dask scheduler answered at {address} within {PROBE_TIMEOUT_S:g} s "
+                         f"({type(exc).__name__}{': ' + why[:200] if why else ''})") from None
+    try:
+        client.wait_for_workers(1, timeout=WORKERS_TIMEOUT_S)
+    except Exception:
+        raise ValueError(f"the Dask scheduler at {address} has no worker after {WORKERS_TIMEOUT_S:g} s; "
+                         f"start one (`dask worker {address}`)") from None
+    finally:
+        with contextlib.suppress(Exception):
+            client.close(timeout=10)
 
 
 def scheduler_address() -> str | None:
@@ -92,11 +122,12 @@ def configure(threads: int | None) -> Callable[[], None]:
 def state() -> dict[str, Any]:
     """The dask backend's scheduler, workers and input chunking, for the results."""
     import dask
+    from dask.system import CPU_COUNT  # (affinity and container limits, as Dask's pool)
 
     client = _active_client()
     if client is None:
         return {"scheduler": str(dask.config.get("scheduler", "threads")),
-                "dask_workers": dask.config.get("num_workers", None) or os.cpu_count(),
+                "dask_workers": dask.config.get("num_workers", None) or CPU_COUNT,
                 "chunking": CHUNKING}
     workers = client.scheduler_info().get("workers", {})
     return {
@@ -132,4 +163,8 @@ def local_cluster(workers: int, memory_limit: int | None, threads: int | None) -
             os.environ.pop(ENV, None)
         else:
             os.environ[ENV] = old
-        cluster.close(timeout=60)
+        try:
+            cluster.close(timeout=60)
+        except Exception as exc:  # the run's own result (or error) must not be lost to it
+            print(f"xlinalg bench: warning: closing the local Dask cluster failed: "
+                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
