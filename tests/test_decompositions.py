@@ -219,3 +219,47 @@ def test_torch_function_transforms_run_through() -> None:
     torch.testing.assert_close(grad, torch.func.grad(lambda m: torch.linalg.svdvals(m).sum())(x[0]))
     with pytest.raises(xl.LinAlgError, match=r"contains NaN or inf"):
         xl.svdvals(torch.full((2, 2), float("nan"), dtype=torch.float64))
+
+
+def test_empty_input_factors_are_arrays_of_their_own(backend: BackendCase) -> None:
+    # the identity factors of an empty stack were one broadcast identity: read-only on
+    # NumPy, one memory for every member on torch (writing U[0] wrote U[1])
+    U, _, _ = xl.svd(backend.arr(np.zeros((2, 3, 0))))
+    Q, _ = xl.qr(backend.arr(np.zeros((2, 3, 0))), mode="complete")
+    for f in (U, Q):
+        np.testing.assert_array_equal(backend.np(f), np.broadcast_to(np.eye(3), (2, 3, 3)))
+    if backend.name not in ("numpy", "torch-cpu", "torch-cuda", "cupy"):
+        return  # arrays without item assignment
+    for f in (U, Q):
+        f[0, 0, 0] = 5.0  # as on any native result
+        assert backend.np(f)[1, 0, 0] == 1.0
+
+
+def test_an_overflowing_singular_value_is_inf_not_an_error(backend: BackendCase) -> None:
+    # a finite matrix whose largest singular value is past its dtype's range: LAPACK
+    # converges and gives inf, as every library's own call does (no "did not converge")
+    with np.errstate(over="ignore"):  # (NumPy computes float32 in double: its cast warns)
+        s = backend.np(xl.svdvals(backend.arr(np.array([[3e38, 3e38]], np.float32))))
+    assert np.isposinf(s[0])
+    _, S, _ = xl.svd(backend.arr(np.full((2, 2), 1e308)))
+    S = backend.np(S)
+    assert np.isposinf(S[0])
+    with pytest.raises(xl.LinAlgError, match=r"contains NaN or inf"):  # inf in x still is one
+        backend.np(xl.svdvals(backend.arr(np.array([[np.inf, 1.0]]))))
+
+
+@pytest.mark.parametrize("bad", [np.array([True, False]), 2, 1.0, "yes", None])
+def test_full_matrices_must_be_a_bool(backend: BackendCase, bad) -> None:
+    with pytest.raises(TypeError, match=r"svd: `full_matrices` must be a bool, got "):
+        xl.svd(backend.arr(np.eye(2)), full_matrices=bad)
+    xl.svd(backend.arr(np.eye(2)), full_matrices=np.bool_(False))  # NumPy's bool is one
+
+
+@pytest.mark.parametrize("name", ["numpy", "dask"])  # (the others convert big-endian data)
+def test_big_endian_input_gives_native_factors(name: str) -> None:
+    be = require_backend(name)
+    arr = be.from_numpy(np.array([[2.0, 1.0], [1.0, 3.0]], dtype=">f8"))
+    for res in (xl.svd(arr), xl.qr(arr), (xl.svdvals(arr),)):
+        for f in res:
+            assert f.dtype == np.dtype("=f8")
+            assert be.to_numpy(f).dtype == f.dtype  # Dask: declared as computed

@@ -267,6 +267,8 @@ def _decomp_input(x: Any, fn: str, xp: Any) -> tuple[Adapter, Any]:
         raise err
     _validate.matrix(ad, x, "x", fn)
     dt = _validate.linalg_dtype(ad, x, "x", fn)
+    if isinstance(dt, np.dtype) and not dt.isnative:  # big-endian NumPy data: the factors
+        dt = dt.newbyteorder("=")  # come in native order (Dask would declare one, compute another)
     return ad, ad.astype(x, dt)
 
 
@@ -277,9 +279,11 @@ def _real_dtype(ad: Adapter, x: Any) -> Any:
 
 
 def _eye_stack(ad: Adapter, batch: tuple[int, ...], n: int, x: Any) -> Any:
+    """A stack of identities, each its own memory (writable, as a native result is;
+    a broadcast view would be read-only on NumPy and shared by every member on torch)."""
     xp = ad.xp
     eye = xp.eye(n, dtype=x.dtype, device=ad.device(x))
-    return xp.broadcast_to(eye, (*batch, n, n)) if batch else eye
+    return xp.zeros((*batch, n, n), dtype=x.dtype, device=ad.device(x)) + eye if batch else eye
 
 
 def svd(x: Array, /, *, full_matrices: bool = True, xp: Namespace | None = None) -> SVDResult:
@@ -322,8 +326,10 @@ def svd(x: Array, /, *, full_matrices: bool = True, xp: Namespace | None = None)
     >>> xl.to(xl.svd(xp.asarray([[3.0, 0.0], [0.0, 1.0]])).S, "numpy")
     array([3., 1.])
     """
-    if full_matrices not in (True, False):
-        raise TypeError(f"svd: `full_matrices` must be a bool, got {full_matrices!r}")
+    if not (isinstance(full_matrices, (bool, np.bool_)) or (type(full_matrices) is int and full_matrices in (0, 1))):
+        raise TypeError(
+            f"svd: `full_matrices` must be a bool, got {type(full_matrices).__name__} {full_matrices!r:.80}"
+        )
     ad, x = _decomp_input(x, "svd", xp)
     m, n = x.shape[-2:]
     if 0 in tuple(x.shape):

@@ -57,6 +57,19 @@ class CuPyAdapter(Adapter):
             x = self._check_nonfinite(a_b, b_b, x, errors, tuple(a.shape[:-2]))
         return x[..., 0] if vector else x
 
+    # cuSOLVER runs on the current device: the factorizations run on `a`'s, as solve does
+    def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+        with a.device:
+            return super().svd(a, full_matrices)
+
+    def svdvals(self, a: Any) -> Any:
+        with a.device:
+            return super().svdvals(a)
+
+    def qr(self, a: Any, mode: Any) -> tuple[Any, Any]:
+        with a.device:
+            return super().qr(a, mode)
+
     def fill_nan(self, mask: Any, x: Any) -> Any:
         # a NumPy scalar of x's dtype is a kernel argument: cupy.asarray(nan) would be
         # a host-to-device copy from pageable memory, which waits for the stream

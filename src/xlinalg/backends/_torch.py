@@ -94,8 +94,9 @@ class TorchAdapter(Adapter):
         # inside torch.func's transforms (vmap, grad, jacrev) or a torch.compile trace,
         # Python cannot branch on a tensor's values (bool(tensor) raises or breaks the
         # graph): the value checks step aside there, as under jax.jit
+        # (a meta tensor has no values either)
         t = self.torch
-        return bool(t.compiler.is_compiling() or t._C._are_functorch_transforms_active())
+        return bool(x.is_meta or t.compiler.is_compiling() or t._C._are_functorch_transforms_active())
 
     def unstack(self, x: Any) -> list[Any]:
         # unbind makes every member a view that autograd tracks (a shared version
