@@ -179,6 +179,21 @@ def test_zero_pivot_in_single_precision_is_singular(backend: BackendCase, dtype,
         backend.np(xl.solve(backend.arr(a[1]), backend.arr(b), method=method))
 
 
+def test_numpy_members_beside_a_singular_one_keep_their_precision() -> None:
+    # errors="nan" with a singular member re-solves the others: in float32, as the
+    # same batch without it is solved (numpy.linalg.solve would compute in double)
+    rng = np.random.default_rng(5)
+    good = (rng.random((3, 4, 4)) + 4 * np.eye(4)).astype(np.float32)
+    b = rng.random((3, 4, 2)).astype(np.float32)
+    a = good.copy()
+    a[1] = 0.0
+    x = xl.solve(a, b, errors="nan")
+    assert x.dtype == np.float32
+    assert np.isnan(x[1]).all()
+    alone = xl.solve(good, b)
+    np.testing.assert_array_equal(x[[0, 2]], alone[[0, 2]])
+
+
 @pytest.mark.parametrize("name", ["torch-cuda", "cupy"])
 def test_errors_nan_does_not_wait_for_the_gpu(name: str) -> None:
     # errors="nan" is the throughput path on a GPU: no host read of the result, and

@@ -161,7 +161,14 @@ class NumPyAdapter(Adapter):
     def _solve_masked(self, a: Any, b: Any, mask: Any) -> Any:
         m3 = mask[..., None, None]
         a_safe = np.where(m3, np.eye(a.shape[-1], dtype=a.dtype), a)
-        x = np.linalg.solve(a_safe, np.broadcast_to(b, (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), *b.shape[-2:])))
+        bb = np.broadcast_to(b, (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), *b.shape[-2:]))
+        if self._solve_gufunc is None:  # pragma: no cover - a NumPy without it
+            x = np.linalg.solve(a_safe, bb)
+        else:  # in the inputs' precision, as a batch without singular members is solved
+            # (numpy.linalg.solve computes float32 in double: the other members' answers
+            # would depend on whether a neighbour is singular)
+            with np.errstate(all="ignore"):
+                x = self._solve_gufunc(a_safe, bb, signature=_NP_SIGNATURES[np.result_type(a_safe, bb).char])
         x[np.broadcast_to(m3, x.shape)] = np.nan
         return x
 
