@@ -587,11 +587,12 @@ def test_verdicts_and_ratios_recorded_side_by_side_are_used_as_they_are():
 
 
 def test_article_setup_prefers_one_run_and_warns_when_runs_drift(tmp_path):
+    n = 8 * 2**20  # the stream's GB/s: 5x lower in the float32 run
     f64 = [_rec("a1_gemm", "numpy", [128, 256, 512], 1e-3),
            _rec("a12_precision_float32", "torch-cpu", [128, 256, 512], 0.5e-3, seed=1),
-           _rec("q1_solve_loop", "numpy", [1000, 5], 7e-3)]
+           _rec("calib_stream", "numpy", n, 12e-3, nbytes=3 * 8 * n)]
     f32 = [_rec("a1_gemm", "torch-cpu", [128, 256, 512], 5e-3, dtype="float32"),
-           _rec("q1_solve_loop", "numpy", [1000, 5], 35e-3, dtype="float32")]
+           _rec("calib_stream", "numpy", n, 30e-3, dtype="float32", nbytes=3 * 4 * n)]
     p64, p32 = _write(tmp_path / "f64.jsonl", f64), _write(tmp_path / "f32.jsonl", f32)
     assert _cli("report", str(p64), str(p32), "--no-plots").returncode == 0
     md = (tmp_path / "f64-report" / "report.md").read_text(encoding="utf-8")
@@ -614,10 +615,11 @@ def test_run_drift_reads_the_stream_by_its_rate_not_its_time():
     assert "GB/s" in text
     slow = _rec("calib_stream", "numpy", n, 12e-3, dtype="float32", nbytes=3 * 4 * n)
     assert F.cross_dtype_drift([f64, slow])[0] == pytest.approx(2.0, rel=0.01)
-    # the loop of tiny solves is per-call bound: its time itself is compared
+    # the loop of tiny solves is no measure of drift: NumPy's float32 solve costs
+    # about 1.2x its float64 one per call on a quiet machine (both full runs here)
     loops = [_rec("q1_solve_loop", "numpy", [1000, 5], 7e-3),
              _rec("q1_solve_loop", "numpy", [1000, 5], 14e-3, dtype="float32")]
-    assert F.cross_dtype_drift(loops)[0] == pytest.approx(2.0, rel=0.01)
+    assert F.cross_dtype_drift(loops) is None
 
 
 def test_best_rates_leave_out_rates_above_the_peak():
@@ -857,3 +859,50 @@ def test_plot_names_of_different_cells_never_collide(tmp_path):
     assert len(list(tmp_path.glob("*.png"))) == 4
     again = [p["name"] for p in _plots.make_plots(rs, tmp_path / "again")]
     assert again == names  # the same file names in every report of the same records
+
+
+def test_report_warns_about_a_file_measured_otherwise_and_an_unfinished_run(tmp_path):
+    def write(path, header_run, records):
+        h = {**_header(), "run": header_run}
+        path.write_text("\n".join([dumps_record(h)] + [dumps_record(r) for r in records]) + "\n",
+                        encoding="utf-8")
+        return path
+
+    gemm = _rec("a1_gemm", "numpy", [64, 64, 64], 1e-3)
+    once = _rec("a1_gemm", "torch-cpu", [64, 64, 64], 2e-3, dtype="float32",
+                side_by_side={"round_s": [2e-3, 2e-3], "backends": ["numpy", "torch-cpu"]})
+    twice = _rec("a1_gemm", "numpy", [64, 64, 64], 1e-3, dtype="float32",
+                 side_by_side={"round_s": [1e-3], "passes": [{"rounds": 3}]})
+    p64 = write(tmp_path / "f64.jsonl", {"scale": "full", "dtype": "float64"}, [gemm])
+    # the same scale, another dtype: what a second file is for, no warning
+    p32 = write(tmp_path / "f32.jsonl", {"scale": "full", "dtype": "float32"}, [twice])
+    assert _cli("report", str(p64), str(p32), "--no-plots").returncode == 0
+    md = (tmp_path / "f64-report" / "report.md").read_text(encoding="utf-8")
+    assert "was not measured as" not in md
+    assert "have only their first pass" not in md
+    # another scale, and a cell that owes its second pass
+    q32 = write(tmp_path / "q32.jsonl", {"scale": "default", "dtype": "float32"}, [once, twice])
+    assert _cli("report", str(p64), str(q32), "--no-plots").returncode == 0
+    md = (tmp_path / "f64-report" / "report.md").read_text(encoding="utf-8")
+    assert "q32.jsonl was not measured as" in md
+    assert re.search(r"scale: 'full' (->|-&gt;) 'default'", md)
+    assert "1 of 2 side-by-side cells have only their first pass" in md
+
+
+def test_summary_answers_each_dtype_and_labels_a12_by_its_run():
+    # beside a float32 run the many-small-solves line gave the float64 answer only
+    # (both tied for "the question's size", and the first won)
+    rs = [_rec("q4_batched", b, [1000, 5], 1e-4 if b == fast else 3e-4, dtype=dt,
+               params={"n": 5, "count": 1000})
+          for dt, fast in (("float64", "numpy"), ("float32", "torch-cpu")) for b in ("numpy", "torch-cpu")]
+    line = next(w["line"] for w in F.summary(rs) if w["anchor"] == "many-small-solves")
+    assert line.startswith("at count x n = 1000x5 float64: q4_batched on numpy, 3.00x")
+    assert "; and at count x n = 1000x5 float32: q4_batched on torch-cpu, 3.00x" in line
+    # A12's cases compute in their own dtypes: a record's dtype is its run's
+    size = [256, 256, 256]
+    rs = [_rec(f"a12_precision_{t}", "numpy", size, m, dtype=run)
+          for run in ("float64", "float32") for t, m in (("float32", 1e-3), ("float16", 4e-3))]
+    line = next(w["line"] for w in F.summary(rs) if w["anchor"] == "precision")
+    assert "numpy (float64 run)" in line
+    assert "numpy (float32 run)" in line
+    assert "numpy float64" not in line

@@ -311,13 +311,40 @@ def _article_blocks(records: list[dict[str, Any]], env: dict[str, Any],
             "Caution: the float64 and float32 cells come from separate runs, so the "
             "article's-setup column compares cells measured at different times. The "
             f"machine's speed, read from cells that do not depend on the dtype (the "
-            f"streaming calibration's GB/s, the Python loop's per-call time), differed by "
+            f"streaming calibration's GB/s), differed by "
             f"up to {x:.2f}x between the runs ({txt})"
             + (": the machine was much busier in one run, so read those ratios as rough and "
                "prefer the fair columns, measured within one run." if x > 1.25 else
                ": the machine ran at a similar speed in both."))))
     rows = [[c["claim"], c["verdict"], c["evidence"]] for c in F.claims(records, env, peaks)]
     out.append(("table", ["claim", "verdict", "numbers"], rows))
+    return out
+
+
+def _mixing_warnings(res: ResultsFile, extra: list[ResultsFile],
+                     records: list[dict[str, Any]]) -> list[str]:
+    """What makes the cells of this report less comparable than they look: an extra
+    file measured otherwise than the first (another machine, scale, threads,
+    versions: the dtype is what a second file is for), and cells of a run that is not
+    finished (one pass of two: their verdicts may still change)."""
+    from ._compare import header_differences
+    from ._sidebyside import first_pass_only
+
+    out = []
+    base = res.headers[-1] if res.headers else None
+    for f in extra:
+        diffs = [d for d in header_differences(base, f.headers[-1] if f.headers else None)
+                 if not d.startswith("dtype:")]
+        if diffs:
+            out.append(f"{f.path} was not measured as {res.path} was ({'; '.join(diffs)}); "
+                       "this report sets their cells side by side all the same: compare "
+                       "them with care")
+    once = sum(1 for r in records if first_pass_only(r))
+    if once:
+        timed = sum(1 for r in records if isinstance(r.get("side_by_side"), dict))
+        out.append(f"{once} of {timed} side-by-side cells have only their first pass: the run is "
+                   "not finished (`xlinalg bench --resume --out FILE`, with its options, "
+                   "completes it), and their verdicts rest on one pass of two")
     return out
 
 
@@ -389,6 +416,7 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
                    + f"; {len(records)} cells ("
                    + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")."))
     blocks.extend(("p", f"Warning: {w}") for f in files for w in f.warnings)
+    blocks.extend(("p", f"Warning: {w}") for w in _mixing_warnings(res, files[1:], records))
     if len(files) > 1:
         blocks.append(("p", "The runs in this report, and how fast the machine was in each "
                             "(the calibration GEMM and the share of noisy cells: numbers from "

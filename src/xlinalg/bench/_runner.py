@@ -418,11 +418,12 @@ def _side_by_side_resume(
     have in one uninterrupted run.
     """
     from ._passes import usable_first_pass
+    from ._sidebyside import first_pass_only
     from ._sidebyside import group_key as group
 
     broken = {group(c) for c in todo if c["key"] not in latest}
     if recheck:  # a first pass the second cannot be merged with: the group again, whole
-        broken |= {group(c) for c in cells if c["key"] in latest and _first_pass_only(latest[c["key"]])
+        broken |= {group(c) for c in cells if c["key"] in latest and first_pass_only(latest[c["key"]])
                    and not usable_first_pass(latest[c["key"]])}
     left = {c["key"] for c in todo}
     todo = [c for c in cells if c["key"] in left or group(c) in broken]
@@ -430,17 +431,8 @@ def _side_by_side_resume(
         return todo, []
     left = {c["key"] for c in todo}
     second = [(c, dict(latest[c["key"]])) for c in cells
-              if c["key"] not in left and _first_pass_only(latest[c["key"]])]
+              if c["key"] not in left and first_pass_only(latest[c["key"]])]
     return todo, second
-
-
-def _first_pass_only(rec: Mapping[str, Any]) -> bool:
-    """A side-by-side record of a good result that has not had its second pass."""
-    from ._sidebyside import RECHECKED
-
-    sbs = rec.get("side_by_side")
-    return (rec.get("status") in RECHECKED and isinstance(sbs, Mapping)
-            and bool(sbs.get("round_s")) and "passes" not in sbs)
 
 
 def _emit(store: ResultStore, summary: RunSummary, rec: dict[str, Any],

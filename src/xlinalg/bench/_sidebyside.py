@@ -396,6 +396,13 @@ class Peaks:
 RECHECKED = ("ok", "unchecked", "wrong")
 
 
+def first_pass_only(rec: Mapping[str, Any]) -> bool:
+    """A side-by-side record of a good result that has not had its second pass."""
+    sbs = rec.get("side_by_side")
+    return (rec.get("status") in RECHECKED and isinstance(sbs, Mapping)
+            and bool(sbs.get("round_s")) and "passes" not in sbs)
+
+
 def group_key(cell: Mapping[str, Any]) -> tuple[str, str, str]:
     """The group of a cell: (case, dtype, size), measured on every backend together."""
     return (cell["case"], cell["dtype"], cell["size_label"])

@@ -65,10 +65,12 @@ def _claim_small(records: list[Record]) -> Record:
                 pairs.append(min(both, key=lambda p: size_key(p[0])))
         if not pairs:
             continue
-        rats = [ratio(a, b) for a, b in pairs]
-        gm = math.exp(sum(math.log(x[1]) for x in rats if x) / len(pairs))
-        ties = sum(1 for x in rats if x and x[0] <= 1.0 <= x[2])
-        if ties == len(pairs) or 0.95 <= gm < 1.05:
+        rats = [x for x in (ratio(a, b) for a, b in pairs) if x]  # (None: out of the floats' range)
+        if not rats:
+            continue
+        gm = math.exp(sum(math.log(x[1]) for x in rats) / len(rats))
+        ties = sum(1 for x in rats if x[0] <= 1.0 <= x[2])
+        if ties == len(rats) or 0.95 <= gm < 1.05:
             v = "refuted (no difference beyond the noise)"
         elif 1.05 <= gm <= 1.30:
             v = "confirmed"

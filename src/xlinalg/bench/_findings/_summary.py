@@ -111,15 +111,18 @@ def _small_solves_line(records: list[dict[str, Any]]) -> str:
         n, count = p.get("n"), p.get("count", 0)
         return (0 if n == 5 else 1, -int(count or 0))
 
-    key = min(by_size, key=rank)
-    v = verdict(by_size[key])
-    loops = {lbl: r for lbl, r in by_size[key].items() if has_tag(r, "loop")}
-    fastest_loop = min(loops.items(), key=lambda kv: median_or_inf(kv[1]))[0] if loops else None
-    txt = f"at count x n = {key}: " + verdict_text(v)
-    if v and fastest_loop:
-        txt += (f"; {fmt_ratio(median(loops[fastest_loop]) / v['median_s'])} faster than the "
-                f"fastest Python loop ({fastest_loop})")
-    return txt
+    parts = []
+    for dt in sorted({k.rsplit(" ", 1)[1] for k in by_size}, key=lambda d: d != "float64"):
+        key = min((k for k in by_size if k.rsplit(" ", 1)[1] == dt), key=rank)  # (each dtype's)
+        v = verdict(by_size[key])
+        loops = {lbl: r for lbl, r in by_size[key].items() if has_tag(r, "loop")}
+        fastest_loop = min(loops.items(), key=lambda kv: median_or_inf(kv[1]))[0] if loops else None
+        txt = f"at count x n = {key}: " + verdict_text(v)
+        if v and fastest_loop:
+            txt += (f"; {fmt_ratio(median(loops[fastest_loop]) / v['median_s'])} faster than the "
+                    f"fastest Python loop ({fastest_loop})")
+        parts.append(txt)
+    return "; and ".join(parts)
 
 
 def _crossover_line(records: list[dict[str, Any]]) -> str:
@@ -181,7 +184,7 @@ def summary(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                               "eager / compiled time per backend (>1: compiling pays)")
         elif anchor == "precision":
             line = "; ".join(
-                _pair_line(_pairs(rs, "a12_precision_float32", f"a12_precision_{t}"),
+                _pair_line(_pairs(rs, "a12_precision_float32", f"a12_precision_{t}", by_run=True),
                            f"float32 / {t} GEMM time on the same backend (>1: {t} faster)")
                 for t in ("float16", "bfloat16"))
         elif anchor == "transfer" and not any(is_gpu(str(r.get("backend"))) for r in rs):
@@ -198,9 +201,13 @@ def _largest(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rs if size_key(r) == top]
 
 
-def _pairs(rs: list[dict[str, Any]], slow_case: str, fast_case: str,
+def _pairs(rs: list[dict[str, Any]], slow_case: str, fast_case: str, by_run: bool = False,
            ) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
-    """backend -> (slow cell, fast cell) of two cases at the largest common size and dtype."""
+    """backend -> (slow cell, fast cell) of two cases at the largest common size and dtype.
+
+    `by_run`: the cases compute in dtypes of their own (A12), so a record's dtype names
+    the run it came from, not what it computed: labelled "(float64 run)".
+    """
     out = {}
     for b in sorted({r["backend"] for r in rs}):
         for r in sorted(_largest([x for x in rs if x["backend"] == b and x["case"] == fast_case
@@ -209,7 +216,11 @@ def _pairs(rs: list[dict[str, Any]], slow_case: str, fast_case: str,
                          and x["dtype"] == r["dtype"] and x["size_label"] == r["size_label"]
                          and good(x)), None)
             if slow is not None:
-                out[b if len({x["dtype"] for x in rs}) == 1 else f"{b} {r['dtype']}"] = (slow, r)
+                if len({x["dtype"] for x in rs}) == 1:
+                    label = b
+                else:
+                    label = f"{b} ({r['dtype']} run)" if by_run else f"{b} {r['dtype']}"
+                out[label] = (slow, r)
     return out
 
 
