@@ -122,9 +122,11 @@ CAPABILITIES: dict[str, dict[str, Capability]] = {
         jax_cpu=_c("`jnp.linalg.svd`, then a finite check of `S`", "under `jax.jit`: NaN, no error"),
         jax_gpu=_c("`jnp.linalg.svd`, then a finite check of `S`",
                    "reading `S` waits; under `jax.jit`: NaN, no error"),
-        dask=_c("NumPy's SVD on each matrix (a gufunc over the batch) when a matrix fits one "
-                "chunk; Dask's tall-and-skinny SVD (`da.linalg.svd`) for a chunked matrix",
-                "a chunked non-square matrix with `full_matrices=True` raises `ValueError`"),
+        dask=_c("NumPy's SVD on each matrix (a gufunc over the batch) when a matrix is in one "
+                "chunk or fits one automatic chunk; Dask's tall-and-skinny SVD (`da.linalg.svd`) "
+                "for a larger chunked matrix",
+                "a chunked non-square matrix larger than one automatic chunk with "
+                "`full_matrices=True` raises `ValueError`"),
     ),
     "svdvals": _same(
         "the standard's `linalg.svdvals`, then a finite check",
@@ -134,15 +136,18 @@ CAPABILITIES: dict[str, dict[str, Capability]] = {
                       "reading the values synchronizes the device"),
         cupy=_c("the standard's `linalg.svdvals`, then a finite check",
                 "reading the values synchronizes the device"),
-        dask=_c("NumPy's singular values on each matrix (a gufunc) when a matrix fits one chunk; "
-                "`S` of Dask's tall-and-skinny SVD for a chunked matrix"),
+        dask=_c("NumPy's singular values on each matrix (a gufunc) when a matrix is in one chunk "
+                "or fits one automatic chunk; `S` of Dask's tall-and-skinny SVD for a larger "
+                "chunked matrix"),
     ),
     "qr": _same(
         "the standard's `linalg.qr`",
         numpy=_c("`np.linalg.qr`"),
-        dask=_c("NumPy's QR on each matrix (a gufunc) when a matrix fits one chunk; Dask's "
-                "tall-and-skinny QR (`da.linalg.qr`) for a chunked matrix",
-                "a chunked tall matrix with `mode=\"complete\"` raises `ValueError`"),
+        dask=_c("NumPy's QR on each matrix (a gufunc) when a matrix is in one chunk or fits one "
+                "automatic chunk; Dask's tall-and-skinny QR (`da.linalg.qr`) for a larger "
+                "chunked matrix",
+                "a chunked tall matrix larger than one automatic chunk with `mode=\"complete\"` "
+                "raises `ValueError`"),
     ),
     "add": _binary("add"),
     "subtract": _binary("subtract"),

@@ -6,7 +6,8 @@ Rule (the same on every backend):
   float64, PyTorch included); shapes broadcast, else ValueError naming both.
   Mixed kinds, which the standard leaves undefined, follow NumPy's table on
   every backend: ``int64 + float32 -> float64``, ``int8 + float32 -> float32``
-  (PyTorch and JAX give float32, array-api-strict raises).
+  (PyTorch and JAX give float32, array-api-strict raises); int64/uint64 results
+  are int32/uint32 where JAX runs in its 32-bit mode.
 * bool ⊕ bool: ``add`` is logical or, ``multiply`` logical and (as NumPy,
   PyTorch and JAX), ``subtract`` raises TypeError.
 * Python scalars are *weak*: ``add(x_float32, 2.0)`` stays float32. A float
@@ -15,7 +16,8 @@ Rule (the same on every backend):
   int out of an integer array's range raises OverflowError (PyTorch and JAX
   would wrap around).
 * NumPy scalars (``np.float64(2.0)``) next to a non-NumPy array behave like
-  Python scalars (next to a NumPy array, NumPy's own rule applies).
+  Python scalars (next to a NumPy array, NumPy's own rule applies); alone, with
+  ``xp=``, a 0-d array of that library and the scalar's dtype.
 * ``divide``, ``exp`` and ``sigmoid`` of integer or bool input compute in float64
   (float32 where the device has no float64), on every backend; they emit no
   floating-point warnings (Dask included, when computed).

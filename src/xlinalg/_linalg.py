@@ -190,7 +190,8 @@ def matmul(a: Array, b: Array, /, *, xp: Namespace | None = None) -> Array:
     Raises
     ------
     ValueError
-        If an operand is 0-D, or the contracted dimensions differ.
+        If an operand is 0-D, or the contracted dimensions differ (known sizes:
+        Dask's unknown, NaN, sizes are checked by Dask when blocks meet).
     TypeError
         For bool or non-numeric dtypes, or operands from two libraries.
 
@@ -298,8 +299,9 @@ def svd(x: Array, /, *, full_matrices: bool = True, xp: Namespace | None = None)
         ``(..., N, N)``. ``False``: ``(..., M, K)`` and ``(..., K, N)`` with
         ``K = min(M, N)``. On Dask, a matrix in several chunks runs Dask's
         tall-and-skinny (or short-and-fat) SVD, which gives the reduced factors
-        only: pass ``False`` there (``True`` raises ValueError unless M == N);
-        stacks run NumPy's SVD per matrix (docs/dask.md).
+        only: pass ``False`` there (``True`` raises ValueError unless M == N or
+        the matrix fits one automatic chunk); stacks run NumPy's SVD per matrix
+        (docs/dask.md). A bool (or 0/1); anything else raises TypeError.
     xp : namespace, optional
         The array namespace; inferred by default.
 
@@ -315,10 +317,13 @@ def svd(x: Array, /, *, full_matrices: bool = True, xp: Namespace | None = None)
     ValueError
         If `x` has fewer than two dimensions.
     TypeError
-        For float16/bfloat16 or non-numeric dtypes.
+        For float16/bfloat16 or non-numeric dtypes, or a `full_matrices` that is
+        not a bool.
     LinAlgError
         If the SVD does not converge, as for any `x` with NaN or inf entries (on
-        every backend; Dask when computed; NaN instead under ``jax.jit``).
+        every backend; Dask when computed; NaN instead under ``jax.jit``, inside
+        ``torch.func`` transforms and on torch meta tensors). A finite `x` whose
+        largest singular value overflows its dtype gets inf in `S`, no error.
 
     Examples
     --------
@@ -368,7 +373,9 @@ def svdvals(x: Array, /, *, xp: Namespace | None = None) -> Array:
         For float16/bfloat16 or non-numeric dtypes.
     LinAlgError
         If the SVD does not converge, as for any `x` with NaN or inf entries (on
-        every backend; Dask when computed; NaN instead under ``jax.jit``).
+        every backend; Dask when computed; NaN instead under ``jax.jit``, inside
+        ``torch.func`` transforms and on torch meta tensors). A finite `x` whose
+        largest singular value overflows its dtype gets inf, no error.
 
     Examples
     --------
@@ -397,7 +404,8 @@ def qr(x: Array, /, *, mode: str = "reduced", xp: Namespace | None = None) -> QR
         ``"reduced"``: `Q` is ``(..., M, K)``, `R` ``(..., K, N)`` with
         ``K = min(M, N)``; ``"complete"``: `Q` is ``(..., M, M)``, `R` ``(..., M, N)``.
         On Dask, a tall matrix in several chunks runs Dask's TSQR (``"reduced"``
-        only: ``"complete"`` raises ValueError there; docs/dask.md).
+        only: ``"complete"`` raises ValueError there unless the matrix fits one
+        automatic chunk; docs/dask.md).
     xp : namespace, optional
         The array namespace; inferred by default.
 

@@ -91,8 +91,9 @@ def solve_many(
     ------
     ValueError
         If `a` and `b` differ in length, or a system breaks :func:`solve`'s shape
-        rules; the message names it by list position (``a[i]``, ``b[i]``) as the
-        caller passed it. TypeError for its dtype (float16) in the same way.
+        or device rules; the message names it by list position (``a[i]``,
+        ``b[i]``) as the caller passed it. TypeError for its dtype (float16) or
+        layout (a sparse tensor) in the same way.
     LinAlgError
         If a system is singular and ``errors="raise"``, naming the list positions
         of every singular system (``exc.members``). On Dask it is raised when a

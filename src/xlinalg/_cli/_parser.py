@@ -89,7 +89,8 @@ def _build_parser() -> _Parser:
                    help="set BLAS/OpenMP, torch and Dask threads to N (JAX: CPU affinity); "
                         "default: the libraries' own, recorded")
     p.add_argument("--tf32", action="store_true",
-                   help="allow TF32/reduced-precision float32 matmul (off by default)")
+                   help="allow TF32/reduced-precision float32 matmul and cuDNN convolutions "
+                        "(off by default)")
     p.add_argument("--out", metavar="FILE",
                    help="results file, JSON Lines (default: xlinalg-bench-DATE-TIME.jsonl)")
     p.add_argument("--resume", action="store_true",

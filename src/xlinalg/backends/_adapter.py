@@ -378,7 +378,8 @@ class Adapter:
 
     # SVD of NaN or inf: LAPACK fails for NaN but returns NaN for inf, JAX returns
     # NaN for both. xlinalg raises LinAlgError for both, everywhere (NaN under a
-    # trace); checking S costs a look at k numbers (a wait for the result on a GPU).
+    # trace); checking S costs a look at k numbers (a wait for the result on a GPU),
+    # and only when S is not finite a look at x (an overflowing S is inf, no error).
     def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
         try:
             out = tuple(self.xp.linalg.svd(a, full_matrices=full_matrices))

@@ -22,7 +22,8 @@ __all__ = ["DaskAdapter", "DaskBackend"]
 class DaskAdapter(Adapter):
     """Dask arrays: each block of a stack is handled by the NumPy adapter.
 
-    The matrix axes are made one chunk each (rechunked if needed); the batch axes
+    The matrix axes are made one chunk each (rechunked if needed; a matrix `b` of
+    solve keeps its column chunks); the batch axes
     keep their chunks, so stacks of matrices are processed in parallel blocks.
     Nothing is computed here: a singular member raises :class:`LinAlgError` when
     the result is computed (errors="raise"), with its global batch index.
@@ -75,8 +76,8 @@ class DaskAdapter(Adapter):
         a chunk, as ``da.map_blocks`` of the native call.
 
         The batch axes keep their chunks (a shared `a` keeps `b`'s, and the other
-        way round; where both are chunked, Dask's common refinement); the matrix
-        axes are made one chunk each. With ``errors="raise"`` each block checks
+        way round; where both are chunked, Dask's common refinement); `a`'s matrix
+        axes and `b`'s rows are made one chunk each, `b`'s columns keep theirs. With ``errors="raise"`` each block checks
         its own members: computing a chunk that holds a singular member raises
         :class:`LinAlgError` naming its global batch index (or what
         ``make_error(global batch indices)`` returns), and computing a slice pays
@@ -153,9 +154,11 @@ class DaskAdapter(Adapter):
 
     def _blocked(self, a: Any) -> Any:
         """A matrix in more than one chunk, its short axis made one chunk, for Dask's
-        tall-and-skinny (TSQR) or short-and-fat algorithms; None for stacks and
-        single chunks (those run NumPy's call per matrix). Unknown row counts
-        (``A[mask]``) count as tall."""
+        tall-and-skinny (TSQR) or short-and-fat algorithms; None for stacks, single
+        chunks and a matrix that fits one automatic chunk (those run NumPy's call per
+        matrix). A matrix chunked along its short side only is split along its long
+        side. Unknown row counts (``A[mask]``) count as tall; an unknown column count
+        gets its columns merged (where Dask's rechunk names compute_chunk_sizes())."""
         if a.ndim != 2 or a.numblocks == (1, 1):
             return None
         m, n = a.shape
@@ -164,7 +167,7 @@ class DaskAdapter(Adapter):
             # automatic width, never one piece
             w = a.chunks[1][0] if a.numblocks[1] > 1 else self._auto(a, (m, "auto"))[1][0]
             out = a.rechunk({0: -1, 1: max(w, m)})
-        elif a.numblocks[0] == 1 and not math.isnan(m):  # chunked by columns only: the rows
+        elif a.numblocks[0] == 1 and not math.isnan(m) and not math.isnan(n):  # by columns only: the rows
             out = a.rechunk(self._auto(a, ("auto", n)))  # split, never one piece
         else:
             out = a.rechunk({1: -1})
@@ -183,7 +186,7 @@ class DaskAdapter(Adapter):
         return ValueError(
             f"{fn}: `x` is {self.describe(a)} in chunks of {a.chunksize}: {what} would be "
             f"{square} in one piece; pass {instead} (Dask's tall-and-skinny "
-            "algorithm, the factors chunked as `x`)"
+            "algorithm, the factors chunked along `x`'s long side)"
         )
 
     def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:

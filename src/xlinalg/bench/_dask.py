@@ -1,7 +1,8 @@
 """Where the dask backend's graphs run in a benchmark, and what is recorded about it.
 
 - ``--scheduler ADDRESS`` (or ``DASK_SCHEDULER_ADDRESS`` in the environment): each
-  process that times dask cells connects a ``distributed.Client`` to that scheduler.
+  process that times dask cells connects a ``distributed.Client`` to that scheduler
+  (``--scheduler`` is probed once first: :func:`probe`).
 - ``--dask-workers N`` (``--dask-memory-limit SIZE``): the command starts a
   ``LocalCluster`` of N worker processes on 127.0.0.1, hands its address to the
   timing processes the same way, and closes it at the end.
