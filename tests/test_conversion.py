@@ -259,6 +259,37 @@ def test_copy_must_be_a_bool_or_none(copy) -> None:
     assert y.flags.owndata
 
 
+def test_numpy_false_refuses_a_copy_as_false_does() -> None:
+    # `copy is False` is not true of np.False_: it copied where False raises
+    import xlinalg as xl
+    from conftest import require_backend
+
+    require_backend("dask")
+    for copy in (False, np.False_):
+        with pytest.raises(ValueError, match=r"needs a copy .* pass copy=None"):
+            xl.to(np.ones(3), "dask", copy=copy)
+    x = np.arange(3.0)
+    assert xl.to(x, "numpy", copy=np.False_) is x
+
+
+def test_sources_xlinalg_cannot_read_are_named() -> None:
+    import xlinalg as xl
+    from conftest import require_backend
+
+    require_backend("dask")
+    import dask.array as da
+
+    masked = da.ma.masked_array(da.from_array(np.arange(4.0)), mask=[True, False, False, True])
+    with pytest.raises(TypeError, match=r"xlinalg\.to: `x` is a Dask array of shape \(4,\) whose chunks "
+                                        r"are numpy\.ma(\.core)?\.MaskedArray"):
+        xl.to(masked, "numpy")  # (np.asarray of the computed chunks kept the masked values)
+    require_backend("torch-cpu")
+    import torch
+
+    with pytest.raises(TypeError, match=r"`x` is a torch-meta array of shape \(2,\).*a meta tensor has no data"):
+        xl.to(torch.empty(2, device="meta"), "numpy")
+
+
 def test_read_only_memmap_to_torch_does_not_crash() -> None:
     pytest.importorskip("torch")
     with tempfile.TemporaryDirectory() as d:

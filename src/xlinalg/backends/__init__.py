@@ -373,6 +373,8 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
     target = get_backend(backend)
     if copy is not None and copy is not True and copy is not False and not isinstance(copy, np.bool_):
         raise TypeError(f"xlinalg.to: `copy` must be True, False or None, got {copy!r}")
+    if copy is not None:
+        copy = bool(copy)  # (np.False_ is not False: it must refuse a copy all the same)
     if isinstance(x, np.ndarray) and type(x) is not np.ndarray and (refused := refused_subclass(x, "x")):
         raise refused
     if isinstance(x, (list, tuple, bool, int, float, complex)):  # host data, checked before the target
@@ -389,8 +391,16 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
     source = backend_of(x)
     if source == backend and not copy:
         return x
+    src = _REGISTRY.get(source)
+    if src is None:  # a torch tensor on "meta", "mps", "xpu": no registry entry
+        raise TypeError(
+            f"xlinalg.to: `x` is a {source} array of shape {tuple(x.shape)}, a device xlinalg "
+            "does not convert from" + (" (a meta tensor has no data)" if source == "torch-meta"
+                                       else "; move it to the CPU first, e.g. `x.cpu()`")
+        )
+    if (err := src.source_error(x)) is not None:
+        raise err
     _convert.check_dtype_fits(x, source, target)
-    src = _REGISTRY[source]
     y = src.plain(x)
     if not copy and y is x and not src.lazy and not target.lazy:
         routed = _convert.zero_copy(x, src, target)

@@ -151,6 +151,11 @@ class Backend:
         """Bring `x` back to the host as a NumPy array (waits for it)."""
         return np.asarray(x)
 
+    def source_error(self, x: Any) -> TypeError | None:
+        """Why ``xlinalg.to`` cannot read `x`, an array of this backend, or None (Dask:
+        chunks that are masked or not NumPy's)."""
+        return None
+
     def transfer_to_host(self, x: Any) -> np.ndarray:
         """A new device-to-host copy of `x` on every call: what the transfer case (A11)
         times. :meth:`to_numpy` may hand back a copy made before (JAX keeps one)."""

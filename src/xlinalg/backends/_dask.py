@@ -388,6 +388,15 @@ class DaskBackend(Backend):
     def to_numpy(self, x: Any) -> np.ndarray:
         return np.asarray(x.compute())
 
+    def source_error(self, x: Any) -> TypeError | None:
+        # a masked chunk's values under the mask would come through np.asarray, and
+        # CuPy chunks fail inside it naming nothing
+        try:
+            _numpy_chunks(x, "xlinalg.to", "x")
+        except TypeError as exc:
+            return exc
+        return None
+
     def owns(self, x: Any) -> bool:
         return type(x).__module__.startswith("dask")
 
@@ -396,7 +405,9 @@ class DaskBackend(Backend):
         import dask
 
         if arrays:
-            dask.compute(*arrays)
+            for o in dask.compute(*arrays):  # CuPy blocks: their kernels may still be running
+                if type(o).__module__.partition(".")[0] == "cupy":
+                    o.device.synchronize()
 
     def materialize(self, x: Any) -> Any:
         return x.compute() if hasattr(x, "compute") else x

@@ -440,6 +440,27 @@ def _torch_fence(x: Any) -> None:
         import torch
 
         torch.cuda.synchronize(x.device)
+    elif x.device.type not in ("cpu", "meta"):  # (rare: the checks cost the CPU nothing)
+        _fence_other(x)
+
+
+def _fence_other(x: Any) -> None:
+    """Wait for a tensor on another accelerator (MPS, XPU): its module's synchronize."""
+    import torch
+
+    kind = x.device.type
+    mod = getattr(torch, kind, None)
+    sync = getattr(mod, "synchronize", None)
+    if sync is None:
+        raise TypeError(
+            f"synchronize: a torch tensor on device {x.device}, which has no "
+            f"torch.{kind}.synchronize(); a fence that waits for nothing would make a "
+            "timing wrong in silence"
+        )
+    if kind == "mps":
+        sync()  # (torch.mps.synchronize takes no device)
+    else:
+        sync(x.device)
 
 
 # ---------------------------------------------------------------------- the unrolled solver
