@@ -289,3 +289,51 @@ def test_jax_32_bit_mode_requests_no_64_bit_integers() -> None:
     proc = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, JAX_ENABLE_X64="0"),
                           capture_output=True, text=True, timeout=300)
     assert proc.stdout.strip() == "ok", proc.stderr[-2000:] + proc.stdout
+
+
+def test_numpy_scalars_alone_keep_their_dtypes_under_xp(backend: BackendCase) -> None:
+    # with no array beside them, NumPy scalars were made weak Python scalars, and then
+    # NumPy's default dtype: add(np.uint8(255), np.uint8(1), xp=torch) gave int64 256
+    xp = backend.namespace()
+    for x1, x2, dtype, want in ((np.uint8(255), np.uint8(1), np.uint8, 0),
+                                (np.float32(1.5), np.float32(2.0), np.float32, 3.5),
+                                (np.float32(1.5), np.float64(2.0), np.float64, 3.5),  # NumPy's rule
+                                (np.float32(1.5), 2.0, np.float32, 3.5)):  # a Python float: weak
+        with np.errstate(over="ignore"):
+            r = xl.add(x1, x2, xp=xp)
+        backend.check_owned(r)
+        got = backend.np(r)
+        assert got.dtype == dtype, (x1, x2, got.dtype)
+        assert got == want
+
+
+def test_divide_overflow_is_silent(backend: BackendCase) -> None:
+    # the module promises IEEE results without floating-point warnings: x / 0 was
+    # silent, an overflowing quotient warned on NumPy, Dask and array-api-strict
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = backend.np(xl.divide(backend.arr(np.array([1e308, 1e-300])), backend.arr(np.array([1e-10, 1e100]))))
+    assert np.isposinf(r[0])
+    assert r[1] == 0.0
+
+
+def test_torch_half_precision_with_a_complex_scalar_is_complex64() -> None:
+    # torch gives complex32 for float16 + 1j, a dtype xlinalg's other functions refused;
+    # NumPy and JAX give complex64
+    require_backend("torch-cpu")
+    import torch
+
+    for dt in (torch.float16, torch.bfloat16):
+        r = xl.add(torch.ones(2, dtype=dt), 1j)
+        assert r.dtype == torch.complex64
+        np.testing.assert_array_equal(r.numpy(), [1 + 1j, 1 + 1j])
+    # complex32 itself is numeric: the same answer on the first call and the next ones
+    c = torch.ones(2).to(torch.complex32)
+    outcomes = []
+    for _ in range(2):
+        try:
+            outcomes.append(str(xl.multiply(c, c).dtype))
+        except TypeError as exc:
+            outcomes.append(f"refused: {exc}")
+    assert outcomes[0] == outcomes[1]
+    assert "must be numeric" not in outcomes[0]

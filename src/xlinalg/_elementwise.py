@@ -55,11 +55,10 @@ def _float_default(ad: Adapter, x: Any) -> Any:
 def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any:
     ad = _dispatch.adapter_for((x1, x2), ("x1", "x2"), xp)
     try:  # a sparse or nested tensor, or a dtype without a kernel: named (native_error)
-        # NumPy scalars next to another library's array are weak Python scalars
-        if isinstance(x1, np.generic) and ad is not NUMPY:
-            x1 = x1.item()
-        if isinstance(x2, np.generic) and ad is not NUMPY:
-            x2 = x2.item()
+        # NumPy scalars next to another library's array are weak Python scalars; with
+        # no array beside them (xp= names the library), 0-d arrays of their dtypes
+        if ad is not NUMPY and (isinstance(x1, np.generic) or isinstance(x2, np.generic)):
+            x1, x2 = _numpy_scalars(ad, x1, x2)
         s1, s2 = isinstance(x1, _PY_SCALARS), isinstance(x2, _PY_SCALARS)
         if s1 and s2:
             x1 = _dispatch.host_array(ad, x1, None, "x1")
@@ -72,7 +71,10 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
             arr, scal = (x2, x1) if s1 else (x1, x2)
             na = "x2" if s1 else "x1"
             k = ad.kind(arr.dtype)
-            if k in "ib" and (to_float or isinstance(scal, (float, complex))):
+            if k == "h" and isinstance(scal, complex):  # torch: float16 + 1j is complex32,
+                arr = ad.astype(arr, ad.xp.complex64)  # NumPy and JAX give complex64
+                k = "c"
+            elif k in "ib" and (to_float or isinstance(scal, (float, complex))):
                 arr = ad.astype(arr, _float_default(ad, arr))
                 k = "f"
             elif k == "b":
@@ -153,6 +155,21 @@ def _fits_a_float(n: int) -> bool:
     return True
 
 
+def _numpy_scalars(ad: Adapter, x1: Any, x2: Any) -> tuple[Any, Any]:
+    """NumPy scalars for another library's function: weak Python scalars beside an
+    array; otherwise 0-d arrays of their own dtypes (``add(np.uint8(255),
+    np.uint8(1), xp=torch)`` stays uint8, as NumPy computes it)."""
+    def is_array(x: Any) -> bool:
+        return hasattr(x, "shape") and not isinstance(x, np.generic)
+
+    out = []
+    for x, other, name in ((x1, x2, "x1"), (x2, x1, "x2")):
+        if isinstance(x, np.generic):
+            x = x.item() if is_array(other) else ad.asarray(np.asarray(x), None, name)
+        out.append(x)
+    return out[0], out[1]
+
+
 def _scalar_array(ad: Adapter, scal: Any, arr: Any) -> Any:
     """A Python scalar as an array of `arr`'s dtype (complex for a complex scalar)."""
     dt = arr.dtype
@@ -162,7 +179,7 @@ def _scalar_array(ad: Adapter, scal: Any, arr: Any) -> Any:
 
 
 def _quiet_divide(x1: Any, x2: Any) -> Any:
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
         return np.divide(x1, x2)
 
 
@@ -344,12 +361,12 @@ def divide(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     array([0.5, 1. ])
     """
     if xp is None and type(x1) is _NP and type(x2) is _NP and x1.dtype.kind in "fc" and x2.dtype.kind in "fc":
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
             try:
                 return np.divide(x1, x2)
             except ValueError:
                 pass  # shapes refused: the checked path names the argument
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
         return _binary("divide", x1, x2, xp, to_float=True)
 
 

@@ -55,8 +55,8 @@ class TorchAdapter(Adapter):
         t = self.torch
         if dtype.is_floating_point:
             return "f" if dtype in (t.float32, t.float64) else "h"
-        if dtype.is_complex:
-            return "c" if dtype in (t.complex64, t.complex128) else "?"
+        if dtype.is_complex:  # (complex32: low precision, computed where torch has kernels)
+            return "c" if dtype in (t.complex64, t.complex128) else "h"
         if dtype == t.bool:
             return "b"
         return "i"
