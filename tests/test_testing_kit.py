@@ -109,6 +109,22 @@ def test_unavailable_backend_is_skipped_with_the_registry_reason(pytester: pytes
     res.stdout.fnmatch_lines(["SKIPPED*dask: dask is not installed (pretend)"])
 
 
+def test_a_run_where_no_selected_backend_could_run_fails(pytester: pytest.Pytester, clean_env) -> None:
+    # XLINALG_TEST_BACKENDS=torch-cuda with a CPU-only torch: every test skipped, and
+    # the run passed (a green GPU job that tested nothing)
+    _unavailable(clean_env, "dask", "dask is not installed (pretend)")
+    pytester.makepyfile(USER_TEST)
+    res = pytester.runpytest("-p", "xlinalg.testing", "--xlinalg-backends=dask")
+    res.assert_outcomes(skipped=1)
+    assert res.ret == pytest.ExitCode.TESTS_FAILED
+    res.stdout.fnmatch_lines(["*xlinalg.testing: no selected backend could run here*"
+                              "dask: dask is not installed (pretend)*"])
+    # one backend that ran is enough (the others skip with their reasons, as before)
+    res = pytester.runpytest("-p", "xlinalg.testing", "--xlinalg-backends=numpy,dask")
+    res.assert_outcomes(passed=1, skipped=1)
+    assert res.ret == pytest.ExitCode.OK
+
+
 @pytest.mark.parametrize("how", ["option", "env"])
 def test_required_cpu_backend_fails_instead_of_skipping(pytester: pytest.Pytester, clean_env, how) -> None:
     _unavailable(clean_env, "dask", "dask is not installed (pretend)")

@@ -18,6 +18,9 @@ NAME = "xlinalg.testing.fixtures"
 _SELECTED = pytest.StashKey[tuple[str, ...]]()
 #: XLINALG_REQUIRE_CPU_BACKENDS, parsed once at configure time
 _REQUIRE_CPU = pytest.StashKey[bool]()
+#: the backends that ran a test, and those skipped (with the reason) in this session
+_RAN = pytest.StashKey[set[str]]()
+_SKIPPED = pytest.StashKey[dict[str, str]]()
 
 
 def configure(config: pytest.Config) -> None:
@@ -78,7 +81,34 @@ def xlinalg_backend(request: pytest.FixtureRequest) -> _registry.Backend:
     name = getattr(request, "param", None)
     if name is None:  # requested outside the parametrization (e.g. getfixturevalue)
         raise pytest.UsageError("xlinalg_backend is parametrized by the xlinalg.testing plugin only")
-    return resolve_backend(name, require_cpu=require_cpu(request.config))
+    try:
+        be = resolve_backend(name, require_cpu=require_cpu(request.config))
+    except pytest.skip.Exception as exc:
+        request.config.stash.setdefault(_SKIPPED, {})[name] = str(exc)
+        raise
+    request.config.stash.setdefault(_RAN, set()).add(name)
+    return be
+
+
+def _nothing_ran(config: pytest.Config) -> dict[str, str]:
+    """The skipped backends, when backend tests were collected and none of them ran."""
+    skipped = config.stash.get(_SKIPPED, {})
+    return skipped if skipped and not config.stash.get(_RAN, set()) else {}
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # every selected backend skipped (a GPU run on a CPU-only torch build, a library
+    # missing): the run tested nothing, and must not pass as if it had
+    if _nothing_ran(session.config) and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    skipped = _nothing_ran(config)
+    if skipped:
+        terminalreporter.write_line(
+            "xlinalg.testing: no selected backend could run here, so every backend test was "
+            "skipped and this run fails: " + "; ".join(skipped[n] for n in sorted(skipped)), red=True)
 
 
 @pytest.fixture
