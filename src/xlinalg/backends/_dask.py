@@ -22,8 +22,7 @@ __all__ = ["DaskAdapter", "DaskBackend"]
 class DaskAdapter(Adapter):
     """Dask arrays: each block of a stack is handled by the NumPy adapter.
 
-    The matrix axes are made one chunk each (rechunked if needed; a matrix `b` of
-    solve keeps its column chunks); the batch axes
+    The matrix axes are made one chunk each (rechunked if needed); the batch axes
     keep their chunks, so stacks of matrices are processed in parallel blocks.
     Nothing is computed here: a singular member raises :class:`LinAlgError` when
     the result is computed (errors="raise"), with its global batch index.
@@ -76,8 +75,8 @@ class DaskAdapter(Adapter):
         a chunk, as ``da.map_blocks`` of the native call.
 
         The batch axes keep their chunks (a shared `a` keeps `b`'s, and the other
-        way round; where both are chunked, Dask's common refinement); `a`'s matrix
-        axes and `b`'s rows are made one chunk each, `b`'s columns keep theirs. With ``errors="raise"`` each block checks
+        way round; where both are chunked, Dask's common refinement); the matrix
+        axes are made one chunk each. With ``errors="raise"`` each block checks
         its own members: computing a chunk that holds a singular member raises
         :class:`LinAlgError` naming its global batch index (or what
         ``make_error(global batch indices)`` returns), and computing a slice pays
@@ -94,9 +93,10 @@ class DaskAdapter(Adapter):
             b = b.rechunk(-1) if b.numblocks[0] > 1 else b
             chunks = (*a.chunks[:-2], (n,))
         else:
-            # the rows whole; the columns keep their chunks (each block solves its
-            # columns: plain Dask's map_blocks does the same)
-            b = b.rechunk({b.ndim - 2: -1}) if b.numblocks[-2] > 1 else b
+            # both matrix axes whole: a block that held some of b's columns would
+            # judge a member singular from them alone (NaN in its other columns makes
+            # it "never singular"), and factor `a` once per column block
+            b = self._core_whole(b)
             nb = max(a.ndim, b.ndim) - 2
             letters = "abcdefghijklmnopqrstuvw"[:nb]
             ia, ib = letters[nb - (a.ndim - 2):] + "yx", letters[nb - (b.ndim - 2):] + "xz"
@@ -162,6 +162,8 @@ class DaskAdapter(Adapter):
         if a.ndim != 2 or a.numblocks == (1, 1):
             return None
         m, n = a.shape
+        if not (math.isnan(m) or math.isnan(n)) and math.prod(map(len, self._auto(a, ("auto", "auto")))) == 1:
+            return None  # it fits one automatic chunk: NumPy's call, whatever its chunks
         if m < n:  # short-and-fat: one row of blocks, each column block at least m wide
             # (Dask's sfqr refuses narrower); a matrix in one column chunk gets Dask's
             # automatic width, never one piece
@@ -171,9 +173,7 @@ class DaskAdapter(Adapter):
             out = a.rechunk(self._auto(a, ("auto", n)))  # split, never one piece
         else:
             out = a.rechunk({1: -1})
-        # a matrix that fits one automatic chunk: NumPy's call on it, as for one chunk
-        # (full U, Q and Vh included)
-        return None if out.numblocks == (1, 1) else out
+        return out
 
     def _auto(self, a: Any, chunks: tuple[Any, ...]) -> tuple[tuple[int, ...], ...]:
         """Dask's automatic chunks of `a`'s shape (its configured chunk size)."""
