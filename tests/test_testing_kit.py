@@ -51,7 +51,7 @@ def _libraries_imported_first() -> None:
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for var in ("XLINALG_TEST_BACKENDS", "XLINALG_REQUIRE_CPU_BACKENDS", "CI"):
+    for var in ("XLINALG_TEST_BACKENDS", "XLINALG_REQUIRE_CPU_BACKENDS", "XLINALG_ALLOW_NO_BACKEND", "CI"):
         monkeypatch.delenv(var, raising=False)
     return monkeypatch
 
@@ -122,6 +122,11 @@ def test_a_run_where_no_selected_backend_could_run_fails(pytester: pytest.Pytest
     # one backend that ran is enough (the others skip with their reasons, as before)
     res = pytester.runpytest("-p", "xlinalg.testing", "--xlinalg-backends=numpy,dask")
     res.assert_outcomes(passed=1, skipped=1)
+    assert res.ret == pytest.ExitCode.OK
+    # a run that means to test nothing here says so
+    clean_env.setenv("XLINALG_ALLOW_NO_BACKEND", "1")
+    res = pytester.runpytest("-p", "xlinalg.testing", "--xlinalg-backends=dask")
+    res.assert_outcomes(skipped=1)
     assert res.ret == pytest.ExitCode.OK
 
 

@@ -17,6 +17,9 @@ ENV_BACKENDS = "XLINALG_TEST_BACKENDS"
 #: With this boolean environment variable true (1/true/yes/on, any case), a CPU
 #: backend that cannot run fails instead of skipping.
 ENV_REQUIRE_CPU = "XLINALG_REQUIRE_CPU_BACKENDS"
+#: With this boolean environment variable true, a session in which no selected
+#: backend could run passes (it fails by default: it tested nothing).
+ENV_ALLOW_NONE = "XLINALG_ALLOW_NO_BACKEND"
 
 
 # ---------------------------------------------------------------------- backends
