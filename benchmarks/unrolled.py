@@ -651,9 +651,11 @@ def main(argv: list[str] | None = None) -> int:
                                "compile": [], "gpu": []}
 
     def save() -> None:  # after each section: an interrupted run keeps what it measured
-        if args.out:
-            with open(args.out, "w") as f:
+        if args.out:  # (written aside, then renamed: a signal mid-write leaves the last file)
+            tmp = f"{args.out}.part"
+            with open(tmp, "w") as f:
                 json.dump(results, f, indent=1)
+            os.replace(tmp, args.out)
 
     if args.gpu:
         def keep(rows: list[dict[str, Any]]) -> None:

@@ -96,9 +96,10 @@ def test_transfer_to_host_copies_the_values_each_call(name: str) -> None:
         np.testing.assert_array_equal(got, host)
 
 
-def test_jax_transfer_to_host_does_not_reuse_the_cached_copy() -> None:
+def test_jax_transfer_to_host_asks_for_a_put_each_call() -> None:
     # np.asarray(jax_array) keeps its host copy on the array: timing it again times a
-    # cache read. The transfer goes through a put to the CPU device, asked each call
+    # cache read. The transfer asks JAX for a put to the CPU device on every call: a new
+    # copy from a GPU; on the CPU (here) the array itself, where there is no transfer
     b = require_backend("jax-cpu")
     import jax
 

@@ -887,6 +887,11 @@ def test_report_warns_about_a_file_measured_otherwise_and_an_unfinished_run(tmp_
     assert "q32.jsonl was not measured as" in md
     assert re.search(r"scale: 'full' (->|-&gt;) 'default'", md)
     assert "1 of 2 side-by-side cells have only their first pass" in md
+    # a run without the recheck (--no-recheck) has one pass by design: nothing owed
+    n32 = write(tmp_path / "n32.jsonl", {"scale": "full", "dtype": "float32", "recheck": False}, [once])
+    assert _cli("report", str(p64), str(n32), "--no-plots").returncode == 0
+    md = (tmp_path / "f64-report" / "report.md").read_text(encoding="utf-8")
+    assert "have only their first pass" not in md
 
 
 def test_summary_answers_each_dtype_and_labels_a12_by_its_run():

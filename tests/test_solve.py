@@ -295,7 +295,9 @@ def test_jax_cpu_arrays_keep_the_cpu_rule_on_a_gpu_machine(monkeypatch) -> None:
     cpu = jax.devices("cpu")[0]
     monkeypatch.setattr(J, "_every_jax_device", lambda jax: [cpu, types.SimpleNamespace(platform="gpu")])
     ad = J.JaxAdapter()
-    assert (ad._all_cpu, ad.fast_device_check, ad.single_device) == (False, True, False)
+    # (the fast path checks devices where the default backend has several; the
+    # unrolled kernels' cache keys on the device wherever there is more than one)
+    assert (ad._all_cpu, ad.fast_device_check, ad.single_device) == (False, False, False)
     a = jax.device_put(np.stack([1e-310 * np.eye(2), np.diag([1.0, 0.0])]), cpu)
     assert ad.zero_pivots(a).tolist() == [False, True]
 

@@ -181,7 +181,8 @@ def _check_system(ad: Adapter, a: Sequence[Any], b: Sequence[Any], positions: Se
         _validate.linalg_dtype(ad, bi, "b", "solve")
         ad.check_same_device(ai, bi, "a", "b")
     except (TypeError, ValueError) as exc:
-        msg = str(exc).removeprefix("solve: ").replace("`a`", f"`a[{i}]`").replace("`b`", f"`b[{i}]`")
+        msg = (str(exc).removeprefix("solve: ").replace("`a`", f"`a[{i}]`").replace("`b`", f"`b[{i}]`")
+               .replace("astype(a,", f"astype(a[{i}],").replace("astype(b,", f"astype(b[{i}],"))
         more = len(positions) - 1
         also = f" (and {more} more system{'s' if more > 1 else ''} of its shapes and dtypes)" if more else ""
         cls = TypeError if isinstance(exc, TypeError) else ValueError

@@ -32,9 +32,12 @@ class JaxAdapter(Adapter):
         # on a GPU machine jax-cpu arrays exist beside jax-gpu ones
         every = _every_jax_device(jax)
         self._all_cpu = all(d.platform == "cpu" for d in every)
-        # one device: nothing to mismatch, and reading .devices() costs microseconds
-        self.fast_device_check = len(every) > 1
-        self.single_device = not self.fast_device_check
+        # one device of the default backend: the fast path need not read .devices()
+        # (microseconds); a jax-cpu array beside a jax-gpu one meets JAX's own refusal
+        # of committed arrays on two devices there
+        self.fast_device_check = len(jax.devices()) > 1
+        # caches (the unrolled kernels) key on the device unless there is only one
+        self.single_device = len(every) == 1
         self.solve_dtypes = frozenset(np.dtype(c) for c in "fdFD")
         self.fast = {n: getattr(jnp, n) for n in ("add", "subtract", "multiply", "matmul")}
         self.fast["sigmoid"] = jax.nn.sigmoid

@@ -451,6 +451,9 @@ def _fence_other(x: Any) -> None:
     kind = x.device.type
     mod = getattr(torch, kind, None)
     sync = getattr(mod, "synchronize", None)
+    if sync is None and getattr(getattr(torch, "accelerator", None), "synchronize", None) is not None:
+        torch.accelerator.synchronize(x.device)  # (torch >= 2.6: any accelerator)
+        return
     if sync is None:
         raise TypeError(
             f"synchronize: a torch tensor on device {x.device}, which has no "

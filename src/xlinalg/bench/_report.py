@@ -339,7 +339,10 @@ def _mixing_warnings(res: ResultsFile, extra: list[ResultsFile],
             out.append(f"{f.path} was not measured as {res.path} was ({'; '.join(diffs)}); "
                        "this report sets their cells side by side all the same: compare "
                        "them with care")
-    once = sum(1 for r in records if first_pass_only(r))
+    # (a run without the recheck, --no-recheck, has one pass by design)
+    rechecked = all((f.headers[-1].get("run") or {}).get("recheck", True) is not False
+                    for f in (res, *extra) if f.headers)
+    once = sum(1 for r in records if first_pass_only(r)) if rechecked else 0
     if once:
         timed = sum(1 for r in records if isinstance(r.get("side_by_side"), dict))
         out.append(f"{once} of {timed} side-by-side cells have only their first pass: the run is "
