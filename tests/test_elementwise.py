@@ -306,6 +306,44 @@ def test_numpy_scalars_alone_keep_their_dtypes_under_xp(backend: BackendCase) ->
         assert got.dtype == dtype, (x1, x2, got.dtype)
         assert got == want
 
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply"])
+def test_two_python_scalars_do_not_depend_on_the_order(backend: BackendCase, name: str) -> None:
+    # the first scalar became the array: add(2**70, 1.5) raised a TypeError while
+    # add(1.5, 2**70) gave a float, and add(2**63, 1) a uint64 while add(1, 2**63) raised
+    xp, fn = backend.namespace(), getattr(xl, name)
+    for a, b in ((2**70, 1.5), (2**70, 1j), (2.5, 3), (True, 2.5), (2, 3)):
+        if isinstance(a, complex) or isinstance(b, complex):
+            want_kind = "c"
+        elif isinstance(a, float) or isinstance(b, float):
+            want_kind = "f"
+        else:
+            want_kind = "i"
+        py = {"add": a + b, "subtract": a - b, "multiply": a * b}[name]
+        for x1, x2, sign in ((a, b, 1), (b, a, -1 if name == "subtract" else 1)):
+            got = backend.np(fn(x1, x2, xp=xp))
+            assert got.dtype.kind == want_kind, (x1, x2, got.dtype)
+            np.testing.assert_allclose(got, sign * py, rtol=1e-6, err_msg=f"{name}({x1!r}, {x2!r})")
+    for big in (2**63, -(2**63) - 1, 2**64):
+        for x1, x2, nb in ((big, 1, "x1"), (1, big, "x2"), (True, big, "x2")):
+            with pytest.raises(OverflowError, match=rf"{name}: `x1` and `x2` are both Python integers, "
+                                                    rf"which compute in int64, and `{nb}` = {big} is beyond"):
+                fn(x1, x2, xp=xp)
+    assert backend.np(fn(2**63 - 1, 0, xp=xp)) == (2**63 - 1 if name != "multiply" else 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, np.complex64])
+def test_a_bool_scalar_with_a_numeric_array_is_a_number(backend: BackendCase, dtype) -> None:
+    # torch refused subtract(True, x) ("Subtraction ... with a bool tensor"): the
+    # scalar became a bool tensor; NumPy reads True as 1, keeping the array's dtype
+    x = backend.arr(np.array([2, 5], dtype))
+    for name in ("add", "subtract", "multiply"):
+        for x1, x2 in ((True, x), (x, True), (False, x), (x, False)):
+            h1, h2 = (backend.np(v) if not isinstance(v, bool) else v for v in (x1, x2))
+            want = getattr(np, name)(h1, h2)
+            got = backend.np(getattr(xl, name)(x1, x2))
+            assert got.dtype == np.dtype(dtype), (name, x1, x2, got.dtype)
+            np.testing.assert_array_equal(got, want, err_msg=f"{name}({x1!r}, {x2!r})")
+
 
 def test_divide_overflow_is_silent(backend: BackendCase) -> None:
     # the module promises IEEE results without floating-point warnings: x / 0 was

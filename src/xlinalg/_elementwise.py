@@ -14,7 +14,9 @@ Rule (the same on every backend):
   scalar with an integer or bool array gives float64 (float32 where the device
   has no float64), as NumPy does; PyTorch and JAX would give float32. A Python
   int out of an integer array's range raises OverflowError (PyTorch and JAX
-  would wrap around).
+  would wrap around). Of two Python scalars, the wider kind (complex, float,
+  int, bool) is the array, whichever side it is on; two ints compute in int64
+  and one beyond it raises OverflowError on either side (as NumPy).
 * NumPy scalars (``np.float64(2.0)``) next to a non-NumPy array behave like
   Python scalars (next to a NumPy array, NumPy's own rule applies); alone, with
   ``xp=``, a 0-d array of that library and the scalar's dtype.
@@ -61,8 +63,7 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
             x1, x2 = _numpy_scalars(ad, x1, x2)
         s1, s2 = isinstance(x1, _PY_SCALARS), isinstance(x2, _PY_SCALARS)
         if s1 and s2:
-            x1 = _dispatch.host_array(ad, x1, None, "x1")
-            s1 = False
+            x1, x2, s1, s2 = _two_scalars(ad, name, x1, x2)
         if not s1 and not hasattr(x1, "dtype"):
             x1 = _dispatch.host_array(ad, x1, None if s2 or not hasattr(x2, "dtype") else x2, "x1")
         if not s2 and not hasattr(x2, "dtype"):
@@ -85,6 +86,11 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
                 k = "i"
             elif k == "?":
                 raise TypeError(f"{name}: `{na}` must be numeric, got {ad.describe(arr)}")
+            if isinstance(scal, bool):
+                # a bool beside a numeric array is the number it stands for (NumPy's
+                # ``True - x``); array-api-compat made it a bool tensor, which torch's
+                # subtract refuses
+                scal = int(scal)
             if k == "i" and type(scal) is int:
                 info = ad.xp.iinfo(arr.dtype)
                 if not info.min <= scal <= info.max:
@@ -144,6 +150,40 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
         return fn(x1, x2)
     except Exception as e:
         _validate.reraise(ad, name, e, ("x1", x1), ("x2", x2))
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _two_scalars(ad: Adapter, name: str, x1: Any, x2: Any) -> tuple[Any, Any, bool, bool]:
+    """Two Python scalars: the one of the wider kind (complex > float > int > bool;
+    `x1` on a tie) becomes an array, the other stays a weak scalar beside it, so the
+    answer does not depend on the order (``add(2**70, 1.5) == add(1.5, 2**70)``).
+
+    Two integers compute in int64, as NumPy's; one beyond it is refused whichever
+    side it is on (NumPy raises for both orders; a uint64 for one order and an
+    error for the other would make ``add`` not commute)."""
+    r1, r2 = _scalar_rank(x1), _scalar_rank(x2)
+    if max(r1, r2) <= 1:
+        for x, nx in ((x1, "x1"), (x2, "x2")):
+            if isinstance(x, int) and not _INT64[0] <= x <= _INT64[1]:
+                raise OverflowError(
+                    f"{name}: `x1` and `x2` are both Python integers, which compute in int64, "
+                    f"and `{nx}` = {int_text(x)} is beyond its range [{_INT64[0]}, {_INT64[1]}]; "
+                    "pass an array of the dtype you mean (uint64), or a float"
+                )
+    if r2 > r1:
+        return x1, _dispatch.host_array(ad, x2, None, "x2"), True, False
+    return _dispatch.host_array(ad, x1, None, "x1"), x2, False, True
+
+
+def _scalar_rank(x: Any) -> int:
+    """complex 3, float 2, int 1, bool 0 (subclasses such as ``np.float64`` included)."""
+    if isinstance(x, complex):
+        return 3
+    if isinstance(x, float):
+        return 2
+    return 0 if isinstance(x, bool) else 1
 
 
 def _fits_a_float(n: int) -> bool:
