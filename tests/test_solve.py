@@ -372,6 +372,30 @@ def test_dask_singular_index_in_a_broadcast_batch() -> None:
     np.testing.assert_allclose(x[0].compute(), np.ones((3, 2, 1)))
 
 
+def test_dask_uneven_chunks_keep_the_graph_linear() -> None:
+    # each task carried the starts of every block along uneven batch chunks: a graph
+    # pickled task by task (as a cluster ships it) grew with the square of the blocks
+    require_backend("dask")
+    import cloudpickle
+    import dask.array as da
+
+    def solve_tasks_bytes(nblocks: int) -> tuple[int, tuple[object, int]]:
+        sizes = (1, 2) * (nblocks // 2)  # uneven: no common block size
+        a = np.broadcast_to(np.eye(2), (sum(sizes), 2, 2)).copy()
+        a[-2] = SINGULAR  # in the last block, whose start is the last one
+        x = xl.solve(da.from_array(a, chunks=(sizes, 2, 2)), da.ones((2, 1), chunks=-1))
+        layer = x.__dask_graph__().layers[x.name]
+        return sum(len(cloudpickle.dumps(t)) for t in dict(layer).values()), (x, len(a) - 2)
+
+    small, _ = solve_tasks_bytes(100)
+    big, (x, member) = solve_tasks_bytes(400)
+    assert big < 6 * small, (small, big)  # 4x the blocks: about 4x the bytes, not 16x
+    with pytest.raises(xl.LinAlgError) as info:
+        x.compute()
+    assert info.value.indices == ((member,),)  # the global index, through the shared starts
+    np.testing.assert_allclose(x[:5].compute(), np.ones((5, 2, 1)))
+
+
 # ---------------------------------------------------------------------- dtypes
 @pytest.mark.parametrize(
     ("da_", "db", "expected"),

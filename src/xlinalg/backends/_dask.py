@@ -107,9 +107,17 @@ class DaskAdapter(Adapter):
                 out = tuple(cks[c] for c in letters)
             chunks = (*out, (n,), b.chunks[-1])
         meta = np.empty((0,) * len(chunks), a.dtype)
+        starts: Any = tuple(_block_starts(c) for c in a.chunks[:-2])
+        if sum(len(st) for st in starts if isinstance(st, tuple)) > _SHARED_STARTS:
+            # uneven chunks: the starts, one per block, held once in the graph (each
+            # task refers to it) rather than copied into every task, which made the
+            # graph, pickled task by task for a cluster, grow with the square of the blocks
+            from dask import delayed
+
+            starts = delayed(starts, pure=True)
         return da.map_blocks(
             _dask_solve_block, a, b, kernel, vector, errors, a_batch,
-            tuple(_block_starts(c) for c in a.chunks[:-2]), len(chunks) - (1 if vector else 2),
+            starts, len(chunks) - (1 if vector else 2),
             make_error, paired, dtype=a.dtype, chunks=chunks, meta=meta, drop_axis=[a.ndim - 1] if vector else None,
         )
 
@@ -277,6 +285,10 @@ def _unknown(chunks: Any) -> bool:
 
 def _numpy_solve(ab: np.ndarray, bb: np.ndarray, vector: bool, errors: str) -> np.ndarray:
     return NUMPY.solve(ab, bb, vector, errors)
+
+
+#: more block starts than this (uneven chunks) are one task of the graph, not copied into each
+_SHARED_STARTS = 32
 
 
 def _block_starts(chunks: tuple[Any, ...]) -> Any:
