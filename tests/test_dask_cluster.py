@@ -120,6 +120,23 @@ def test_unknown_chunk_sizes_work_or_name_compute_chunk_sizes() -> None:
         xl.solve(am, bo).compute()
 
 
+@pytest.mark.parametrize("b_chunks", [(3, 4, 3, 1), (4, 4, 3, 1), (1, 4, 3, 1)])
+def test_a_known_batch_axis_beside_an_unknown_one_is_unified(b_chunks) -> None:
+    # a known axis chunked differently in a and b was paired block to block like an
+    # unknown one: (2, 2) against (3, 1) failed at compute, (2, 2) against (4,) when
+    # the graph was built, both naming compute_chunk_sizes(), which could not help
+    rng = np.random.default_rng(3)
+    a_np = rng.standard_normal((4, 12, 3, 3)) + 3 * np.eye(3)
+    b_np = rng.standard_normal((4, 12, 3, 1))
+    keep = np.arange(12) % 4 != 1
+    a = da.from_array(a_np, chunks=(2, 4, 3, 3))[:, da.from_array(keep, chunks=4)]
+    b = da.from_array(b_np, chunks=b_chunks)[:, da.from_array(keep, chunks=4)]
+    assert np.isnan(a.shape[1])
+    x = xl.solve(a, b)
+    assert x.chunks[0] == (2, 2)  # a's chunks along the known axis
+    np.testing.assert_allclose(x.compute(), np.linalg.solve(a_np[:, keep], b_np[:, keep]))
+
+
 def test_matmul_contracts_over_an_unknown_size() -> None:
     # X[mask] has NaN rows: the Gram matrix X.T @ X contracts over them. Dask's own
     # matmul takes it (the chunks are the same); nan != nan is not a mismatch

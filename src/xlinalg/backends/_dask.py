@@ -101,7 +101,7 @@ class DaskAdapter(Adapter):
             letters = "abcdefghijklmnopqrstuvw"[:nb]
             ia, ib = letters[nb - (a.ndim - 2):] + "yx", letters[nb - (b.ndim - 2):] + "xz"
             if _unknown(a.chunks[:-2]) or _unknown(b.chunks[:-2]):
-                out, paired = self._unknown_batch_chunks(a, b, ia, ib, letters)
+                out, paired, b = self._unknown_batch_chunks(a, b, ia, ib, letters)
             else:
                 cks, (a, b) = da.core.unify_chunks(a, ia, b, ib)
                 out = tuple(cks[c] for c in letters)
@@ -122,16 +122,22 @@ class DaskAdapter(Adapter):
         )
 
     def _unknown_batch_chunks(self, a: Any, b: Any, ia: str, ib: str,
-                              letters: str) -> tuple[tuple[Any, ...], tuple[tuple[int, int], ...]]:
+                              letters: str) -> tuple[tuple[Any, ...], tuple[tuple[int, int], ...], Any]:
         """Output batch chunks where some are unknown (``A[mask]``): blocks pair up one
         to one (each block then checks that its `a` and `b` agree: the pairs of
-        axes returned), or broadcast from a single block of size 1."""
+        axes returned), or broadcast from a single block of size 1. An axis whose
+        chunks are known on both sides is rechunked like `a`'s where they differ
+        (returned: `b`), as Dask unifies known chunks."""
         out, paired = [], []
         for c in letters:
             ca = a.chunks[ia.index(c)] if c in ia else (1,)
             cb = b.chunks[ib.index(c)] if c in ib else (1,)
             if cb == (1,) or ca == (1,):
                 out.append(ca if cb == (1,) else cb)
+            elif not _unknown((ca,)) and not _unknown((cb,)):
+                if ca != cb:  # (sizes checked equal where the shapes were read)
+                    b = b.rechunk({ib.index(c): ca})
+                out.append(ca)
             elif len(ca) == len(cb):
                 out.append(ca if _unknown((cb,)) else cb)
                 paired.append((ia.index(c), ib.index(c)))
@@ -141,7 +147,7 @@ class DaskAdapter(Adapter):
                     f"chunk sizes (NaN in .shape) and {len(ca)} against {len(cb)} chunks along "
                     "a batch axis: call .compute_chunk_sizes() on both first"
                 )
-        return tuple(out), tuple(paired)
+        return tuple(out), tuple(paired), b
 
     def _gufunc(self, fn: Any, sig: str, a: Any, nout: int, sizes: dict[str, int], dtypes: Any,
                 name: str) -> Any:
