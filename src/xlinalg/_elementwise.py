@@ -152,7 +152,7 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
         _validate.reraise(ad, name, e, ("x1", x1), ("x2", x2))
 
 
-_INT64 = (-(2**63), 2**63 - 1)
+_INT64 = np.iinfo(np.int64)
 
 
 def _two_scalars(ad: Adapter, name: str, x1: Any, x2: Any) -> tuple[Any, Any, bool, bool]:
@@ -166,10 +166,10 @@ def _two_scalars(ad: Adapter, name: str, x1: Any, x2: Any) -> tuple[Any, Any, bo
     r1, r2 = _scalar_rank(x1), _scalar_rank(x2)
     if max(r1, r2) <= 1:
         for x, nx in ((x1, "x1"), (x2, "x2")):
-            if isinstance(x, int) and not _INT64[0] <= x <= _INT64[1]:
+            if isinstance(x, int) and not _INT64.min <= x <= _INT64.max:
                 raise OverflowError(
                     f"{name}: `x1` and `x2` are both Python integers, which compute in int64, "
-                    f"and `{nx}` = {int_text(x)} is beyond its range [{_INT64[0]}, {_INT64[1]}]; "
+                    f"and `{nx}` = {int_text(x)} is beyond its range [{_INT64.min}, {_INT64.max}]; "
                     "pass an array of the dtype you mean (uint64), or a float"
                 )
     if r2 > r1:

@@ -298,8 +298,9 @@ _SHARED_STARTS = 32
 
 
 def _block_starts(chunks: tuple[Any, ...]) -> Any:
-    """Where the blocks along one axis start, compactly (each task carries it): the
-    common block size (all blocks but the last equal), the starts, or None (unknown)."""
+    """Where the blocks along one axis start, compactly: the common block size (all
+    blocks but the last equal), the starts, or None (unknown). Each task carries it,
+    or, past ``_SHARED_STARTS`` starts, refers to one shared copy."""
     if _unknown((chunks,)):
         return None
     if all(c == chunks[0] for c in chunks[:-1]):
