@@ -15,8 +15,11 @@ Rule (the same on every backend):
   has no float64), as NumPy does; PyTorch and JAX would give float32. A Python
   int out of an integer array's range raises OverflowError (PyTorch and JAX
   would wrap around). Of two Python scalars, the wider kind (complex, float,
-  int, bool) is the array, whichever side it is on; two ints compute in int64
-  and one beyond it raises OverflowError on either side (as NumPy).
+  int, bool) is the array, whichever side it is on; two ints are computed
+  exactly, giving an int64 array (int32 in JAX's 32-bit mode) or OverflowError
+  beyond it, in either order. An int beside a float array is the float it
+  stands for. Complex add/subtract keep NumPy's values with inf and NaN on
+  every backend (torch's kernel alone gives ``[1j] + inf == inf+nanj``).
 * NumPy scalars (``np.float64(2.0)``) next to a non-NumPy array behave like
   Python scalars (next to a NumPy array, NumPy's own rule applies); alone, with
   ``xp=``, a 0-d array of that library and the scalar's dtype.
@@ -28,6 +31,7 @@ Rule (the same on every backend):
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -63,6 +67,8 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
             x1, x2 = _numpy_scalars(ad, x1, x2)
         s1, s2 = isinstance(x1, _PY_SCALARS), isinstance(x2, _PY_SCALARS)
         if s1 and s2:
+            if (r := _exact_ints(ad, name, x1, x2)) is not None:
+                return r
             x1, x2, s1, s2 = _two_scalars(ad, name, x1, x2)
         if not s1 and not hasattr(x1, "dtype"):
             x1 = _dispatch.host_array(ad, x1, None if s2 or not hasattr(x2, "dtype") else x2, "x1")
@@ -98,9 +104,10 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
                         f"{name}: the Python int `{'x1' if s1 else 'x2'}` = {int_text(scal)} is out of the "
                         f"range of `{na}`'s dtype {ad.dtype_name(arr.dtype)} [{info.min}, {info.max}]"
                     )
-            elif type(scal) is int and scal.bit_length() > 63 and k in "fch":
-                # beyond int64, which torch and JAX parse a Python int as: the float it
-                # stands for, as NumPy converts it (inf past the dtype's range)
+            elif type(scal) is int and k in "fch":
+                # the float it stands for, as NumPy converts it (inf past the dtype's
+                # range): torch and JAX parse a Python int as int64 (int32 in JAX's
+                # 32-bit mode) first, and refuse or wrap one beyond it
                 if not _fits_a_float(scal):
                     raise OverflowError(
                         f"{name}: the Python int `{'x1' if s1 else 'x2'}` = {int_text(scal)} "
@@ -136,7 +143,7 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
             from dask.array.core import elemwise
 
             return elemwise(_quiet_divide, x1, x2)
-        fn = getattr(ad.xp, name)
+        fn = ad.binary(name)
         if s1 or s2:
             try:
                 return fn(x1, x2)
@@ -152,7 +159,10 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
         _validate.reraise(ad, name, e, ("x1", x1), ("x2", x2))
 
 
-_INT64 = np.iinfo(np.int64)
+_INT64, _INT32 = np.iinfo(np.int64), np.iinfo(np.int32)
+_EXACT: dict[str, Callable[[int, int], int]] = {
+    "add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+}
 
 
 def _two_scalars(ad: Adapter, name: str, x1: Any, x2: Any) -> tuple[Any, Any, bool, bool]:
@@ -160,21 +170,44 @@ def _two_scalars(ad: Adapter, name: str, x1: Any, x2: Any) -> tuple[Any, Any, bo
     `x1` on a tie) becomes an array, the other stays a weak scalar beside it, so the
     answer does not depend on the order (``add(2**70, 1.5) == add(1.5, 2**70)``).
 
-    Two integers compute in int64, as NumPy's; one beyond it is refused whichever
-    side it is on (NumPy raises for both orders; a uint64 for one order and an
-    error for the other would make ``add`` not commute)."""
+    Two integers are :func:`_exact_ints`' (divide's: the floats they stand for)."""
     r1, r2 = _scalar_rank(x1), _scalar_rank(x2)
-    if max(r1, r2) <= 1:
-        for x, nx in ((x1, "x1"), (x2, "x2")):
-            if isinstance(x, int) and not _INT64.min <= x <= _INT64.max:
-                raise OverflowError(
-                    f"{name}: `x1` and `x2` are both Python integers, which compute in int64, "
-                    f"and `{nx}` = {int_text(x)} is beyond its range [{_INT64.min}, {_INT64.max}]; "
-                    "pass an array of the dtype you mean (uint64), or a float"
-                )
     if r2 > r1:
         return x1, _dispatch.host_array(ad, x2, None, "x2"), True, False
     return _dispatch.host_array(ad, x1, None, "x1"), x2, False, True
+
+
+def _exact_ints(ad: Adapter, name: str, x1: Any, x2: Any) -> Any:
+    """Two Python integers (one may be a bool) added, subtracted or multiplied
+    exactly, as a 0-d array of the library's integer; None for other operands.
+
+    The library's own arithmetic on the two as arrays would wrap around (int64,
+    or int32 in JAX's 32-bit mode, where ``add(2**31 - 1, 1)`` was ``-2**31``): a
+    result out of that range raises OverflowError instead, whichever the order."""
+    if max(_scalar_rank(x1), _scalar_rank(x2)) > 1:
+        return None
+    for x, nx in ((x1, "x1"), (x2, "x2")):
+        if isinstance(x, int) and not _INT64.min <= x <= _INT64.max:
+            raise OverflowError(
+                f"{name}: `x1` and `x2` are both Python integers, which compute in int64, "
+                f"and `{nx}` = {int_text(x)} is beyond its range [{_INT64.min}, {_INT64.max}]; "
+                "pass an array of the dtype you mean (uint64), or a float"
+            )
+    op = _EXACT.get(name)
+    if op is None or (type(x1) is bool and type(x2) is bool):
+        return None
+    r = op(int(x1), int(x2))
+    wide = ad.has_int64(None)
+    info = _INT64 if wide else _INT32
+    if not info.min <= r <= info.max:
+        mode = "" if wide else " (JAX's default 32-bit mode has no int64; jax_enable_x64 enables it)"
+        raise OverflowError(
+            f"{name}: `x1` = {int_text(x1)} and `x2` = {int_text(x2)} are Python integers, which "
+            f"compute in {'int64' if wide else 'int32'}{mode}, and the result {int_text(r)} is "
+            f"beyond its range [{info.min}, {info.max}]; pass a float, or an array of the dtype "
+            "you mean"
+        )
+    return _dispatch.host_array(ad, r, None, "x1")
 
 
 def _scalar_rank(x: Any) -> int:
@@ -283,6 +316,7 @@ def _binary_op(name: str) -> Callable[[_F], _F]:
                     t is type(x2)
                     and (k := table.get(t)) is not None
                     and ((d1 := x1.dtype) is (d2 := x2.dtype) or d1 == d2)
+                    and d1 not in k[1]
                 ):
                     try:
                         return k[0](x1, x2)

@@ -80,7 +80,7 @@ def _fill_fast_tables(cls: type, ad: Adapter | None) -> None:
             fn = ad.fast.get(op)
             if fn is not None:
                 refuses = op in ad.fast_refuses_mixed and not ad.fast_excluded
-                table[cls] = (fn, ad.fast_excluded, refuses)
+                table[cls] = (fn, ad.fast_excluded | ad.fast_excluded_ops.get(op, frozenset()), refuses)
         fn = ad.fast.get("sigmoid")
         if fn is not None:
             FAST_SIGMOID[cls] = (fn, ad.sigmoid_dtypes)

@@ -131,6 +131,8 @@ class Adapter:
         )
         #: dtypes the fast kernels must not see (the native call would accept them)
         self.fast_excluded: frozenset[Any] = frozenset()
+        #: op -> more dtypes that op's fast kernel must not see (torch's complex add)
+        self.fast_excluded_ops: dict[str, frozenset[Any]] = {}
         #: ops whose native kernel refuses operands of two dtypes and every dtype the
         #: contract refuses (torch.matmul): the fast path then reads no dtype at all
         self.fast_refuses_mixed: frozenset[str] = frozenset()
@@ -424,6 +426,13 @@ class Adapter:
         return q, r
 
     # ------------------------------------------------------------ elementwise
+    def binary(self, name: str) -> Callable[[Any, Any], Any]:
+        """The library's ``add``/``subtract``/``multiply``/``divide`` for operands the
+        contract has already checked and promoted (a Python scalar may stand beside
+        an array)."""
+        fn: Callable[[Any, Any], Any] = getattr(self.xp, name)
+        return fn
+
     def sigmoid(self, x: Any) -> Any:
         """Numerically stable logistic function from standard operations.
 

@@ -40,6 +40,35 @@ class TorchAdapter(Adapter):
         # torch.matmul raises for float32 @ float64, int64 @ float32, bool, ...: the
         # checked path then promotes by the standard or names the argument
         self.fast_refuses_mixed = frozenset({"matmul"})
+        # torch computes add/subtract as ``x1 + alpha * x2``, and ``1 * (inf+0j)`` is
+        # ``inf+nanj``: complex operands take binary() below, which adds the parts
+        complex_ = frozenset((torch.complex32, torch.complex64, torch.complex128))
+        self.fast_excluded_ops = {"add": complex_, "subtract": complex_}
+        self._parts_ops = {"add": torch.add, "subtract": torch.subtract}
+
+    def binary(self, name: str) -> Callable[[Any, Any], Any]:
+        fn = self._parts_ops.get(name)
+        if fn is None:
+            return super().binary(name)
+        return lambda x1, x2: self._by_parts(fn, x1, x2)
+
+    def _by_parts(self, fn: Any, x1: Any, x2: Any) -> Any:
+        """``fn(x1, x2)`` (torch.add/subtract) with a complex result computed on the
+        real and imaginary parts apart, as NumPy, JAX and the standard do: torch's
+        own kernel multiplies `x2` by ``alpha = 1``, and ``1 * (inf+0j)`` is
+        ``inf+nanj`` (``[1j] + inf`` would be ``inf+nanj``, not ``inf+1j``)."""
+        t = self.torch
+        dt = t.result_type(x1, x2)  # Python scalars weak, as torch.add reads them
+        if not dt.is_complex:
+            return fn(x1, x2)
+        tensors = [x for x in (x1, x2) if isinstance(x, t.Tensor)]
+        # a 0-d CPU tensor joins the other operand's device, as in torch.add
+        dev = next((x.device for x in tensors if not _cpu_scalar(x)), tensors[0].device)
+        parts = []
+        for x in (x1, x2):
+            x = x.to(device=dev, dtype=dt) if isinstance(x, t.Tensor) else t.as_tensor(x, dtype=dt, device=dev)
+            parts.append(t.view_as_real(x.resolve_conj().resolve_neg()))
+        return t.view_as_complex(fn(parts[0], parts[1]))
 
     def describe(self, x: Any) -> str:
         return f"a PyTorch tensor of shape {tuple(x.shape)} and dtype {self.dtype_name(x.dtype)} on {x.device}"
