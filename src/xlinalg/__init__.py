@@ -7,6 +7,7 @@ array-api-strict) with one set of semantics; see ``docs/semantics.md``.
 
 from ._elementwise import add, divide, exp, multiply, sigmoid, subtract
 from ._lib._errors import LinAlgError, XlinalgWarning
+from ._lib._public import publish as _publish
 from ._linalg import QRResult, SVDResult, matmul, qr, solve, svd, svdvals
 from ._many import solve_many
 from ._version import __version__
@@ -36,3 +37,5 @@ __all__ = [
     "synchronize",
     "to",
 ]
+
+_publish(__name__, globals())  # xlinalg.LinAlgError, not xlinalg._lib._errors.LinAlgError

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import _convert
+from .._lib._public import publish as _publish
 from .._lib._typing import Array
 from . import _cupy, _dask, _jax, _numpy, _strict, _torch
 from ._base import Adapter, Backend, BackendUnavailableError
@@ -78,6 +79,57 @@ def get_backend(name: str) -> Backend:
     except (KeyError, TypeError):
         raise ValueError(
             f"unknown backend {name!r}; valid backends: {', '.join(BACKEND_NAMES)}"
+        ) from None
+
+
+def _torch_default() -> str:
+    try:
+        import torch
+    except ImportError:
+        return "torch-cpu"  # (its require() says what is missing)
+    return f"torch-{torch.get_default_device().type}"
+
+
+def _jax_default() -> str:
+    try:
+        import jax
+    except ImportError:
+        return "jax-cpu"
+    kind = jax.default_backend()
+    return "jax-cpu" if kind == "cpu" else f"jax-{'gpu' if kind in ('gpu', 'cuda', 'rocm') else kind}"
+
+
+#: the library names :func:`to` takes beside backend ids: each is that library on
+#: its default device (``torch.get_default_device()``, ``jax.default_backend()``)
+LIBRARY_TARGETS: dict[str, Callable[[], str]] = {
+    "numpy": lambda: "numpy",
+    "torch": _torch_default,
+    "jax": _jax_default,
+    "cupy": lambda: "cupy",
+    "dask": lambda: "dask",
+    "array-api-strict": lambda: "array-api-strict",
+    "array_api_strict": lambda: "array-api-strict",
+    "strict": lambda: "array-api-strict",
+}
+
+
+def _target(name: Any) -> Backend:
+    """The backend :func:`to` converts to: a backend id, or a library name (its default device)."""
+    if isinstance(name, str) and name not in _REGISTRY and name.lower() in LIBRARY_TARGETS:
+        resolved = LIBRARY_TARGETS[name.lower()]()
+        if resolved not in _REGISTRY:
+            raise ValueError(
+                f"xlinalg.to: {name!r} means {name}'s default device, which is {resolved.partition('-')[2]!r} "
+                f"here, a device xlinalg does not convert to; pass a backend id: {', '.join(BACKEND_NAMES)}"
+            )
+        name = resolved
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"xlinalg.to: unknown backend {name!r}; pass a backend id ({', '.join(BACKEND_NAMES)}) "
+            f"or a library name ({', '.join(LIBRARY_TARGETS)}), which means that library on its "
+            "default device"
         ) from None
 
 
@@ -336,7 +388,10 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
         (nested) list of numbers and NumPy arrays. A list holding another
         library's arrays raises a TypeError: stack them with that library first.
     backend : str
-        The target backend id (see :data:`BACKEND_NAMES`).
+        The target backend id (see :data:`BACKEND_NAMES`), or a library name:
+        ``"numpy"``, ``"torch"``, ``"jax"``, ``"cupy"``, ``"dask"``,
+        ``"array-api-strict"`` (or ``"strict"``), meaning that library on its
+        default device (``torch.get_default_device()``, ``jax.default_backend()``).
     copy : bool, optional
         ``True`` forces a copy; ``False`` raises if a copy would be needed;
         ``None`` (default) copies only when it must.
@@ -360,7 +415,8 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
         ``x.filled(value)`` or ``numpy.ma.getdata(x)``) or a ``numpy.matrix``, a
         sparse or nested torch tensor, or `copy` is not True, False or None.
     ValueError
-        If `backend` is unknown, or ``copy=False`` and a copy is needed.
+        If `backend` is unknown (the message lists the ids and library names), or
+        ``copy=False`` and a copy is needed.
     BackendUnavailableError
         If `backend` cannot run here.
 
@@ -370,7 +426,8 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
     >>> xl.to(xp.arange(3.0), "numpy")
     array([0., 1., 2.])
     """
-    target = get_backend(backend)
+    target = _target(backend)
+    backend = target.name
     if copy is not None and copy is not True and copy is not False and not isinstance(copy, np.bool_):
         raise TypeError(f"xlinalg.to: `copy` must be True, False or None, got {copy!r}")
     if copy is not None:
@@ -412,3 +469,5 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
             "DLPack route, read-only memory, or a torch conj/neg view); pass copy=None to allow it"
         )
     return target.from_numpy(_convert.native_order(src.to_numpy(y), target))
+
+_publish(__name__, globals())  # xlinalg.backends.BackendUnavailableError
