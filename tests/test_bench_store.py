@@ -18,10 +18,11 @@ from xlinalg.bench import (
     cell_key,
     read_results,
 )
+from xlinalg.bench._cases import format_size
 
 
 def rec(case="solve", backend="numpy", dtype="float64", size=5, status="ok", **extra):
-    label = str(size)
+    label = format_size(size)
     r = {"key": cell_key(case, backend, dtype, label), "case": case, "backend": backend,
          "dtype": dtype, "size": size, "size_label": label, "status": status}
     r.update(extra)

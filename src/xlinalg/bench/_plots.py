@@ -51,6 +51,8 @@ def _save(fig: Any, outdir: Path, name: str, title: str, section: str) -> dict[s
 
     from PIL import Image
 
+    from ._outfile import write_output
+
     png = outdir / f"{name}.png"
     fig.tight_layout()
     buf = io.BytesIO()
@@ -60,7 +62,9 @@ def _save(fig: Any, outdir: Path, name: str, title: str, section: str) -> dict[s
     with Image.open(buf) as im:
         pal = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT,
                                          dither=Image.Dither.NONE)
-        pal.save(png, format="PNG", optimize=True)
+        out = io.BytesIO()
+        pal.save(out, format="PNG", optimize=True)
+        write_output(png, out.getvalue())  # renamed over the name, never through a link
         width, height = im.size
     return {"name": name, "title": title, "png": str(png), "section": section,
             "width": width, "height": height}

@@ -72,9 +72,14 @@ def _note(r: dict[str, Any]) -> str:
     return f"{st}, {F.shaky(r)}" if F.shaky(r) else ""
 
 
-def _section_table(rs: list[dict[str, Any]], peaks: dict[str, Any]) -> tuple[list[str], list]:
+def _section_table(rs: list[dict[str, Any]], peaks: dict[str, Any],
+                   origin: dict[int, str] | None = None) -> tuple[list[str], list]:
+    """The table of every cell of a section; `origin` (a report over several files):
+    ``id(record)`` -> the run it comes from, shown in a last column."""
     hdr = ["case", "backend", "size", "compute dtype", "median", "IQR", "first call", "rate",
            "% of peak", "check", "peak memory", "status / note"]
+    if origin:
+        hdr.append("from")
     rows = []
     for r in sorted(rs, key=lambda r: (r["case"], str(r["dtype"]), F.size_key(r),
                                        r["backend"])):
@@ -91,6 +96,7 @@ def _section_table(rs: list[dict[str, Any]], peaks: dict[str, Any]) -> tuple[lis
             str((r.get("check") or {}).get("verdict", "-")),
             _peak_mem(r) if ran else "-",
             _note(r) or str(r.get("status")),
+            *([origin.get(id(r), "?")] if origin else []),
         ])
     return hdr, rows
 
@@ -351,8 +357,14 @@ def _mixing_warnings(res: ResultsFile, extra: list[ResultsFile],
     return out
 
 
-def _run_line(f: ResultsFile) -> str:
-    """One results file: its name, dtype, date, calibration GEMM rate and noisy share."""
+def _run_label(i: int) -> str:
+    """How the report names the `i`-th results file (0-based) in its "from" column."""
+    return f"run {i + 1}"
+
+
+def _run_line(f: ResultsFile, i: int, shown: int) -> str:
+    """One results file: its label and name, dtype, date, calibration GEMM rate, noisy
+    share, and how many of its cells the report shows (`shown`; the rest superseded)."""
     rs = _plain(f.latest().values())
     hdr = f.headers[0] if f.headers else None
     dts = sorted({str(r.get("dtype")) for r in rs})
@@ -361,8 +373,10 @@ def _run_line(f: ResultsFile) -> str:
             and isinstance((r.get("throughput") or {}).get("gflops"), (int, float))]
     timed = [r for r in rs if F.good(r)]
     noisy = sum(1 for r in timed if F.shaky(r))
-    return (f"{f.path}: {', '.join(dts)}, created {hdr['created'] if hdr else '?'}, "
-            f"{len(rs)} cells, {noisy} of {len(timed)} timed cells noisy or stalled; "
+    gone = f" ({len(rs) - shown} superseded by a later file)" if shown < len(rs) else ""
+    return (f"{_run_label(i)}: {f.path}: {', '.join(dts)}, created "
+            f"{hdr['created'] if hdr else '?'}, {len(rs)} cells, {shown} shown in this "
+            f"report{gone}, {noisy} of {len(timed)} timed cells noisy or stalled; "
             f"calibration GEMM: {', '.join(gemm) if gemm else 'not in this run'}")
 
 
@@ -390,15 +404,10 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
     """The document blocks and plot list for a :class:`ResultsFile` (and `extra` files
     of the same machine, e.g. the float32 run next to the float64 one)."""
     files = [res, *(extra or [])]
-    latest: dict[str, ResultRecord] = {}
-    for f in files:
-        # a later file's run of a case (and dtype) replaces the earlier file's cells of
-        # it, sizes included (an update run of the cases changed since)
-        new = f.latest()
-        again = {(r.get("case"), r.get("dtype")) for r in new.values()}
-        latest = {k: r for k, r in latest.items() if (r.get("case"), r.get("dtype")) not in again}
-        latest.update(new)
+    latest, source, superseded = _merge_files(files)
     records = _plain(latest.values())
+    origin = ({id(r): _run_label(source[k]) for k, r in latest.items()}
+              if len(files) > 1 else None)
     header = res.headers[-1] if res.headers else None
     env: dict[str, Any] = dict(header["env"]) if header else {}
     peaks = F.calibrate_peaks(records)
@@ -420,11 +429,15 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
                    + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")."))
     blocks.extend(("p", f"Warning: {w}") for f in files for w in f.warnings)
     blocks.extend(("p", f"Warning: {w}") for w in _mixing_warnings(res, files[1:], records))
+    blocks.extend(("p", f"Warning: {w}") for w in _superseded_warnings(files, superseded))
     if len(files) > 1:
         blocks.append(("p", "The runs in this report, and how fast the machine was in each "
                             "(the calibration GEMM and the share of noisy cells: numbers from "
-                            "different runs compare only as far as these agree):"))
-        blocks.append(("ul", [_run_line(f) for f in files]))
+                            "different runs compare only as far as these agree); the "
+                            "\"from\" column of each section's cell table names the run a "
+                            "cell comes from:"))
+        n_shown = [sum(1 for i in source.values() if i == j) for j in range(len(files))]
+        blocks.append(("ul", [_run_line(f, i, n_shown[i]) for i, f in enumerate(files)]))
     blocks += _summary_blocks(records, env)
     toc: list[tuple[str, str]] = [("Summary", "summary"),
                                   ("The article side by side", "article"),
@@ -453,7 +466,7 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
         blocks += _pivots(rs)
         for p in by_sec_plots.get(sec, []):
             blocks.append(("img", p))
-        hdr, rows = _section_table(rs, peaks)
+        hdr, rows = _section_table(rs, peaks, origin)
         blocks.append(("details", f"every {sec} cell: rate, % of peak, check, memory, status",
                        [("table", hdr, rows)]))
     shown = {b[1]["name"] for b in blocks if b[0] == "img"}
@@ -469,6 +482,41 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
         blocks.append(("p", f"Skipped cells by reason ({sum(int(x.split(' x ')[0]) for x in sk)}):"))
         blocks.append(("ul", sk))
     return blocks, plot_list
+
+
+def _merge_files(files: list[ResultsFile]) -> tuple[
+        dict[str, ResultRecord], dict[str, int], dict[tuple[int, int], list[ResultRecord]]]:
+    """The cells a report over `files` shows: (key -> record, key -> index of the file
+    it comes from, (earlier file, later file) -> the earlier file's records the later
+    one superseded). A later file's run of a case (and dtype) replaces the earlier
+    files' cells of it, sizes included (an update run of the cases changed since)."""
+    latest: dict[str, ResultRecord] = {}
+    source: dict[str, int] = {}
+    superseded: dict[tuple[int, int], list[ResultRecord]] = {}
+    for i, f in enumerate(files):
+        new = f.latest()
+        again = {(r.get("case"), r.get("dtype")) for r in new.values()}
+        for k in [k for k, r in latest.items() if (r.get("case"), r.get("dtype")) in again]:
+            superseded.setdefault((source.pop(k), i), []).append(latest.pop(k))
+        latest.update(new)
+        source.update(dict.fromkeys(new, i))
+    return latest, source, superseded
+
+
+def _superseded_warnings(files: list[ResultsFile],
+                         superseded: dict[tuple[int, int], list[ResultRecord]]) -> list[str]:
+    """One warning per pair of files where the later one replaced cells of the earlier."""
+    out = []
+    for (old, new), rs in sorted(superseded.items()):
+        cases = sorted({f"{r['case']} {r['dtype']}" for r in rs})
+        named = ", ".join(cases[:6]) + (f" and {len(cases) - 6} more" if len(cases) > 6 else "")
+        out.append(f"{len(rs)} cell(s) of {files[old].path} ({_run_label(old)}) are "
+                   f"superseded by {files[new].path} ({_run_label(new)}), which ran the same "
+                   f"case and dtype again ({named}): this report shows "
+                   f"{_run_label(new)}'s numbers for them and leaves out the sizes only "
+                   f"{_run_label(old)} measured; report the files one by one to see "
+                   f"{_run_label(old)}'s")
+    return out
 
 
 def _peaks_blocks(peaks: dict[str, Any]) -> list[Block]:
@@ -574,7 +622,11 @@ def write_report(results: list[str | Path], outdir: Path | None = None, plots: b
                  ) -> tuple[Path, int]:
     """Read `results` (the first names the default directory), write report.md,
     report.html and the plots; return (directory, number of plots).
-    Raises ResultsFileError for an unreadable file, OSError for the directory."""
+    Raises ResultsFileError for an unreadable file, OSError for the directory, and
+    :class:`._outfile.OutputFileError` (an OSError) for an output name that is a
+    link or not a regular file: each file is written whole and renamed over its
+    name (:func:`._outfile.write_output`), never through a link."""
+    from ._outfile import write_output
     from ._store import read_results
 
     files = [read_results(p, warn=False) for p in results]
@@ -582,8 +634,8 @@ def write_report(results: list[str | Path], outdir: Path | None = None, plots: b
     outdir = outdir if outdir is not None else src.with_name(src.stem + "-report")
     outdir.mkdir(parents=True, exist_ok=True)
     blocks, plot_list = build_report(files[0], outdir, plots=plots, extra=files[1:])
-    (outdir / "report.md").write_text(render_md(blocks, outdir), encoding="utf-8")
-    (outdir / "report.html").write_text(render_html(blocks), encoding="utf-8")
+    write_output(outdir / "report.md", render_md(blocks, outdir))
+    write_output(outdir / "report.html", render_html(blocks))
     return outdir, len(plot_list)
 
 
@@ -592,12 +644,13 @@ def run(args: argparse.Namespace) -> int:
 
     paths = [args.results, *(getattr(args, "more", None) or [])]
     try:
-        for p in paths:
-            for w in read_results(p, warn=False).warnings:
-                print(terminal(f"xlinalg report: warning: {w}"), file=sys.stderr)
+        files = [read_results(p, warn=False) for p in paths]
     except ResultsFileError as exc:
         print(terminal(f"xlinalg report: error: {exc}"), file=sys.stderr)
         return EXIT_USAGE
+    for w in [w for f in files for w in f.warnings] + _superseded_warnings(
+            files, _merge_files(files)[2]):
+        print(terminal(f"xlinalg report: warning: {w}"), file=sys.stderr)
     try:
         outdir, n = write_report(paths, Path(args.out) if args.out else None,
                                  plots=not getattr(args, "no_plots", False))

@@ -42,6 +42,7 @@ from typing import Any
 
 from ._casefiles import load_case_files
 from ._cases import DTYPES, SCALES, case_names, get_case
+from ._escape import terminal
 from ._store import ResultStore
 from ._timer import TimerConfig
 
@@ -358,6 +359,8 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
     cells = plan_cells(config)
     store = ResultStore(config.out, resume=config.resume, overwrite=config.overwrite)
     summary = RunSummary(path=store.path)
+    for w in store.previous.warnings if store.previous else ():  # what resuming tolerated
+        print(terminal(f"xlinalg bench: warning: {w}"), file=sys.stderr)
     try:
         done = (
             store.previous.finished_keys(include_failed=not config.retry_failed,

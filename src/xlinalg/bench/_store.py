@@ -327,6 +327,7 @@ def read_results(path: str | os.PathLike[str], *, warn: bool = True) -> ResultsF
     out = ResultsFile(path=str(p))
     if not raw.strip():
         raise ResultsFileError(p, None, "is empty: not an xlinalg results file")
+    record_lines: list[int] = []
     for lineno, end, line, has_nl in _iter_lines(raw):
         if not line.strip():
             out.good_bytes = end
@@ -353,7 +354,13 @@ def read_results(path: str | os.PathLike[str], *, warn: bool = True) -> ResultsF
             out.headers.append(obj)
         else:
             out.records.append(obj)
+            record_lines.append(lineno)
         out.good_bytes = end
+    n_before = len(out.warnings)
+    _headerless_warnings(p, out, record_lines)
+    if warn:
+        for msg in out.warnings[n_before:]:
+            warnings.warn(msg, ResultsFileWarning, stacklevel=2)
     return out
 
 
@@ -390,6 +397,51 @@ def _validate(p: Path, lineno: int, obj: Any, out: ResultsFile) -> None:
                                           "pip install 'xlinalg[bench]'") from None
     if problem is not None:
         raise ResultsFileError(p, lineno, problem)
+    if kind == "result":
+        _check_identity(p, lineno, obj)
+
+
+def _check_identity(p: Path, lineno: int | None, rec: dict[str, Any]) -> None:
+    """A result's ``key`` and ``size_label`` are what its own fields make them.
+
+    Every reader (``report``, ``compare``, ``--resume``) files a record under its
+    key; a key that names another cell (an edited or spliced file) would pin this
+    record's numbers on that cell, so the record is refused rather than trusted.
+    """
+    from ._cases import format_size
+    from ._escape import terminal
+
+    size = rec["size"]
+    if isinstance(size, int) or (isinstance(size, list) and size):
+        label = format_size(size)
+        if rec["size_label"] != label:
+            raise ResultsFileError(p, lineno, terminal(
+                f"the record's size_label {rec['size_label']!r} disagrees with its size "
+                f"{size!r} (which reads {label!r}): the file was edited or damaged; fix or "
+                "delete this line", 400))
+    key = cell_key(rec["case"], rec["backend"], rec["dtype"], rec["size_label"])
+    if rec["key"] != key:
+        raise ResultsFileError(p, lineno, terminal(
+            f"the record's key {rec['key']!r} disagrees with its own case, backend, dtype "
+            f"and size_label ({key!r}): the file was edited or damaged; fix or delete "
+            "this line", 400))
+
+
+def _headerless_warnings(p: Path, out: ResultsFile, lines: list[int]) -> None:
+    """A warning for the records whose ``run_id`` no header of the file has: what
+    they were measured with (environment, settings) is unknown."""
+    runs = {h["run_id"] for h in out.headers}
+    orphans = [(ln, r["run_id"]) for ln, r in zip(lines, out.records) if r["run_id"] not in runs]
+    if orphans:
+        from ._escape import terminal
+
+        ids = sorted({rid for _, rid in orphans})
+        out.warnings.append(terminal(
+            f"{p}:{orphans[0][0]}: {len(orphans)} result record(s), the first on this "
+            "line, carry a run_id that no header of the file has "
+            f"({', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''}): how they were "
+            "measured is unknown (a record copied from another file?); they are read, "
+            "but compare them with care", 600))
 
 
 # ---------------------------------------------------------------------- writing
@@ -409,6 +461,28 @@ def _signals_deferred() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+#: Why a symbolic link is not opened for writing (the results file, a report's files).
+LINK_REFUSED = ("is a symbolic link; xlinalg does not write through links (that would "
+                "change the file it points to): remove the link, or name the file itself "
+                "or another path")
+
+#: How much of a file's first line :func:`_starts_with_header` reads.
+_HEADER_PROBE_BYTES = 1 << 20
+
+
+def _starts_with_header(fd: int) -> bool:
+    """Whether the file open as `fd` starts with a results file's header record
+    (its first line, read without moving the offset, parses as one)."""
+    head = os.pread(fd, _HEADER_PROBE_BYTES, 0)
+    line = head.split(b"\n", 1)[0]
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return (isinstance(obj, dict) and obj.get("type") == "header"
+            and isinstance(obj.get("schema_version"), int) and isinstance(obj.get("run_id"), str))
+
+
 class ResultStore:
     """Appends records to a results file, one synced line per record.
 
@@ -425,7 +499,8 @@ class ResultStore:
         Continue an existing file: validate it, cut a truncated last line, and
         append. An existing empty file is resumed as one with nothing done yet.
     overwrite : bool
-        Replace an existing file. Without `resume` or `overwrite` an existing
+        Replace an existing results file (one whose first line is a results
+        header; an empty file too). Without `resume` or `overwrite` an existing
         file is an error, an empty one included (:class:`FileExistsError`).
     fsync : bool
         ``os.fsync`` after every record (default True: a power cut keeps what
@@ -437,7 +512,9 @@ class ResultStore:
         Another store (another ``xlinalg bench`` run) holds the file.
     ResultsWriteError
         The file cannot be created or opened for writing (read-only file
-        system, a directory, a path under a file, a device).
+        system, a directory, a path under a file, a device), `path` is a
+        symbolic link (never written through), or `overwrite` would replace a
+        file that is not a results file.
     ResultsFileError
         Resuming a file that cannot be read.
     FileExistsError
@@ -475,6 +552,11 @@ class ResultStore:
                         f"{self.path} already exists{empty}; pass --resume to continue it "
                         "or --overwrite to replace it"
                     )
+                if size > 0 and not _starts_with_header(fd):
+                    raise ResultsWriteError(
+                        self.path, None, "is not an xlinalg results file (its first line is "
+                        "not a results header); --overwrite replaces only results files: "
+                        "move it away or choose another --out")
                 os.ftruncate(fd, 0)
             os.lseek(fd, 0, os.SEEK_END)
         except OSError as exc:
@@ -499,15 +581,22 @@ class ResultStore:
             raise ResultsWriteError(
                 p, None, f"cannot create its directory {str(p.parent)!r}: {_why(exc)}"
             ) from None
-        flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+        # O_NOFOLLOW: a link named --out is refused, never written through (it would
+        # change, or with --overwrite empty, the file it points to)
+        flags = (os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_NOFOLLOW", 0))
         created = False
         try:
+            if p.is_symlink():
+                raise ResultsWriteError(p, None, LINK_REFUSED)
             try:
                 fd = os.open(p, flags | os.O_CREAT | os.O_EXCL, 0o666)
                 created = True
             except FileExistsError:
                 fd = os.open(p, flags)
         except OSError as exc:
+            if p.is_symlink():  # made between the check and the open
+                raise ResultsWriteError(p, None, LINK_REFUSED) from None
             raise ResultsWriteError(p, None, f"cannot open for writing: {_why(exc)}") from None
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -573,6 +662,10 @@ class ResultStore:
         missing = [f for f in RESULT_FIELDS if f not in rec]
         if missing:
             raise ValueError(f"result record lacks field(s) {', '.join(missing)}")
+        try:  # what a reader would refuse is never written
+            _check_identity(self.path, None, rec)
+        except ResultsFileError as exc:
+            raise ValueError(f"result record not written: {exc.message}") from None
         self._append(rec)
         return rec
 
