@@ -210,20 +210,38 @@ def test_calibration_cells_set_the_peak_per_device_class():
     assert frac == pytest.approx(rate / 20.0, rel=1e-6)
 
 
+def _with_passes(recs: list[dict]) -> list[dict]:
+    """Each record measured in three passes 1 % apart (fresh processes agree)."""
+    for r in recs:
+        m = (r.get("time") or {}).get("median_s")
+        if m:
+            r["time"]["passes"] = [{"median_s": m * f} for f in (0.99, 1.0, 1.01)]
+    return recs
+
+
 def test_compare_cli_ratios_and_significance(tmp_path):
-    old = _write(tmp_path / "old.jsonl", _records())
+    old = _write(tmp_path / "old.jsonl", _with_passes(_records()))
     new_recs = _records(scale=1.5)  # everything 50% slower
     new_recs[0]["time"]["median_s"] /= 3  # and one cell 2x faster
     new_recs[0]["time"]["raw_s"] = [x / 3 for x in new_recs[0]["time"]["raw_s"]]
-    new = _write(tmp_path / "new.jsonl", new_recs)
+    new = _write(tmp_path / "new.jsonl", _with_passes(new_recs))
     p = _cli("compare", str(old), str(new))
     assert p.returncode == 0, p.stderr
     assert "ratio" in p.stdout
     assert "interval" in p.stdout
     assert "[1.4" in p.stdout  # the interval of the 1.5x cells
-    assert "REGRESSION" in p.stdout
+    # a uniform 1.5x is one machine shift, not a regression per cell; the one cell
+    # 2x faster than the rest is an improvement against it
+    assert "MACHINE SHIFT: all cells moved by x1.500" in p.stdout
+    assert "REGRESSION" not in p.stdout
     assert "improvement" in p.stdout
     assert "1.500" in p.stdout
+    # without the shift every 1.5x cell is a regression
+    new = _write(tmp_path / "new2.jsonl", _with_passes(_records(scale=1.0)[:4] + _records(scale=1.5)[4:8]
+                                                      + _records()[8:]))
+    p = _cli("compare", str(old), str(new))
+    assert "MACHINE SHIFT" not in p.stdout
+    assert "cells: 4 REGRESSION," in p.stdout
 
 
 def test_compare_records_and_test():

@@ -3,6 +3,7 @@ record, memory, worker processes and resume."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -325,9 +326,11 @@ def test_resume_between_the_passes_gives_every_cell_its_second_pass(tmp_path):
     groups whose first pass is in the file, as one uninterrupted run would."""
     require_backend("array-api-strict")
     out = tmp_path / "r.jsonl"
+    # three passes whatever they say (no extra pass for disagreeing ones): counts stay fixed
     cfg = dict(backends=["numpy", "array-api-strict"], cases=["q3_solve_sweep"],
-               sizes=["4", "6"], scale="quick", out=out, timer=FAST, time_limit=120,
-               calibrate=False, stall_factor=1e9)  # no stall remeasurement: counts stay fixed
+               sizes=["4", "6"], scale="quick", out=out,
+               timer=dataclasses.replace(FAST, min_passes=3, max_passes=3), time_limit=120,
+               calibrate=False, stall_factor=1e9)
     run_benchmark(RunConfig(**cfg))
     whole = read_results(out)
     assert len(whole.records) == 8  # 4 first-pass records, then the 4 merged ones
@@ -352,8 +355,8 @@ def test_resume_between_the_passes_gives_every_cell_its_second_pass(tmp_path):
     assert len(latest) == 4
     for r in latest.values():
         sbs = r["side_by_side"]
-        assert len(sbs["passes"]) == 2, r["key"]
-        assert r["verdict"]
+        assert len(sbs["passes"]) == 3, r["key"]
+        assert r["verdict"]["passes"] == 3  # drawn from every pass, the resumed ones too
     kept = {r["key"]: r for r in first[:2]}  # size 4: its first pass is the one in the file
     for key, r in kept.items():
         n1 = r["side_by_side"]["rounds"]
@@ -384,8 +387,9 @@ def test_side_by_side_resume_plan():
     got, second = _side_by_side_resume(cells, todo, latest, recheck=True)
     # the failed cell alone (as asked); size 3 whole (its b cell was never recorded)
     assert [c["key"] for c in got] == [cells[1]["key"], cells[4]["key"], cells[5]["key"]]
-    # size 2, backend a: first pass only; the skipped one has no second pass
-    assert [c["key"] for c, _ in second] == [cells[2]["key"]]
+    # size 2, backend a: first pass only; the skipped one rides along (no pass of its
+    # own): its record gets the verdict drawn from every pass, not keep the first's
+    assert [c["key"] for c, _ in second] == [cells[2]["key"], cells[3]["key"]]
     assert _side_by_side_resume(cells, todo, latest, recheck=False)[1] == []
 
 

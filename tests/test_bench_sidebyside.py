@@ -5,6 +5,7 @@ real run for the worker protocol, the recheck and equal thread footing."""
 from __future__ import annotations
 
 import math
+import statistics
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -28,7 +29,7 @@ from xlinalg.bench._stats import (
     combine_passes,
     half_width,
     paired_ratio,
-    precise_enough,
+    passes_disagree,
     ratio_interval,
     rotation,
     stall_factor,
@@ -105,11 +106,18 @@ def test_verdict_names_the_fastest_only_beyond_the_margin():
     assert verdict({"a": [1.0, 1.0]})["text"] == "only a ran"
 
 
-def test_stopping_rule_needs_every_pair_tight():
-    tight = {("a", "b"): {"lo": 0.99, "hi": 1.01}, ("b", "a"): {"lo": 0.99, "hi": 1.01}}
-    assert precise_enough(tight, precision=0.03)
-    wide = {**tight, ("a", "c"): {"lo": 2.0, "hi": 8.0}}  # decided, but not known well
-    assert not precise_enough(wide, precision=0.03)
+def test_passes_disagree_when_their_intervals_do_not_overlap():
+    p1 = {("a", "b"): {"ratio": 1.0, "lo": 0.99, "hi": 1.01},
+          ("b", "a"): {"ratio": 1.0, "lo": 0.99, "hi": 1.01}}
+    p2 = {("a", "b"): {"ratio": 1.005, "lo": 1.0, "hi": 1.02},
+          ("b", "a"): {"ratio": 0.995, "lo": 0.98, "hi": 1.0}}
+    assert passes_disagree([p1, p2]) == []  # overlapping: the same process state
+    p3 = {("a", "b"): {"ratio": 2.0, "lo": 1.9, "hi": 2.1}}  # another state
+    assert passes_disagree([p1, p2, p3]) == [("a", "b")]
+    assert passes_disagree([p3]) == []  # one pass: nothing to disagree with
+    # the number of rounds is never chosen from the width of an interval
+    from xlinalg.bench import _stats
+    assert not hasattr(_stats, "precise_enough")
 
 
 # ---------------------------------------------------------------------- measure_group
@@ -178,8 +186,8 @@ T = TimerConfig(min_samples=5, max_samples=40, min_run_time=0.0, max_run_time=10
 
 def test_group_rounds_are_rotated_and_recorded():
     res, log = _group({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 2.0},
-                       "c": {"cost": lambda i: 4.0, "cores": 2.0}}, T, precision=0.05)
-    assert res.stop == "precision reached"  # no noise: tight at the minimum of rounds
+                       "c": {"cost": lambda i: 4.0, "cores": 2.0}}, T)
+    assert res.stop == "rounds done"  # min_samples rounds, whatever the intervals say
     assert len(res.orders) == 5
     assert res.orders[:3] == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"]]
     assert log[:6] == ["a", "b", "c", "b", "c", "a"]
@@ -202,19 +210,26 @@ def test_group_stops_at_max_rounds_or_budget_when_noisy():
     rng = np.random.default_rng(3)
     noisy = {"a": {"cost": lambda i: float(rng.uniform(1, 3))},
              "b": {"cost": lambda i: float(rng.uniform(1, 3))}}
-    res, _ = _group(noisy, T, precision=0.001)
+    # noise does not buy rounds: a pass has min_samples of them, noisy or not
+    res, _ = _group(noisy, T)
+    assert res.stop == "rounds done"
+    assert len(res.orders) == T.min_samples
+    # min_run_time asks for more (short calls), up to max_samples or the budget
+    long = TimerConfig(min_samples=5, max_samples=40, min_run_time=1e9, max_run_time=1e9,
+                       hard_min_samples=3)
+    res, _ = _group(noisy, long)
     assert res.stop == "max rounds"
     assert len(res.orders) == 40
-    budget = TimerConfig(min_samples=5, max_samples=1000, min_run_time=0.0, max_run_time=20.0,
+    budget = TimerConfig(min_samples=5, max_samples=1000, min_run_time=1e9, max_run_time=20.0,
                          hard_min_samples=3)
-    res, _ = _group(noisy, budget, precision=0.001)
+    res, _ = _group(noisy, budget)
     assert res.stop == "time budget spent"
     assert 20 <= sum(r for r in res.rounds["a"] if r) + sum(r for r in res.rounds["b"] if r) < 50
 
 
 def test_a_failing_backend_leaves_the_rounds_and_the_others_go_on():
     res, _ = _group({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 1.0, "fail_at": 2},
-                     "c": {"cost": lambda i: 3.0, "skip": True}}, T, precision=0.05)
+                     "c": {"cost": lambda i: 3.0, "skip": True}}, T)
     assert res.records["b"]["status"] == "failed"
     assert res.records["b"]["error"]["kind"] == "crash"
     assert res.records["c"]["status"] == "skipped"
@@ -229,7 +244,7 @@ def test_a_failing_backend_leaves_the_rounds_and_the_others_go_on():
 
 def test_time_limit_is_per_backend_over_the_whole_cell():
     res, _ = _group({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 10.0}}, T,
-                    precision=0.05, time_limit=25.0)
+                    time_limit=25.0)
     assert res.records["b"]["status"] == "failed"
     assert res.records["b"]["error"]["kind"] == "timeout"
     assert res.records["a"]["status"] == "ok"
@@ -239,7 +254,7 @@ def test_no_verdict_when_a_worker_waited_for_the_cpu_most_of_the_time():
     # a is 3x faster, but b's worker ran only 20 % of the wall time: the times
     # measure the scheduler, and the verdict says so instead of naming a
     res, _ = _group({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 3.0, "cores": 0.2}},
-                    T, precision=0.05)
+                    T)
     v = res.records["a"]["verdict"]
     assert v["fastest"] is None
     assert v["tie"] == ["a", "b"]
@@ -302,7 +317,7 @@ def _spin_group(settle: bool):
 
     st = Settle(world.cpu_ns, clock=clock, sleep=sleep) if settle else None
     return measure_group(cells, clients, timer=T, failed_record=_failed, clock=clock,
-                         loadavg=lambda: None, precision=0.05, settle=st)
+                         loadavg=lambda: None, settle=st)
 
 
 def test_settle_waits_for_the_previous_backends_spinning_threads():
@@ -420,40 +435,52 @@ def test_recheck_remeasures_and_flags_a_stall(tmp_path, monkeypatch, slow, stall
     assert len(recs) == 2  # the first pass, then the record over the passes (newest wins)
     assert res.latest()["t_stall|numpy|float64|4"] is recs[1]
     passes = recs[1]["time"]["passes"]
-    if stalled is None:  # nothing off: two passes, no stall field
+    assert recs[1]["side_by_side"]["rounds"] == sum(p["samples"] for p in passes)
+    assert recs[1]["verdict"]["passes"] == len(passes)
+    if stalled is None:  # nothing off: min_passes passes, no stall field
         assert "stall" not in recs[1]
-        assert len(passes) == 2
-        assert recs[1]["side_by_side"]["rounds"] == sum(p["samples"] for p in passes)
+        assert len(passes) == FAST.min_passes == 4
         return
     st = recs[1]["stall"]
     assert st["stalled"] is stalled
     assert st["how"].startswith(how)
     assert st["factor"] > 4.0
-    # the pass shown to be off is left out; with no two agreeing, all three stay
-    assert len(passes) == (3 if stalled else 2)
-    if not stalled:
-        assert recs[1]["time"]["median_s"] < 0.05  # the 0.1 s stall is not in it
+    # passes that disagree get more passes, up to the cap; every pass stays (a
+    # process's state is the noise it is: the interval is built from all of them)
+    assert len(passes) == FAST.max_passes == 6
+    assert st["pass_medians_s"] == [p["median_s"] for p in passes]
+    assert recs[1]["time"]["median_s"] < 0.05  # the median: most passes ran at 4 ms
     # the run's header has the fence self-check of every backend
     assert res.headers[0]["run"]["fence_selfcheck"]["numpy"]["ok"] is True
 
 
 # ---------------------------------------------------------------------- passes
-def test_combine_passes_spans_the_passes():
+def _pair(ratio, half=0.01, rounds=7):
+    return {("a", "b"): {"ratio": ratio, "lo": ratio * (1 - half), "hi": ratio * (1 + half),
+                         "rounds": rounds, "level": 0.95}}
+
+
+def test_combine_passes_is_a_t_interval_over_the_passes():
     agree = [{("a", "b"): {"ratio": 2.0, "lo": 1.9, "hi": 2.1, "rounds": 20, "level": 0.95}},
              {("a", "b"): {"ratio": 2.0, "lo": 1.95, "hi": 2.2, "rounds": 7, "level": 0.95}}]
     c = combine_passes(agree)[("a", "b")]
     assert c["ratio"] == pytest.approx(2.0)
-    assert (c["lo"], c["hi"]) == (1.9, 2.2)
+    assert c["method"] == "t over passes"
     assert c["rounds"] == 27
     assert c["passes"] == [2.0, 2.0]
+    # passes that agree exactly: the within-pass noise is the floor, never a point
+    assert 1.0 < c["lo"] < 1.95
+    assert 2.1 < c["hi"] < 4.0
     # two processes, two states: each pass is tight, the truth is not
-    split = [{("a", "b"): {"ratio": 0.5, "lo": 0.49, "hi": 0.51, "rounds": 20}},
-             {("a", "b"): {"ratio": 1.0, "lo": 0.99, "hi": 1.01, "rounds": 7}}]
+    split = [_pair(0.5), _pair(1.0)]
     c = combine_passes(split)[("a", "b")]
     assert c["ratio"] == pytest.approx(math.sqrt(0.5))  # each pass weighs the same
-    assert (c["lo"], c["hi"]) == (0.49, 1.01)
+    assert c["lo"] < 0.5
+    assert c["hi"] > 1.0
+    assert c["between_sd_log"] == pytest.approx(math.log(2) / math.sqrt(2))
     # a pair only one pass has (a backend that failed in the other) keeps that pass
-    assert combine_passes([split[0], {}])[("a", "b")]["ratio"] == 0.5
+    one = combine_passes([split[0], {}])[("a", "b")]
+    assert (one["ratio"], one["method"]) == (0.5, "one pass")
     # ratios of hostile times reach 0 and inf (exp_or_limit): numbers, not a math error
     zero = {("a", "b"): {"ratio": 0.0, "lo": 0.0, "hi": 0.0, "rounds": 4}}
     inf = {("a", "b"): {"ratio": math.inf, "lo": math.inf, "hi": math.inf, "rounds": 4}}
@@ -461,11 +488,27 @@ def test_combine_passes_spans_the_passes():
     assert combine_passes([inf, agree[0]])[("a", "b")]["ratio"] == math.inf
     both = combine_passes([zero, inf, agree[0]])[("a", "b")]
     assert both["ratio"] == 2.0  # the median of the passes
-    assert (both["lo"], both["hi"]) == (0.0, math.inf)
+    assert (both["lo"], both["hi"], both["method"]) == (0.0, math.inf, "span")
+
+
+def test_intervals_over_passes_hold_their_level_where_one_process_is_one_state():
+    # Each pass (process) draws its own state: log ratio = truth + N(0, 0.1); its
+    # rounds agree within +-1 %. The interval over 3 passes covers the truth ~95 %
+    # of the time; the union of the passes' own intervals (the old rule) far less.
+    rng = np.random.default_rng(11)
+    hits = union_hits = 0
+    trials = 1000
+    for _ in range(trials):
+        ratios = np.exp(rng.normal(0.0, 0.1, 3))
+        c = combine_passes([_pair(float(r)) for r in ratios])[("a", "b")]
+        hits += c["lo"] <= 1.0 <= c["hi"]
+        union_hits += min(ratios) * 0.99 <= 1.0 <= max(ratios) * 1.01
+    assert 0.93 <= hits / trials <= 0.97
+    assert union_hits / trials < 0.85
 
 
 def _pass(specs, **kw):
-    res, _ = _group(specs, T, precision=0.05, **kw)
+    res, _ = _group(specs, T, **kw)
     return res.records
 
 
@@ -479,7 +522,8 @@ def test_merge_passes_names_a_winner_only_when_every_pass_agrees():
     n1, n2 = p1["a"]["side_by_side"]["rounds"], p2["a"]["side_by_side"]["rounds"]
     assert sbs["rounds"] == n1 + n2 == len(sbs["round_s"]) == len(sbs["order"])
     assert [p["rounds"] for p in sbs["passes"]] == [n1, n2]
-    assert sbs["stop"] == "pass 1: precision reached; pass 2: precision reached"
+    assert sbs["stop"] == "pass 1: rounds done; pass 2: rounds done"
+    assert m["a"]["verdict"]["passes"] == 2
     # b in the second pass's processes ran at 0.9: a bimodal library, a tie
     p3 = _pass({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 0.9}})
     m = merge_passes([p1, p3], margin=1.05, level=0.95, seed=0)
@@ -609,17 +653,22 @@ def test_rates_above_the_calibrated_peak_are_cache_resident():
 
 
 # ---------------------------------------------------------------------- compare
-def _file(rng, changes=None, *, n=15, run_noise=0.0, cells=12, rel=0.02):
-    """Records of `cells` cells; `changes` multiplies some cells' times."""
+def _file(rng, changes=None, *, n=15, pass_noise=0.02, cells=12, rel=0.02, passes=3):
+    """Records of `cells` cells measured in `passes` passes; `changes` multiplies
+    some cells' times. Each pass (a set of processes) draws its own state:
+    the cell's time times exp(N(0, pass_noise)); its samples scatter by `rel`."""
     changes = changes or {}
-    shift = rng.standard_normal(cells) * run_noise  # how each cell moves between runs
     out = {}
     for i in range(cells):
         key = f"c{i}|numpy|float64|4"
-        t = 1e-3 * (i + 1) * math.exp(shift[i]) * changes.get(i, 1.0)
-        raw = list(t * (1 + rel * rng.standard_normal(n)))
-        out[key] = {"key": key, "status": "ok", "time": {"median_s": float(np.median(raw)),
-                                                         "raw_s": raw}}
+        t = 1e-3 * (i + 1) * changes.get(i, 1.0)
+        per = [t * math.exp(pass_noise * rng.standard_normal()) for _ in range(passes)]
+        chunks = [list(p * (1 + rel * rng.standard_normal(max(1, n // passes)))) for p in per]
+        raw = [x for c in chunks for x in c]
+        out[key] = {"key": key, "status": "ok", "backend": "numpy",
+                    "time": {"median_s": float(np.median(raw)), "raw_s": raw,
+                             "passes": [{"median_s": float(np.median(c)), "samples": len(c)}
+                                        for c in chunks]}}
     return out
 
 
@@ -654,12 +703,12 @@ def test_compare_does_not_cry_wolf_on_run_to_run_noise():
     # every cell moves by ~10 % (1 sigma) between two runs of the same code
     for seed in range(5):
         r = np.random.default_rng(seed)
-        rows = compare_records(_file(r, run_noise=0.1, cells=40), _file(r, run_noise=0.1,
-                                                                         cells=40))
+        rows = compare_records(_file(r, pass_noise=0.1, cells=40),
+                               _file(r, pass_noise=0.1, cells=40))
         assert _flags(rows)["REGRESSION"] == 0, seed
     # ... and a real 3x regression in one cell still stands out
-    rows = compare_records(_file(rng, run_noise=0.1, cells=40),
-                           _file(rng, {7: 3.0}, run_noise=0.1, cells=40))
+    rows = compare_records(_file(rng, pass_noise=0.1, cells=40),
+                           _file(rng, {7: 3.0}, pass_noise=0.1, cells=40))
     assert [r["key"] for r in rows if r["flag"] == "REGRESSION"] == ["c7|numpy|float64|4"]
 
 
@@ -670,14 +719,21 @@ def test_compare_counts_the_passes_a_cell_disagreed_between():
     # ... but in the old run its second pass, in fresh processes, already took 2x:
     # the library's time depends on its process, and the new run drew the slow one
     m = old["c3|numpy|float64|4"]["time"]["median_s"]
-    old["c3|numpy|float64|4"]["time"]["passes"] = [{"median_s": m}, {"median_s": 2 * m}]
+    old["c3|numpy|float64|4"]["time"]["passes"] = [{"median_s": m}, {"median_s": 2 * m},
+                                                   {"median_s": m}]
     row = compare_records(old, new)[3]
-    assert row["se_passes"] == pytest.approx(0.5 * math.log(2))
+    assert row["se_passes"] >= math.sqrt(statistics.variance([0, math.log(2), 0]) / 3)
     assert row["flag"] == "~"
     assert row["lo"] < 1.0 < 2.0 < row["hi"]
     # passes that agree add nothing: a real change still stands out
-    old["c3|numpy|float64|4"]["time"]["passes"] = [{"median_s": m}, {"median_s": m}]
+    old["c3|numpy|float64|4"]["time"]["passes"] = [{"median_s": m}] * 3
     assert compare_records(old, new)[3]["flag"] == "REGRESSION"
+    # the noise is the files' own: the same regression in a different pair of
+    # files with more cells that moved does not widen this cell's interval
+    lone = compare_records(old, new)[3]
+    many = compare_records(old, _file(np.random.default_rng(7), {3: 2.0, 4: 3.0, 5: 0.3}))[3]
+    assert many["se_passes"] == pytest.approx(lone["se_passes"], rel=0.5)
+    assert many["flag"] == "REGRESSION"
 
 
 def test_compare_flags_nothing_measured_by_a_starved_worker():

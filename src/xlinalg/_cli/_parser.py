@@ -128,12 +128,14 @@ def _build_parser() -> _Parser:
                         "clears F over the whole interval (default: 1.05); else 'tie within "
                         "noise'")
     p.add_argument("--no-recheck", action="store_true",
-                   help="skip the second pass at the end of the run (every cell again, in "
-                        "fresh worker processes; its intervals and verdicts span both passes, "
-                        "and cells whose passes disagree are measured again: stalls)")
+                   help="skip the later passes at the end of the run (every cell again, "
+                        "twice or more, each time in fresh worker processes; intervals and "
+                        "verdicts come from the spread between the passes, and cells whose "
+                        "passes disagree get more passes); without them the intervals "
+                        "come from one process's rounds")
     p.add_argument("--stall-factor", type=_positive_float, default=2.0, metavar="F",
-                   help="a cell whose two passes are more than F times apart is measured "
-                        "again (default: 2)")
+                   help="a cell whose passes are more than F times apart gets more passes "
+                        "and a stall record (default: 2)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-report", action="store_true",
                    help="do not write the report (report.md, report.html and plots in "

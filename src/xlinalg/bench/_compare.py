@@ -1,39 +1,50 @@
 """``xlinalg compare old.jsonl new.jsonl``: per-cell ratio of medians with an interval.
 
 For each cell (same key: case, backend, dtype, size) in both files, the ratio
-new/old of the median times and an interval around it, built from two parts:
+new/old of the median times and an interval around it. The noise of a cell is
+never estimated from the difference being judged (a real regression would
+inflate its own noise and hide itself). It comes from:
 
-- *within the runs*: the bootstrap standard error of ``log(median(new) /
-  median(old))`` from the cells' raw samples (``time.raw_s``; seeded);
-- *between the passes* of each cell: a run measures every cell twice, the
-  second time in fresh worker processes (``time.passes``); half the log of
-  the ratio of the passes' medians, for each file. A library whose time
-  depends on its process's state (0.9 ms in one process, 1.8 ms in the next)
-  moves that much from run to run with no code changed;
-- *between the runs*: how much the cells of these two files move as a whole
-  when nothing changed — the robust spread (1.4826 x the median absolute
-  deviation) of all comparable cells' log ratios around their median. Two runs
-  of the same code on a loaded machine differ by far more than one run's
-  samples say; this term is that difference, measured on the files themselves.
+- *each file's own passes*: a run measures every cell in several passes, each
+  in fresh worker processes (``time.passes``). The variance between a cell's
+  passes (log of the pass medians) is what the cell moves from one set of
+  processes to the next with no code changed; it is moderated towards the
+  median variance of all cells of both files (an empirical-Bayes prior worth
+  :data:`PRIOR_DF` passes, as limma does), because three passes alone say little
+  about a variance; a cell whose passes disagree more keeps its own. The within-pass bootstrap standard error of the samples is
+  a floor.
+- or, with ``--noise A B``, an A/A pair (two runs of the same code on this
+  machine): a cell's variance is then at least the one that pair shows
+  (moderated the same way).
 
-The interval is ``log ratio ± z * sqrt(se_within² + passes_old² + passes_new² +
-spread²)`` with ``z`` for a
-family-wise level ``1 - alpha`` over all compared cells (Bonferroni). A cell is a
-REGRESSION only when the whole interval lies above ``1 + threshold`` (default
-5 %), an improvement when it lies below ``1 / (1 + threshold)``, and only when
-both sides have at least ``min_samples`` samples and neither side's worker was
-starved (kept less than half a core busy over its samples: it waited for the
-CPU most of the time, so its time measures the scheduler). A cell whose process
-kept a different number of cores busy in the two runs (effective cores 1.9 in
-one, 1.0 in the other: a neighbour took a core from a two-threaded library) is
-not like for like: it is shown with both figures, never as a REGRESSION. A change shared by every cell
-(a slower machine, or a change that slows everything) is reported on its own
-line, with its interval and the load averages of both runs.
+The interval is Student's t on the log scale, ``log ratio ± t * se`` with
+Welch's degrees of freedom, at a family-wise level ``1 - alpha`` over all
+compared cells (Bonferroni: the chance that *any* unchanged cell is flagged is
+at most alpha). A cell is a REGRESSION only when the whole interval lies above
+``1 + threshold`` (default 5 %), an improvement when it lies below
+``1 / (1 + threshold)``; a cell whose interval excludes 1 but not the threshold
+is "a real difference below the threshold". It is judged only when both sides
+have at least ``min_samples`` samples and neither side's worker was starved
+(kept less than half a core busy: its time measures the scheduler). A cell
+whose process kept a different number of cores busy in the two runs (effective
+cores 1.9 in one, 1.0 in the other) is not like for like: shown with both
+figures, never as a REGRESSION.
+
+A change shared by every cell (a slower machine, or a change that slows
+everything) is estimated once: the median of the cells' log ratios, with a
+bootstrap interval over the cells. When that interval lies beyond the
+threshold it is reported on one line as a machine shift (``all cells moved by
+xk``), and each cell is judged after removing it (the shift's own uncertainty
+added to the cell's): a uniform slowdown is one finding, not one per cell.
 
 Before the table, ``compare`` warns when the files come from different
-machines, scales, dtypes, thread settings or library versions. The exit status
-is 0 whatever the result; a file that cannot be read gives its one-line error
-and exit status 2.
+machines, scales, dtypes, thread settings or library versions.
+
+Exit status: 0 when the comparison ran (whatever it found); 1 with
+``--fail-on regression`` when a cell is flagged REGRESSION, and with
+``--fail-on shift`` also when the machine shift is a slowdown beyond the
+threshold (a CI gate); 2 for a usage error or a file that cannot be read
+(its one-line error on stderr).
 """
 
 from __future__ import annotations
@@ -43,6 +54,7 @@ import math
 import statistics
 import sys
 from collections.abc import Mapping
+from statistics import NormalDist
 from typing import Any
 
 from ._escape import terminal
@@ -50,10 +62,13 @@ from ._units import format_time, round_outward
 
 __all__ = ["add_arguments", "compare_records", "header_differences", "p_value", "run"]
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_FLAGGED, EXIT_USAGE = 0, 1, 2
 
-#: Fewest comparable cells from which the between-run spread is estimated.
+#: Fewest comparable cells from which a machine shift is estimated.
 MIN_CELLS_FOR_SPREAD = 6
+#: Weight (in passes) of the prior of a cell's between-pass variance: the
+#: median variance of every cell of both files (limma's moderated t).
+PRIOR_DF = 4.0
 
 
 def _number(text: str, ok: Any, what: str, conv: Any = float) -> Any:
@@ -92,6 +107,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: 5)")
     parser.add_argument("--only-flagged", action="store_true",
                         help="list only flagged cells (regressions, improvements, missing)")
+    parser.add_argument("--noise", nargs=2, metavar=("A", "B"), default=None,
+                        help="two results files of the same code on this machine (an A/A "
+                             "pair): each cell's noise is at least what they show")
+    parser.add_argument("--fail-on", choices=("regression", "shift"), default=None,
+                        help="exit 1 when a cell is flagged REGRESSION ('regression'), or "
+                             "also when every cell moved slower beyond the threshold "
+                             "('shift'): a CI gate (default: exit 0 whatever was found)")
 
 
 def _permutation_p(a: list[float], b: list[float], n_perm: int = 4000, seed: int = 0) -> float:
@@ -138,14 +160,19 @@ def _median(r: Mapping[str, Any]) -> float | None:
     return float(v) if v > 0 and math.isfinite(v) else None
 
 
-def _pass_spread(r: Mapping[str, Any]) -> float:
-    """Half the log of max/min of the passes' medians (``time.passes``); 0 with one pass."""
+def _pass_logs(r: Mapping[str, Any]) -> list[float]:
+    """Logs of the passes' medians (``time.passes``) of a record: one per pass."""
     passes = _get(r, "time", "passes")
-    meds = [float(m) for p in passes if isinstance(p, dict)
+    # logs, not ratios: 1e308 over 1e-308 overflows
+    return [math.log(float(m)) for p in passes if isinstance(p, dict)
             and isinstance(m := p.get("median_s"), (int, float)) and not isinstance(m, bool)
             and m > 0 and math.isfinite(m)] if isinstance(passes, list) else []
-    # logs, not max/min: 1e308 over 1e-308 overflows
-    return 0.5 * (math.log(max(meds)) - math.log(min(meds))) if len(meds) > 1 else 0.0
+
+
+def _pass_var(r: Mapping[str, Any]) -> tuple[float, int] | None:
+    """(variance between the passes of the log medians, passes); None with one pass."""
+    logs = _pass_logs(r)
+    return (statistics.variance(logs), len(logs)) if len(logs) > 1 else None
 
 
 def _starved_cores(r: Mapping[str, Any]) -> float | None:
@@ -188,26 +215,72 @@ def _representable(log_ratio: float) -> bool:
     return abs(log_ratio) < -math.log(sys.float_info.min)
 
 
-def _spread(logs: list[float]) -> tuple[float, float]:
-    """(median, 1.4826 * MAD) of log ratios; (0, 0) for too few cells."""
+def _moderated(own: tuple[float, int] | None, prior: float | None) -> tuple[float, float] | None:
+    """(variance, degrees of freedom) of a cell's pass-to-pass noise: its own
+    estimate pulled towards `prior` with :data:`PRIOR_DF` (limma's moderated
+    variance); None when neither exists."""
+    if prior is None:
+        return (own[0], own[1] - 1.0) if own else None
+    if own is None:
+        return prior, PRIOR_DF
+    v, k = own
+    # a cell whose own passes disagree more than the prior keeps its own variance
+    # (a library with a fast and a slow process state), the others are pulled up
+    return max(v, (PRIOR_DF * prior + (k - 1) * v) / (PRIOR_DF + k - 1)), PRIOR_DF + k - 1
+
+
+def _shift(logs: list[float], *, level: float, seed: int = 0) -> tuple[float, float, float] | None:
+    """(median, lo, hi) of the cells' log ratios, a bootstrap interval over the
+    cells at `level`; None for fewer than :data:`MIN_CELLS_FOR_SPREAD` cells."""
+    import numpy as np
+
+    from ._stats import N_BOOT, _boot_median
+
     if len(logs) < MIN_CELLS_FOR_SPREAD:
-        return (statistics.median(logs) if logs else 0.0), 0.0
-    med = statistics.median(logs)
-    return med, 1.4826 * statistics.median(abs(x - med) for x in logs)
+        return None
+    meds = _boot_median(np.asarray(logs), seed=seed, n_boot=N_BOOT)
+    lo, hi = np.quantile(meds, [(1 - level) / 2, (1 + level) / 2])
+    return statistics.median(logs), float(lo), float(hi)
+
+
+def noise_from_pair(a: Mapping[str, Mapping[str, Any]],
+                    b: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """Per cell, the variance of the log ratio that an A/A pair (two runs of the
+    same code) shows, moderated towards the median over the cells."""
+    sq = {}
+    for key in a:
+        if key in b and (x := _median(a[key])) and (y := _median(b[key])):
+            sq[key] = (math.log(y) - math.log(x)) ** 2
+    if not sq:
+        return {}
+    prior = statistics.median(sq.values())
+    return {k: (PRIOR_DF * prior + v) / (PRIOR_DF + 1) for k, v in sq.items()}
+
+
+def _beyond(lo: float, hi: float, threshold: float) -> str | None:
+    if lo > 1 + threshold:
+        return "REGRESSION"
+    if hi < 1 / (1 + threshold):
+        return "improvement"
+    return None
 
 
 def compare_records(old: Mapping[str, Mapping[str, Any]],
                     new: Mapping[str, Mapping[str, Any]], *, alpha: float = 0.05,
-                    threshold: float = 0.05, min_samples: int = 5) -> list[dict[str, Any]]:
+                    threshold: float = 0.05, min_samples: int = 5,
+                    noise: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
     """One row per cell key in either file (see the module docstring).
 
-    Each compared row has ``ratio``, ``lo``, ``hi`` (the interval), ``se_within``
-    and ``se_passes`` (log scale), ``n_old``/``n_new`` and ``flag``; the shared figures of the
-    comparison (``shift``, ``spread``, ``z``) are in every compared row too.
+    Each compared row has ``ratio``, ``lo``, ``hi`` (its interval),
+    ``judged_ratio``, ``judged_lo``, ``judged_hi`` (the same less the machine
+    shift when one is removed; the flag is drawn from these), ``se`` (log scale, with
+    ``se_within`` and ``se_passes``), ``df``, ``n_old``/``n_new`` and ``flag``;
+    the shared figures of the comparison (``shift``, ``shift_lo``,
+    ``shift_hi``, ``shift_removed``, ``z``) are in every compared row too.
+    `noise`: per cell key, a variance of the log ratio from an A/A pair
+    (:func:`noise_from_pair`).
     """
-    from statistics import NormalDist
-
-    from ._stats import exp_or_limit, ratio_interval
+    from ._stats import exp_or_limit, ratio_interval, t_quantile
 
     rows = []
     for key in list(old) + [k for k in new if k not in old]:
@@ -225,7 +298,7 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
             continue
         if mo is None or mn is None or o.get("status") in ("failed", "skipped") \
                 or n.get("status") in ("failed", "skipped"):
-            row["flag"] = f"not comparable ({o.get('status')} -> {n.get('status')})"
+            row["flag"] = f"not comparable ({o.get('status')} -> {n.get('status')}: {_why_not(o, n)})"
             continue
         # on the log scale: mn / mo of hostile times (1e308 over 1e-308, subnormals)
         # overflows to inf or underflows to 0, which has no log
@@ -239,35 +312,89 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
                    n_new=len(sn))
         ri = ratio_interval(so, sn)
         row["se_within"] = ri["se_log"] if ri else None
-        row["se_passes"] = math.hypot(_pass_spread(o), _pass_spread(n))
     compared = [r for r in rows if r["ratio"] is not None]
-    shift, spread = _spread([r["log_ratio"] for r in compared])
+    own = {r["key"]: (_pass_var(old[r["key"]]), _pass_var(new[r["key"]])) for r in compared}
+    vs = [v[0] for pair in own.values() for v in pair if v is not None]
+    prior = statistics.median(vs) if vs else None
     m = max(1, len(compared))
-    z = NormalDist().inv_cdf(1.0 - alpha / (2.0 * m))
+    level = 1.0 - alpha / m  # Bonferroni: family-wise over the compared cells
+    shift = _shift([r["log_ratio"] for r in compared], level=1.0 - alpha)
+    removed = shift is not None and _beyond(math.exp(shift[1]), math.exp(shift[2]),
+                                            threshold) is not None
     for r in compared:
-        se = math.hypot(r["se_within"] or 0.0, r["se_passes"], spread)
-        half = z * se
-        r.update(lo=exp_or_limit(r["log_ratio"] - half), hi=exp_or_limit(r["log_ratio"] + half),
-                 shift=exp_or_limit(shift), spread=spread, z=z)
+        parts, dfs = [], []
+        for side, v in zip((old[r["key"]], new[r["key"]]), own[r["key"]]):
+            mv = _moderated(v, prior)
+            if mv is None:
+                continue
+            k = v[1] if v is not None else max(1, len(_pass_logs(side)))
+            parts.append(mv[0] / k)
+            dfs.append((mv[0] / k, mv[1]))
+        se_passes = math.sqrt(sum(parts)) if len(parts) == 2 else None
+        if noise is not None and r["key"] in noise:
+            aa = noise[r["key"]]
+            if se_passes is None or aa > se_passes ** 2:
+                se_passes, dfs = math.sqrt(aa), [(aa, PRIOR_DF + 1)]
+        r["se_passes"] = se_passes
+        se = max(se_passes or 0.0, r["se_within"] or 0.0)
+        # Welch-Satterthwaite degrees of freedom of the passes' terms
+        df = (sum(a for a, _ in dfs) ** 2 / sum(a * a / d for a, d in dfs)
+              if dfs and all(d > 0 for _, d in dfs) and sum(a for a, _ in dfs) > 0 else math.inf)
+        lr = r["log_ratio"]
+        if removed:
+            assert shift is not None
+            lr -= shift[0]
+            # the shift is known to within its interval: its standard error joins the cell's
+            se = math.hypot(se, (shift[2] - shift[1]) / (2 * 1.96))
+        q = (t_quantile(1 - (1 - level) / 2, df) if math.isfinite(df)
+             else NormalDist().inv_cdf(1 - (1 - level) / 2))
+        half = q * se
+        base = r["log_ratio"]  # the interval of new/old itself; the judged one less the shift
+        r.update(lo=exp_or_limit(base - half), hi=exp_or_limit(base + half), se=se, df=df, z=q,
+                 judged_lo=exp_or_limit(lr - half), judged_hi=exp_or_limit(lr + half),
+                 shift=exp_or_limit(shift[0] if shift else statistics.median(
+                     x["log_ratio"] for x in compared)),
+                 shift_lo=exp_or_limit(shift[1]) if shift else None,
+                 shift_hi=exp_or_limit(shift[2]) if shift else None,
+                 shift_removed=removed, judged_ratio=exp_or_limit(lr))
         enough = min(r["n_old"], r["n_new"]) >= min_samples and r["se_within"] is not None
         starved = [c for c in (_starved_cores(old[r["key"]]), _starved_cores(new[r["key"]]))
                    if c is not None]
+        moved = _beyond(r["judged_lo"], r["judged_hi"], threshold)
         if not enough:
             r["flag"] = f"~ (too few samples: {r['n_old']} and {r['n_new']})"
+        elif se_passes is None:
+            r["flag"] = ("~ (one pass: no noise between processes; measure with the "
+                         "recheck or give --noise)")
         elif starved:
             r["flag"] = (f"~ (starved: the process ran {100 * min(starved):.0f}% of the wall "
                          "time; the times measure the scheduler)")
-        elif r["lo"] > 1 + threshold or r["hi"] < 1 / (1 + threshold):
-            moved = "REGRESSION" if r["lo"] > 1 + threshold else "improvement"
+        elif moved:
             cores = _parallelism_changed(old[r["key"]], new[r["key"]])
             r["flag"] = (f"~ (not like for like: {cores}; the {moved} may be the machine's "
                          "load, not the code)" if cores else moved)
+        elif r["judged_lo"] > 1 or r["judged_hi"] < 1:
+            r["flag"] = "~ (a real difference below the threshold)"
         else:
             r["flag"] = "~"
         o, n = old[r["key"]], new[r["key"]]
         if n.get("status") == "wrong" and o.get("status") != "wrong":
             r["flag"] += " (now WRONG)"
     return rows
+
+
+def _why_not(o: Mapping[str, Any], n: Mapping[str, Any]) -> str:
+    """Why a cell cannot be compared: a failure, a skip or a time that is no time."""
+    out = []
+    for side, r in (("old", o), ("new", n)):
+        st = r.get("status")
+        if st in ("failed", "skipped"):
+            err = _get(r, "error", "message") or r.get("skip_reason") or r.get("reason")
+            out.append(f"{side} {st}" + (f": {str(err)[:80]}" if err else ""))
+        elif _median(r) is None:
+            v = _get(r, "time", "median_s")
+            out.append(f"{side} has no positive finite median time (got {v!r})")
+    return "; ".join(out) or "no comparable times"
 
 
 def _get(d: Any, *path: str) -> Any:
@@ -334,51 +461,80 @@ def _load(records: Mapping[str, Mapping[str, Any]]) -> float | None:
     return statistics.median(vals) if vals else None
 
 
-def run(args: argparse.Namespace) -> int:
-    from ._stats import exp_or_limit
-    from ._store import ResultsFileError, read_results
+def _read(path: str) -> Any:
+    from ._store import read_results
 
-    files = []
-    for f in (args.old, args.new):
-        try:
-            res = read_results(f, warn=False)
-        except ResultsFileError as exc:
-            print(terminal(f"xlinalg compare: error: {exc}"), file=sys.stderr)
-            return EXIT_USAGE
-        for w in res.warnings:
-            print(terminal(f"xlinalg compare: warning: {w}"), file=sys.stderr)
-        files.append(res)
+    res = read_results(path, warn=False)
+    for w in res.warnings:
+        print(terminal(f"xlinalg compare: warning: {w}"), file=sys.stderr)
+    return res
+
+
+def run(args: argparse.Namespace) -> int:
+    from ._store import ResultsFileError
+
+    try:
+        files = [_read(f) for f in (args.old, args.new)]
+        aa = [_read(f) for f in getattr(args, "noise", None) or ()]
+    except ResultsFileError as exc:
+        print(terminal(f"xlinalg compare: error: {exc}"), file=sys.stderr)
+        return EXIT_USAGE
     for d in header_differences(files[0].headers[-1] if files[0].headers else None,
                                 files[1].headers[-1] if files[1].headers else None):
         print(f"xlinalg compare: warning: the runs differ: {terminal(d, 300)}; times may not "
               "be comparable", file=sys.stderr)
     old, new = files[0].latest(), files[1].latest()
+    noise = noise_from_pair(aa[0].latest(), aa[1].latest()) if aa else None
     rows = compare_records(old, new, alpha=args.alpha, threshold=args.threshold,
-                           min_samples=getattr(args, "min_samples", 5))
+                           min_samples=getattr(args, "min_samples", 5), noise=noise)
     compared = [r for r in rows if r["lo"] is not None]
+    source = ("the A/A pair given with --noise and each file's passes" if aa
+              else "each file's own passes (fresh processes)")
     print(terminal(f"compare {args.old} -> {args.new}: ratio = new/old median; interval: "
                    f"{100 * (1 - args.alpha):g}% over all {len(compared)} cells together "
-                   "(Bonferroni), from the samples and the spread between the runs; flagged "
-                   f"when the whole interval is beyond {100 * args.threshold:g}%"))
-    if compared:
+                   f"(Bonferroni: family-wise), noise from {source}; flagged when the whole "
+                   f"interval is beyond {100 * args.threshold:g}%"))
+    shift_slower = False
+    if compared and compared[0]["shift_lo"] is not None:
         r0 = compared[0]
         lo, hi = _load(old), _load(new)
         load = (f"; load average old {lo:.1f}, new {hi:.1f}"
                 if lo is not None and hi is not None else "")
-        print(f"all cells moved by x{_fmt(r0['shift'])} (median); spread between the runs: "
-              f"±{_fmt(100 * (exp_or_limit(r0['spread']) - 1), 1)}% (1 sigma){load}")
+        iv = _fmt_interval(r0["shift_lo"], r0["shift_hi"])
+        if r0["shift_removed"]:
+            shift_slower = r0["shift_lo"] > 1 + args.threshold
+            print(f"MACHINE SHIFT: all cells moved by x{_fmt(r0['shift'])} {iv} (median over "
+                  f"the cells){load}: reported once; each cell below is judged after "
+                  "removing it")
+        else:
+            print(f"all cells moved by x{_fmt(r0['shift'])} {iv} (median over the cells): no "
+                  f"shift beyond the threshold{load}")
     shown = [r for r in rows if not args.only_flagged or not r["flag"].startswith("~")]
     keys = {r["key"]: terminal(r["key"], 120) for r in shown}  # from the files: untrusted
     width = max([len("cell")] + [len(k) for k in keys.values()])
-    print(f"{'cell':<{width}}  {'old':>10}  {'new':>10}  {'ratio':>7}  {'interval':>15}  flag")
+    less = bool(compared and compared[0]["shift_removed"])
+    extra = f"  {'less shift':>10}  {'interval':>15}" if less else ""
+    print(f"{'cell':<{width}}  {'old':>10}  {'new':>10}  {'ratio':>7}  {'interval':>15}{extra}  flag")
     for r in shown:
         ratio = _fmt(r["ratio"]) if r["ratio"] is not None else "-"
         iv = _fmt_interval(r["lo"], r["hi"]) if r["lo"] is not None else "-"
+        judged = ""
+        if less:
+            judged = (f"  {_fmt(r['judged_ratio']):>10}  {_fmt_interval(r['judged_lo'], r['judged_hi']):>15}"
+                      if r["lo"] is not None else f"  {'-':>10}  {'-':>15}")
         print(f"{keys[r['key']]:<{width}}  {format_time(r['old_s']):>10}  "
-              f"{format_time(r['new_s']):>10}  {ratio:>7}  {iv:>15}  {terminal(r['flag'])}")
+              f"{format_time(r['new_s']):>10}  {ratio:>7}  {iv:>15}{judged}  {terminal(r['flag'])}")
     counts: dict[str, int] = {}
     for r in rows:
         k = r["flag"].split(" (")[0] or "?"
         counts[k] = counts.get(k, 0) + 1
     print(f"{len(rows)} cells: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    regressions = counts.get("REGRESSION", 0)
+    fail = getattr(args, "fail_on", None)
+    if fail and (regressions or (fail == "shift" and shift_slower)):
+        what = [f"{regressions} REGRESSION(s)"] if regressions else []
+        what += ["a machine shift slower beyond the threshold"] if fail == "shift" and shift_slower else []
+        print(f"xlinalg compare: --fail-on {fail}: {' and '.join(what)}: exit {EXIT_FLAGGED}",
+              file=sys.stderr)
+        return EXIT_FLAGGED
     return EXIT_OK

@@ -171,7 +171,7 @@ def merge_passes(passes: Sequence[Mapping[str, dict[str, Any]]], *, margin: floa
             out[b] = dict(bad)
     per_pass_pairs = [all_pairs({b: p[b]["side_by_side"]["round_s"] for b in good},
                                 level=level, seed=seed) for p in passes]
-    pairs = combine_passes(per_pass_pairs)
+    pairs = combine_passes(per_pass_pairs, level=level)
     rounds: dict[str, list[float | None]] = {}
     cores: dict[str, float | None] = {}
     for b in good:
@@ -205,6 +205,7 @@ def merge_passes(passes: Sequence[Mapping[str, dict[str, Any]]], *, margin: floa
     excluded = {b: out[b].get("status") for b in names if b not in good}
     v = group_verdict({b: rounds[b] for b in good}, cores, excluded, margin=margin,
                       level=level, seed=seed, pairs=pairs)
+    v["passes"] = len(passes)  # a verdict over every pass (a resume looks for it)
     for b in names:
         out[b]["verdict"] = v
     return {b: out[b] for b in names}

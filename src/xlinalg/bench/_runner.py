@@ -116,13 +116,16 @@ class RunConfig:
         A backend is named fastest only when the interval of its ratio to every
         other backend clears this factor (1.05: 5 %); else "tie within noise".
     recheck : bool
-        At the end of the run, measure every cell a second time in fresh worker
-        processes (``min_samples`` rounds); its ratios and verdict then span both
-        passes. A cell whose passes' medians are more than `stall_factor` apart
-        is measured again in full, and flagged ``stall.stalled`` if no two of
-        its three measurements agree.
+        At the end of the run, measure every group again in later passes, each
+        in fresh worker processes (``timer.min_passes`` passes in all, up to
+        ``timer.max_passes`` for groups whose passes disagree); its ratios and
+        verdict come from the spread between the passes
+        (:func:`._stats.combine_passes`). A cell whose first two passes'
+        medians are more than `stall_factor` apart has a ``stall`` record
+        (what its third pass says of it).
     stall_factor : float
-        How far apart (either way) a cell's two passes may be.
+        How far apart (either way) a cell's passes may be before its group
+        gets more passes.
     calibrate : bool
         Start each backend with the calibration cells (``calib_gemm``,
         ``calib_stream`` at the scale's sizes): the peak GFLOP/s and GB/s that
@@ -382,7 +385,8 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
         )
         env = collect_env()
         store.check_settings(env, run_info)  # a --resume under other settings: before any work
-        # side by side, every cell is measured in two passes (the second with the recheck)
+        # side by side, every cell is recorded twice: after its first pass, and over
+        # every pass (the later ones with the recheck)
         total = len(todo) * (2 if config.isolate and config.recheck else 1) + len(second)
         run_info["load_at_start"] = _load_at_start(env)
 
@@ -433,9 +437,19 @@ def _side_by_side_resume(
     if not recheck:
         return todo, []
     left = {c["key"] for c in todo}
+    owing = {group(c) for c in cells if c["key"] not in left and first_pass_only(latest[c["key"]])}
+    # with them, the group's other first-pass records (a skipped or failed backend):
+    # they get the verdict drawn from every pass too, not keep the first pass's
     second = [(c, dict(latest[c["key"]])) for c in cells
-              if c["key"] not in left and first_pass_only(latest[c["key"]])]
+              if c["key"] not in left and group(c) in owing
+              and not _over_passes(latest[c["key"]])]
     return todo, second
+
+
+def _over_passes(rec: Mapping[str, Any]) -> bool:
+    """A record written after its group's last pass (its verdict counts them)."""
+    v = rec.get("verdict")
+    return isinstance(v, Mapping) and isinstance(v.get("passes"), int)
 
 
 def _emit(store: ResultStore, summary: RunSummary, rec: dict[str, Any],

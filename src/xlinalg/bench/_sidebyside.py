@@ -17,11 +17,12 @@ The group is measured as follows:
    gone idle (:class:`Settle`): a library's thread pool keeps spinning after a
    call returns (OpenBLAS's threads for up to ~0.1 s), and on a machine with
    few cores those spinning threads take a core from the next backend.
-3. **stop** — after at least ``min_samples`` rounds and ``min_run_time`` of
-   samples per backend, as soon as every pair's ratio interval is tighter
-   than ``precision`` or a CPU worker is starved (kept less than
-   ``STARVED_CORES`` busy: no verdict is drawn then), or when the time budget
-   (``max_run_time`` per backend) is spent, or at ``max_samples`` rounds.
+3. **stop** — after ``min_samples`` rounds with ``min_run_time`` of samples
+   per backend (fixed by the timer, never by the width of an interval: the
+   next pass in fresh processes is the evidence that narrows it), when a CPU
+   worker is starved (kept less than ``STARVED_CORES`` busy: no verdict is
+   drawn then), when the time budget (``max_run_time`` per backend) is spent,
+   or at ``max_samples`` rounds.
 4. **finish** — every client checks its result and measures memory, and
    returns its record (whose ``time`` is the statistics of its round samples).
 
@@ -48,7 +49,7 @@ from ._stats import (
     all_pairs,
     effective_cores,
     on_gpu,
-    precise_enough,
+    passes_disagree,
     rotation,
     starved,
 )
@@ -178,7 +179,6 @@ def measure_group(
     timer: TimerConfig,
     failed_record: FailedRecord,
     time_limit: float | None = None,
-    precision: float = 0.03,
     margin: float = DEFAULT_MARGIN,
     level: float = DEFAULT_LEVEL,
     seed: int = 0,
@@ -202,8 +202,6 @@ def measure_group(
         client failed.
     time_limit : float, optional
         Seconds each backend may spend on the cell, all its requests together.
-    precision : float
-        Stop once every pair's interval has a relative half-width below this.
     margin, level, seed
         Of the verdict and the intervals (:func:`._stats.verdict`).
     clock, loadavg
@@ -293,10 +291,11 @@ def measure_group(
                 # rounds (the times measure the scheduler), and more rounds buy nothing
                 res.stop = f"starved: {', '.join(hungry)} below {STARVED_CORES} cores"
                 break
-            pairs = all_pairs({b: rounds[b] for b in active}, level=level, seed=seed)
-            if precise_enough(pairs, precision=precision):
-                res.stop = "precision reached"
-                break
+            # the rounds a pass has: fixed by the timer (min_samples, min_run_time),
+            # never by how narrow an interval got (that biases it narrow); more
+            # evidence comes from more passes, in fresh processes
+            res.stop = "rounds done"
+            break
         if r >= timer.hard_min_samples and clock() - t_rounds - sum(settled.values()) \
                 >= timer.max_run_time * max(1, len(active)):
             res.stop = "time budget spent"
@@ -416,12 +415,12 @@ def _groups(cells: Sequence[dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:
     return list(out.values())
 
 
-def _second_pass_cell(cell: dict[str, Any], rec: dict[str, Any],
-                      timer: TimerConfig) -> dict[str, Any]:
-    """The cell of the second pass: the calls per sample of the first, a short
-    warm-up, ``min_samples`` rounds, no check and no memory (done in the first)."""
+def _later_pass_cell(cell: dict[str, Any], rec: dict[str, Any],
+                     timer: TimerConfig) -> dict[str, Any]:
+    """The cell of a later pass: the calls per sample of the first, a short
+    warm-up, ``pass_rounds`` rounds, no check and no memory (done in the first)."""
     t = dict(cell.get("timer") or {})
-    n = max(timer.hard_min_samples, timer.min_samples)
+    n = timer.rounds_per_pass
     t.update(number=(rec.get("time") or {}).get("number") or t.get("number"),
              warmup_time=min(float(t.get("warmup_time", 0.02)), 0.02),
              min_samples=n, max_samples=n, hard_min_samples=min(n, timer.hard_min_samples),
@@ -429,17 +428,45 @@ def _second_pass_cell(cell: dict[str, Any], rec: dict[str, Any],
     return {**cell, "timer": t, "check": False, "memory": False}
 
 
-def _passes_that_stand(first: dict[str, Any], second: dict[str, Any], third: dict[str, Any],
-                       stalls: Sequence[dict[str, Any] | None]) -> list[dict[str, Any]]:
-    """Which passes a remeasured group keeps: without the one pass its remeasurement
-    shows was off (the first when every backend that was off "healed", the second
-    when the recheck was off), else all three (the interval then spans them)."""
-    hows = {str((s or {}).get("how", "")).split(":")[0] for s in stalls}
-    if hows == {"healed"}:
-        return [third, second]
-    if hows == {"recheck was off"}:
-        return [first, third]
-    return [first, second, third]
+def _pass_pairs(passes: Sequence[Mapping[str, dict[str, Any]]]) -> list[dict[tuple[str, str], dict[str, Any]]]:
+    """Each pass's paired ratios (from its rounds) of the backends good in every pass."""
+    good = [b for b in passes[0] if all(
+        b in p and p[b].get("status") in ("ok", "unchecked")
+        and isinstance(p[b].get("side_by_side"), Mapping) for p in passes)]
+    return [all_pairs({b: p[b]["side_by_side"].get("round_s") or [] for b in good})
+            for p in passes]
+
+
+def disagreeing(passes: Sequence[Mapping[str, dict[str, Any]]], *, stall: float) -> bool:
+    """Whether a group's passes disagree: the intervals of a pair do not overlap
+    between two passes, or a backend's medians lie more than `stall` apart."""
+    if passes_disagree(_pass_pairs(passes)):
+        return True
+    for b in passes[0]:
+        meds = [m for p in passes if (m := _median_s(p.get(b))) is not None]
+        if len(meds) > 1 and max(meds) / min(meds) > stall:
+            return True
+    return False
+
+
+def _merged(passes: Sequence[dict[str, dict[str, Any]]], ok: Mapping[str, Any],
+            config: Any) -> dict[str, dict[str, Any]]:
+    """The records that stand for a group after its passes, with ``stall`` on a
+    backend whose first two passes lie more than ``--stall-factor`` apart (what
+    the third says of it: :func:`._stats.classify_stall`)."""
+    from ._stats import classify_stall, stall_factor
+
+    meds = {b: [_median_s(p.get(b)) for p in passes] for b in ok}
+    off = [b for b, m in meds.items()
+           if (f := stall_factor(m[0], m[1])) is not None and f > config.stall_factor]
+    merged = merge_passes(passes, margin=config.margin, level=DEFAULT_LEVEL, seed=config.seed)
+    for b in off:
+        first, rc, now = (meds[b] + [None, None, None])[:3]
+        merged[b]["stall"] = {"first_median_s": first, "recheck_median_s": rc,
+                              "remeasured_median_s": now, "pass_medians_s": meds[b],
+                              "group_off": off,
+                              **classify_stall(first, rc, now, threshold=config.stall_factor)}
+    return merged
 
 
 def _median_s(rec: dict[str, Any] | None) -> float | None:
@@ -462,12 +489,9 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
     import tempfile
     from pathlib import Path
 
-    from ._stats import classify_stall, stall_factor
-
     timer = config.timer_config()
     opts: dict[str, Any] = dict(timer=timer, failed_record=failed_record,
-                                time_limit=config.time_limit, precision=timer.precision,
-                                margin=config.margin, seed=config.seed)
+                                time_limit=config.time_limit, margin=config.margin, seed=config.seed)
     peaks = Peaks()
     if store.previous is not None:  # resuming: the peaks measured before
         for r in store.previous.latest().values():
@@ -522,42 +546,36 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
 
             if not config.recheck:
                 return
-            # The second pass, in fresh worker processes: what a process keeps for
-            # its life (thread placement, memory layout) and what a stretch of the
-            # run shares (a neighbour's job) now differs between the passes.
-            pool.close()
+            # The later passes, each in fresh worker processes: what a process keeps
+            # for its life (thread placement, memory layout) and what a stretch of
+            # the run shares (a neighbour's job) differ between the passes, and the
+            # intervals are built from that spread (_stats.combine_passes). Every
+            # group gets timer.min_passes; a group whose passes disagree gets more,
+            # up to timer.max_passes.
+            pending = []
             for group, recs in measured:
                 ok = {b: r for b, r in recs.items() if _median_s(r) is not None
                       and r.get("status") in RECHECKED}
-                if not ok:
-                    continue
-                if progress:
-                    for b in ok:
-                        progress("start", group[b], done, total)
-                again = measure({b: _second_pass_cell(group[b], ok[b], timer) for b in ok})
-                checked = {b: _median_s(again.get(b)) for b in ok}
-                factors = {b: stall_factor(_median_s(ok[b]), checked[b]) for b in ok}
-                off = [b for b, f in factors.items() if f is not None and f > config.stall_factor]
-                passes = [recs, again]
-                stalls: dict[str, dict[str, Any]] = {}
-                if off:
-                    new = measure(group)  # the whole group again: its ratios stay paired
-                    for b, rec in new.items():
-                        first, rc, now = _median_s(ok.get(b)), checked.get(b), _median_s(rec)
-                        stalls[b] = {
-                            "first_median_s": first,
-                            "recheck_median_s": rc,
-                            "remeasured_median_s": now,
-                            "group_off": off,
-                            **classify_stall(first, rc, now, threshold=config.stall_factor),
-                        }
-                    passes = _passes_that_stand(recs, again, new, [stalls.get(b) for b in off])
-                merged = merge_passes(passes, margin=config.margin, level=DEFAULT_LEVEL,
-                                      seed=config.seed)
-                for b, rec in merged.items():
-                    if b in stalls:
-                        rec["stall"] = stalls[b]
-                    append(rec)
+                if ok:
+                    pending.append((group, recs, ok, [recs]))
+            k = 1
+            while pending:
+                k += 1
+                pool.close()
+                later = []
+                for group, recs, ok, passes in pending:
+                    if progress:
+                        for b in ok:
+                            progress("start", group[b], done, total)
+                    passes.append(measure({b: _later_pass_cell(group[b], ok[b], timer)
+                                           for b in ok}))
+                    if k < timer.min_passes or (k < timer.max_passes and disagreeing(
+                            passes, stall=config.stall_factor)):
+                        later.append((group, recs, ok, passes))
+                        continue
+                    for rec in _merged(passes, ok, config).values():
+                        append(rec)
+                pending = later
         except BaseException:  # Ctrl-C, SIGTERM: do not wait for the cells in flight
             pool.close(kill=True)
             raise

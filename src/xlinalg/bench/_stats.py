@@ -12,8 +12,9 @@ tests drive it with synthetic data.
   interval of that median (seeded: the same data give the same interval).
 - :func:`verdict`: the fastest backend is named only when the interval of its
   ratio to *every* other backend clears the margin; otherwise "tie within noise".
-- :func:`precise_enough`: the stopping rule (nvbench's noise-driven stopping,
-  applied to the ratios): every pair's interval is narrower than the target.
+- :func:`combine_passes`: a pair's interval over several passes (fresh worker
+  processes): Student's t over the per-pass ratios; :func:`passes_disagree`:
+  which pairs need more passes.
 - :func:`stall_factor`, :func:`classify_stall`: how far a cell's median is from
   its own recheck, and what a remeasurement says about it.
 - :func:`ratio_interval`: the unpaired interval of ``median(new)/median(old)``
@@ -41,11 +42,12 @@ __all__ = [
     "half_width",
     "on_gpu",
     "paired_ratio",
-    "precise_enough",
+    "passes_disagree",
     "ratio_interval",
     "rotation",
     "stall_factor",
     "starved",
+    "t_quantile",
     "verdict",
 ]
 
@@ -226,35 +228,88 @@ def verdict(
 
 
 def combine_passes(
-    passes: Sequence[Mapping[tuple[str, str], Mapping[str, Any]]],
+    passes: Sequence[Mapping[tuple[str, str], Mapping[str, Any]]], *,
+    level: float = DEFAULT_LEVEL,
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """One interval per pair from the pairs of several passes (each pass: the
     rounds of one set of worker processes, at another time of the run).
 
-    The ratio is the geometric mean of the passes' ratios (each pass weighs the
-    same, whatever its number of rounds); the interval spans every pass's
-    interval and ratio. Rounds within a pass share the state of their processes
-    (thread placement, memory layout, a neighbour's job): a library that runs
-    at 0.9 ms in one process and at 1.8 ms in the next has paired rounds that
-    agree within a pass and an interval that says nothing about the next run.
-    The union is what the data can support; when the passes agree, it is as
-    narrow as theirs.
+    The unit of independent evidence is the pass, as in pyperf (its values come
+    from 20 processes) and asv: rounds within a pass share the state of their
+    processes (thread placement, memory layout, a neighbour's job), so a library
+    that runs at 0.9 ms in one process and at 1.8 ms in the next has paired
+    rounds that agree within a pass and an interval that says nothing about the
+    next run. Over ``k >= 2`` passes the ratio is the geometric mean of the
+    passes' ratios (each pass weighs the same) and the interval is Student's t
+    over the per-pass log ratios, ``mean ± t(k-1) * se``, where ``se² = max(s²,
+    w²) / k``: ``s²`` is the variance between the passes and ``w²`` the mean
+    within-pass variance of a pass's ratio (from its bootstrap interval), a
+    floor so that passes which happen to agree do not make an interval tighter
+    than one process's own rounds allow. One pass: its own interval. Ratios of
+    hostile times (0 or inf) have no log: the interval then spans the passes.
+
+    Each result has ``ratio, lo, hi, rounds, level, passes`` (the per-pass
+    ratios) and ``method``: ``"t over passes"``, ``"one pass"`` or ``"span"``.
     """
+    from statistics import NormalDist
+
     keys: list[tuple[str, str]] = []
     for p in passes:
         keys += [k for k in p if k not in keys]
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for k in keys:
         got = [p[k] for p in passes if k in p]
         ratios = [float(g["ratio"]) for g in got]
-        out[k] = {
-            "ratio": _geometric_mean(ratios),
-            "lo": min([float(g["lo"]) for g in got] + ratios),
-            "hi": max([float(g["hi"]) for g in got] + ratios),
-            "rounds": sum(int(g.get("rounds") or 0) for g in got),
-            "level": got[0].get("level", DEFAULT_LEVEL),
-            "passes": ratios,
-        }
+        ends = [float(g["lo"]) for g in got] + [float(g["hi"]) for g in got]
+        r: dict[str, Any] = {"rounds": sum(int(g.get("rounds") or 0) for g in got),
+                             "level": level, "passes": ratios}
+        finite = all(0.0 < x < math.inf for x in ratios + ends)
+        if len(got) == 1 and finite:
+            r.update(ratio=ratios[0], lo=float(got[0]["lo"]), hi=float(got[0]["hi"]),
+                     method="one pass")
+        elif not finite:
+            r.update(ratio=_geometric_mean(ratios), lo=min(ends + ratios),
+                     hi=max(ends + ratios), method="span")
+        else:
+            logs = np.log(ratios)
+            n = len(logs)
+            within = float(np.mean([((math.log(float(g["hi"])) - math.log(float(g["lo"])))
+                                     / (2.0 * z)) ** 2 for g in got]))
+            between = float(np.var(logs, ddof=1))
+            se = math.sqrt(max(between, within) / n)
+            half = t_quantile(0.5 + level / 2.0, n - 1) * se
+            m = float(np.mean(logs))
+            r.update(ratio=exp_or_limit(m), lo=exp_or_limit(m - half), hi=exp_or_limit(m + half),
+                     method="t over passes", se_log=se, between_sd_log=math.sqrt(between),
+                     within_sd_log=math.sqrt(within))
+        out[k] = r
+    return out
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The `p` quantile of Student's t with `df` degrees of freedom (SciPy)."""
+    from scipy.stats import t
+
+    return float(t.ppf(p, df))
+
+
+def passes_disagree(
+    passes: Sequence[Mapping[tuple[str, str], Mapping[str, Any]]],
+) -> list[tuple[str, str]]:
+    """The pairs whose passes disagree: the intervals of two passes do not overlap
+    (each pass's own interval, from its rounds). Such a pair's processes differ
+    by more than their rounds can say, and the runner gives its group more
+    passes, up to a cap. (This is a test of disagreement between passes, not a
+    stopping rule on the width of an interval.)"""
+    keys: list[tuple[str, str]] = []
+    for p in passes:
+        keys += [k for k in p if k not in keys and k[0] < k[1]]
+    out = []
+    for k in keys:
+        got = [p[k] for p in passes if k in p]
+        if len(got) > 1 and max(float(g["lo"]) for g in got) > min(float(g["hi"]) for g in got):
+            out.append(k)
     return out
 
 
@@ -271,16 +326,6 @@ def _geometric_mean(ratios: Sequence[float]) -> float:
     if -math.inf in logs:
         return 0.0
     return exp_or_limit(sum(logs) / len(logs))
-
-
-def precise_enough(
-    pairs: Mapping[tuple[str, str], Mapping[str, Any]], *, precision: float,
-) -> bool:
-    """The stopping rule: every pair's interval is narrower than ``±precision``
-    (relative half-width ``sqrt(hi/lo) - 1``), decided pairs included (a ratio
-    that is surely above the margin but only known within ±50 % would not be
-    the same in the next run)."""
-    return all(half_width(r) <= precision for r in pairs.values())
 
 
 def half_width(r: Mapping[str, Any]) -> float:

@@ -79,12 +79,17 @@ class TimerConfig:
         ``IQR/median`` above which a measurement is flagged noisy.
     number : int or None
         Fix the calls per sample (no calibration).
-    precision : float
-        Side by side (the runner's rounds): stop once every ratio between two
-        backends has an interval narrower than this relative half-width (or
-        one that clears the verdict's margin); ``min_samples`` and
-        ``max_samples`` then bound the rounds, ``max_run_time`` per backend is
-        the time budget of a cell.
+    min_passes, max_passes : int
+        Side by side: every group is measured in at least ``min_passes``
+        passes, each in fresh worker processes (the first as the run goes, the
+        others at its end); a group whose passes disagree gets more, up to
+        ``max_passes``. The intervals come from the spread between passes.
+    pass_rounds : int or None
+        Side by side: rounds of each later pass (None: half ``min_samples``,
+        at least ``hard_min_samples``: more passes of fewer rounds are more
+        independent evidence for the same time, as pyperf's 20 processes); the
+        first pass has ``min_samples`` rounds (more when ``min_run_time`` asks),
+        ``max_run_time`` per backend is the time budget of a cell.
     blocks_per_round : int
         Side by side: blocks each backend runs back to back in a round; the
         round's value is the fastest of them (a block the scheduler interrupted
@@ -102,7 +107,9 @@ class TimerConfig:
     max_number: int = 1_000_000
     noise_threshold: float = NOISE_THRESHOLD
     number: int | None = None
-    precision: float = 0.03
+    min_passes: int = 4
+    max_passes: int = 6
+    pass_rounds: int | None = None
     blocks_per_round: int = 3
 
     @classmethod
@@ -110,11 +117,17 @@ class TimerConfig:
         """Defaults for the ``quick``, ``default`` and ``full`` scales."""
         if scale == "quick":
             return cls(warmup_time=0.02, min_sample_time=0.005, min_run_time=0.05,
-                       min_samples=7, max_samples=50, max_run_time=3.0, precision=0.05)
+                       min_samples=7, max_samples=50, max_run_time=3.0)
         if scale == "full":
             return cls(warmup_time=0.2, min_sample_time=0.02, min_run_time=1.0,
-                       min_samples=10, max_samples=200, max_run_time=30.0, precision=0.02)
+                       min_samples=10, max_samples=200, max_run_time=30.0)
         return cls()
+
+    @property
+    def rounds_per_pass(self) -> int:
+        """Rounds of a later pass (at least ``hard_min_samples``)."""
+        n = (self.min_samples + 1) // 2 if self.pass_rounds is None else self.pass_rounds
+        return max(int(n), self.hard_min_samples)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

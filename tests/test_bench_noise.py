@@ -1,0 +1,253 @@
+"""compare's noise model, its labels and exit codes; verdicts that never count a
+wrong result (issue 35; issue 34 points 13, 18, 19, 20)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conftest import CPU_BACKENDS, require_backend
+from test_bench_schema import result, run_cli, write
+from test_bench_sidebyside import Clock, FakeClient, T, _failed, _file, _pass
+from xlinalg.bench._compare import compare_records, noise_from_pair
+from xlinalg.bench._passes import merge_passes
+from xlinalg.bench._sidebyside import measure_group
+
+
+def _flagged(rows, flag="REGRESSION"):
+    return sorted(r["key"] for r in rows if r["flag"] == flag)
+
+
+# ---------------------------------------------------------------------- noise from the files
+def test_a_regression_does_not_widen_its_own_interval():
+    # the issue's case: 6 of 16 cells 1.5x slower, each file's passes within ~3 %.
+    # Noise estimated from the pair itself (the old rule) made the spread +-23 %
+    # and flagged 0 of 6; the files' own passes flag exactly the 6
+    slowed = dict.fromkeys(range(0, 16, 3), 1.5)
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        rows = compare_records(_file(rng, cells=16, pass_noise=0.03),
+                               _file(rng, slowed, cells=16, pass_noise=0.03))
+        assert _flagged(rows) == sorted(f"c{i}|numpy|float64|4" for i in slowed), seed
+        # ... and the same code twice flags nothing
+        same = compare_records(_file(rng, cells=16, pass_noise=0.03),
+                               _file(rng, cells=16, pass_noise=0.03))
+        assert not [r for r in same if not r["flag"].startswith("~")], seed
+
+
+def test_a_uniform_slowdown_is_one_machine_shift():
+    rng = np.random.default_rng(3)
+    old = _file(rng, cells=16, pass_noise=0.03)
+    rows = compare_records(old, _file(rng, dict.fromkeys(range(16), 1.3), cells=16,
+                                      pass_noise=0.03))
+    r0 = rows[0]
+    assert r0["shift_removed"] is True
+    assert 1.2 < r0["shift_lo"] <= r0["shift"] <= r0["shift_hi"] < 1.4
+    assert _flagged(rows) == []  # not 16 regressions
+    # a cell slower on top of the shift is still found, judged against the shift
+    rows = compare_records(old, _file(rng, {**dict.fromkeys(range(16), 1.3), 5: 2.6},
+                                      cells=16, pass_noise=0.03))
+    assert _flagged(rows) == ["c5|numpy|float64|4"]
+    assert rows[5]["judged_ratio"] == pytest.approx(rows[5]["ratio"] / rows[5]["shift"])
+    # no shift beyond the threshold: nothing removed
+    rows = compare_records(old, _file(rng, cells=16, pass_noise=0.03))
+    assert rows[0]["shift_removed"] is False
+
+
+def test_noise_from_an_aa_pair():
+    rng = np.random.default_rng(8)
+    old, new = _file(rng, pass_noise=0.01), _file(rng, {2: 1.3}, pass_noise=0.01)
+    assert _flagged(compare_records(old, new)) == ["c2|numpy|float64|4"]
+    # an A/A pair on this machine moved every cell by ~30 %: 1.3x is within that
+    a, b = _file(rng, pass_noise=0.01), _file(rng, pass_noise=0.01)
+    for i, k in enumerate(b):
+        for rec in (b[k],):
+            f = 1.35 if i % 2 else 1 / 1.35
+            rec["time"]["median_s"] *= f
+    noise = noise_from_pair(a, b)
+    assert set(noise) == set(a)
+    rows = compare_records(old, new, noise=noise)
+    assert _flagged(rows) == []
+    assert rows[2]["se_passes"] == pytest.approx(math.sqrt(noise[rows[2]["key"]]))
+
+
+def test_one_pass_files_flag_nothing_without_a_noise_estimate():
+    rng = np.random.default_rng(9)
+    old, new = _file(rng, passes=1), _file(rng, {0: 3.0}, passes=1)
+    for recs in (old, new):
+        for r in recs.values():
+            del r["time"]["passes"]
+    rows = compare_records(old, new)
+    assert rows[0]["flag"].startswith("~ (one pass: no noise between processes")
+
+
+# ---------------------------------------------------------------------- labels (34: 13, 19, 20)
+def test_the_threshold_decides_the_label_too():
+    rng = np.random.default_rng(4)
+    old = _file(rng, pass_noise=0.005, rel=0.002)
+    new = _file(rng, {0: 1.3, 1: 2.0, 2: 0.4, 3: 1 / 1.3}, pass_noise=0.005, rel=0.002)
+    rows = compare_records(old, new, threshold=0.4)
+    # 1.3x slower and 1.3x faster at a 40 % threshold: real, below it (not "improvement")
+    assert rows[0]["flag"] == "~ (a real difference below the threshold)"
+    assert rows[3]["flag"] == "~ (a real difference below the threshold)"
+    assert rows[1]["flag"] == "REGRESSION"
+    assert rows[2]["flag"] == "improvement"
+    # every label agrees with its interval and the threshold
+    for r in rows:
+        if r["flag"] == "REGRESSION":
+            assert r["lo"] > 1.4
+        elif r["flag"] == "improvement":
+            assert r["hi"] < 1 / 1.4
+        elif r["flag"] == "~":
+            assert r["lo"] <= 1.0 <= r["hi"]
+    # the default 5 % flags all four
+    assert [r["flag"] for r in compare_records(old, new)[:4]] == [
+        "REGRESSION", "REGRESSION", "improvement", "improvement"]
+
+
+def test_not_comparable_says_why():
+    rng = np.random.default_rng(5)
+    old, new = _file(rng), _file(rng)
+    k0, k1, k2 = list(old)[:3]
+    old[k0]["time"]["median_s"] = 0.0
+    new[k1]["time"]["median_s"] = -1.0
+    new[k2]["status"] = "failed"
+    new[k2]["error"] = {"kind": "oom", "message": "worker ran out of memory"}
+    rows = compare_records(old, new)
+    assert rows[0]["flag"] == ("not comparable (ok -> ok: old has no positive finite median "
+                               "time (got 0.0))")
+    assert "new has no positive finite median time (got -1.0)" in rows[1]["flag"]
+    assert rows[2]["flag"] == "not comparable (ok -> failed: new failed: worker ran out of memory)"
+
+
+def test_a_result_that_became_wrong_is_noted():
+    rng = np.random.default_rng(6)
+    old, new = _file(rng), _file(rng, {1: 2.0})
+    k0, k1, k2 = list(old)[:3]
+    new[k0]["status"] = "wrong"
+    new[k1]["status"] = "wrong"
+    old[k2]["status"] = new[k2]["status"] = "wrong"
+    rows = compare_records(old, new)
+    assert rows[0]["flag"] == "~ (now WRONG)"
+    assert rows[1]["flag"] == "REGRESSION (now WRONG)"
+    assert "WRONG" not in rows[2]["flag"]  # wrong before too: not news
+
+
+# ---------------------------------------------------------------------- the CI gate
+def _records(recs: dict) -> list:
+    out = []
+    for i, r in enumerate(recs.values()):
+        rec = result(size=i + 1, median=r["time"]["median_s"])
+        rec["time"].update(raw_s=r["time"]["raw_s"], passes=r["time"]["passes"])
+        out.append(rec)
+    return out
+
+
+def test_fail_on_regression_exit_codes(tmp_path):
+    rng = np.random.default_rng(7)
+    base = write(tmp_path / "a.jsonl", _records(_file(rng)))
+    same = write(tmp_path / "b.jsonl", _records(_file(rng)))
+    slow = write(tmp_path / "c.jsonl", _records(_file(rng, {0: 1.5, 4: 1.5})))
+    shifted = write(tmp_path / "d.jsonl", _records(_file(rng, dict.fromkeys(range(12), 1.3))))
+    code, out, err = run_cli("compare", str(base), str(same), "--fail-on", "regression")
+    assert code == 0, out + err
+    code, out, err = run_cli("compare", str(base), str(slow), "--fail-on", "regression")
+    assert code == 1, out
+    assert "2 REGRESSION" in out
+    assert "--fail-on regression: 2 REGRESSION(s): exit 1" in err
+    assert run_cli("compare", str(base), str(slow))[0] == 0  # no gate asked: 0
+    # a uniform slowdown: one line, no cell flagged; a gate on shifts fails on it
+    code, out, err = run_cli("compare", str(base), str(shifted), "--fail-on", "regression")
+    assert code == 0, out
+    assert out.count("MACHINE SHIFT: all cells moved by x1.") == 1
+    assert "REGRESSION" not in out
+    assert run_cli("compare", str(base), str(shifted), "--fail-on", "shift")[0] == 1
+    assert run_cli("compare", str(base), str(same), "--fail-on", "shift")[0] == 0
+    # the A/A pair as the noise: read from files
+    code, out, _ = run_cli("compare", str(base), str(slow), "--noise", str(base), str(same))
+    assert code == 0
+    assert "noise from the A/A pair" in out
+    assert run_cli("compare", str(base), str(slow), "--fail-on", "nothing")[0] == 2
+
+
+# ---------------------------------------------------------------------- wrong results (34: 18)
+class WrongClient(FakeClient):
+    def finish(self, timeout):
+        return {"event": "result", "record": self._rec("wrong")}
+
+
+def test_a_fast_wrong_backend_is_never_named_fastest():
+    clock = Clock()
+    clients = {"fast_wrong": WrongClient("fast_wrong", clock, lambda i: 0.1),
+               "a": FakeClient("a", clock, lambda i: 1.0),
+               "b": FakeClient("b", clock, lambda i: 2.0)}
+    cells = {n: {"key": n, "backend": n} for n in clients}
+    res = measure_group(cells, clients, timer=T, failed_record=_failed, clock=clock,
+                        loadavg=lambda: None)
+    v = res.records["a"]["verdict"]
+    assert v["fastest"] == "a"  # not fast_wrong, 10x faster but wrong
+    assert v["excluded"] == {"fast_wrong": "wrong"}
+    assert "fast_wrong" not in res.records["a"]["ratios"]
+    assert res.records["fast_wrong"]["verdict"] is v
+    # alone with it: no verdict at all
+    clock = Clock()
+    clients = {"fast_wrong": WrongClient("fast_wrong", clock, lambda i: 0.1),
+               "a": FakeClient("a", clock, lambda i: 1.0)}
+    res = measure_group({n: {"key": n, "backend": n} for n in clients}, clients, timer=T,
+                        failed_record=_failed, clock=clock, loadavg=lambda: None)
+    assert res.records["a"]["verdict"]["fastest"] is None
+    assert res.records["a"]["verdict"]["text"] == "only a ran"
+
+
+def test_merged_passes_never_count_a_wrong_result():
+    specs = {"w": {"cost": lambda i: 0.1}, "a": {"cost": lambda i: 1.0},
+             "b": {"cost": lambda i: 2.0}}
+    p1, p2, p3 = _pass(specs), _pass(specs), _pass(specs)
+    p2["w"]["status"] = "wrong"  # wrong in one pass only: wrong
+    m = merge_passes([p1, p2, p3], margin=1.05, level=0.95, seed=0)
+    assert m["w"]["status"] == "wrong"
+    assert m["a"]["verdict"]["fastest"] == "a"
+    assert m["a"]["verdict"]["excluded"] == {"w": "wrong"}
+    assert "w" not in m["a"]["ratios"]
+
+
+# ---------------------------------------------------------------------- peaks (35)
+@pytest.mark.parametrize("name", CPU_BACKENDS)
+def test_calib_stream_writes_into_a_preallocated_output_where_it_can(name):
+    require_backend(name)
+    from xlinalg.backends import get_backend
+    from xlinalg.bench._cases import Ctx, get_case
+
+    b = get_backend(name)
+    xp = b.native_namespace()
+    ctx = Ctx(backend=name, xp=xp, xl=None, dtype="float64",
+              native_dtype=b.native_dtype("float64"), size=64)
+    add = get_case("calib_stream").build(ctx)
+    a, c = b.from_numpy(np.arange(64.0)), b.from_numpy(np.ones(64))
+    first, second = add(a, c), add(a, c)
+    for r in (first, second):
+        np.testing.assert_array_equal(np.asarray(b.to_numpy(r)), np.arange(64.0) + 1)
+    if name in ("numpy", "torch-cpu"):  # out=: the same buffer every call (STREAM)
+        assert first is second
+    # where a library has no out=, the case says so beside its cells
+    case = get_case("calib_stream")
+    assert ("no out=" in case.notes.get(name, "") or "lazy" in case.notes.get(name, "")) \
+        == (name not in ("numpy", "torch-cpu"))
+
+
+def test_calibration_rates_are_from_the_best_sample(tmp_path):
+    from xlinalg.bench import RunConfig, read_results, run_benchmark
+
+    out = tmp_path / "r.jsonl"
+    run_benchmark(RunConfig(backends=["numpy"], cases=["calib_stream", "a4_add"], sizes=["4096"],
+                            scale="quick", out=out, isolate=False, memory=False, calibrate=False))
+    recs = {r["case"]: r for r in read_results(out).records}
+    st, add = recs["calib_stream"], recs["a4_add"]
+    assert st["throughput"]["rate_of"] == "best sample"
+    assert st["throughput"]["gbs"] == pytest.approx(
+        st["throughput"]["bytes"] / st["time"]["min_s"] / 1e9)
+    assert "rate_of" not in add["throughput"]  # an ordinary cell: its median
+    assert add["throughput"]["gbs"] == pytest.approx(
+        add["throughput"]["bytes"] / add["time"]["median_s"] / 1e9)
