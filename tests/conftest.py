@@ -80,6 +80,29 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.xlinalg_require_cpu = True
 
 
+def skip_reasons(reports: list[Any]) -> list[tuple[str, int]]:
+    """Skipped test reports grouped by their reason alone (pytest's ``-rs`` groups by
+    reason *and* place: one GPU backend's reason printed once per test function), most
+    frequent first."""
+    counts: dict[str, int] = {}
+    for rep in reports:
+        longrepr = getattr(rep, "longrepr", None)
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        counts[reason] = counts.get(reason, 0) + 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Skips once per reason, with their count (pyproject's ``-r`` leaves ``s`` out)."""
+    reports = terminalreporter.stats.get("skipped", [])
+    if not reports:
+        return
+    terminalreporter.write_sep("=", "skipped tests, by reason")
+    for reason, n in skip_reasons(reports):
+        terminalreporter.write_line(f"{n:5d} x {reason}")
+
+
 def require_backend(name: str) -> _registry.Backend:
     """The registry backend `name`, or skip (fail, for a CPU backend in CI) with its reason."""
     return resolve_backend(name, require_cpu=_require_cpu())

@@ -1,4 +1,4 @@
-"""The built-in benchmark cases cover every operation of CASES.md (issue 4)."""
+"""The built-in benchmark cases cover every part of the documents (docs/sources.md, issue 4)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from xlinalg.bench import SCALES, TimerConfig, case_names, execute_cell, get_case, make_cell
 
-#: CASES.md ids and the case-name prefix that covers each
+#: the documents' part ids (docs/sources.md) and the case-name prefix that covers each
 IDS = [f"q{i}" for i in range(1, 5)] + [f"a{i}" for i in range(1, 16)]
 
 #: tiny timing: this tests the cases, not the timer

@@ -32,16 +32,19 @@ def test_progress_line_names_the_dtype_a_cell_computes_in(capsys):
     says the run's dtype beside it; a plain cell shows the run's dtype alone."""
     from xlinalg._cli._table import _Progress
 
-    progress = _Progress(enabled=True)
+    now = iter([0.0, 100.0, 190.0, 3800.0])  # a clock: construction, plan, each result
+    progress = _Progress(enabled=True, clock=lambda: next(now))
     base = {"type": "result", "backend": "numpy", "dtype": "float64", "size_label": "64",
             "status": "ok", "time": {"median_s": 1e-3, "iqr_over_median": 0.02}}
+    progress("plan", {"cells": 2}, 0, 2)
     progress("result", {**base, "case": "a12_precision_float32", "compute_dtype": "float32"},
              0, 2)
     progress("result", {**base, "case": "q4_batched", "compute_dtype": "float64"}, 1, 2)
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == ("[1/2] a12_precision_float32 numpy computes in float32 (run dtype float64) "
-                        "64: 1 ms ±1%")
-    assert lines[1] == "[2/2] q4_batched numpy float64 64: 1 ms ±1%"
+                        "64: 1 ms ±1% (elapsed 1:30, about 1:30 left)")
+    # the last cell: nothing left to estimate; an hour or more reads h:mm:ss
+    assert lines[1] == "[2/2] q4_batched numpy float64 64: 1 ms ±1% (elapsed 1:01:40)"
 
 
 # ---------------------------------------------------------------------- end to end

@@ -39,7 +39,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         run_benchmark,
     )
     from ..bench._escape import terminal
-    from ..bench._runner import validate_options
+    from ..bench._runner import opt_in_backends, validate_config, validate_options
 
     if args.list_cases:
         try:
@@ -84,6 +84,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         case_files=args.case_file,
         memory_limit=args.memory_limit,
     )
+    if args.dry_run:
+        return _dry_run(config)
     progress = _Progress(enabled=not args.no_progress)
     try:
         validate_options(config)  # before anything starts (a Dask cluster's processes)
@@ -93,6 +95,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             opt = "--dask-workers" if args.dask_workers is not None else "--scheduler"
             raise BenchUsageError(f"{opt} runs the dask backend, which this run leaves out (backends: "
                                   f"{', '.join(config.backends or ())}): add dask to --backends, or drop {opt}")
+        if args.backends is None:
+            validate_config(config)  # a usage error first, alone
+            left = opt_in_backends()
+            if left:
+                print(terminal(f"xlinalg bench: not in the default run: {', '.join(left)} (not "
+                               "libraries the documents choose between; --backends names them)"),
+                      file=sys.stderr)
         with _dask_cluster(args):
             summary = run_benchmark(config, progress=progress)
     except (BenchUsageError, FileExistsError) as exc:
@@ -129,6 +138,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     keys = [c["key"] for c in plan_cells(config)]
     records = [latest[k] for k in keys if k in latest]
     _print_table(records, config)
+    _print_summary(records)
     bad = [r for r in records if r.get("status") in ("failed", "wrong")]
     counts: dict[str, int] = {}
     for r in records:
@@ -200,6 +210,41 @@ def _write_report(path: Any) -> None:
                        f"{type(exc).__name__}: {exc}); the results are complete in {path}"), file=sys.stderr)
         return
     print(terminal(f"Report: {outdir / 'report.html'} (and report.md, {n} plot(s)) in {outdir}"))
+
+
+def _print_summary(records: list[dict[str, Any]]) -> None:
+    """The report's summary in the terminal: which library for which workload, one line
+    each (workloads this run did not measure are left out)."""
+    from ..bench import _findings as F
+    from ..bench._escape import terminal
+
+    rows = [w for w in F.summary(records) if w["line"] != "not in this file"]
+    if not rows:
+        return
+    print("Which library for which workload, on this machine (the report's summary):")
+    for w in rows:
+        print(terminal(f"  {w['title']} ({', '.join(w['sections'])}): {w['line']}"))
+
+
+def _dry_run(config: Any) -> int:
+    """``--dry-run``: the cells the options select (every name and size checked), then exit."""
+    from ..bench import BenchUsageError, get_case, plan_cells
+    from ..bench._escape import terminal
+
+    try:
+        cells = plan_cells(config)
+    except BenchUsageError as exc:
+        raise _UsageError(f"xlinalg bench: error: {exc}") from None
+    sizes: dict[str, list[str]] = {}
+    for c in cells:
+        label = _size_str(c["size"])
+        if label not in sizes.setdefault(c["case"], []):
+            sizes[c["case"]].append(label)
+    print(terminal(f"dry run: {len(cells)} cells ({config.scale} scale, {config.dtype}) on "
+                   f"{', '.join(config.backends or ())}; nothing is timed"))
+    for name, labels in sizes.items():
+        print(terminal(f"  {name:24s} {get_case(name).section:11s} {', '.join(labels)}"))
+    return EXIT_OK
 
 
 def _size_str(s: Any) -> str:

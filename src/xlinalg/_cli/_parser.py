@@ -23,9 +23,11 @@ class _Parser(argparse.ArgumentParser):
 # ---------------------------------------------------------------------- parser
 _BENCH_EPILOG = """\
 examples:
-  xlinalg bench                                   every available backend, default scale
-  xlinalg bench --quick --backends numpy,torch-cpu --cases solve,matmul
-  xlinalg bench --cases matmul --sizes 256,1024 --dtype float32 --threads 1
+  xlinalg bench                                   the documents' cases, default scale
+  xlinalg bench --dry-run                         what that would run, without timing
+  xlinalg bench --quick --backends numpy,torch-cpu --cases q4_batched,a1_gemm
+  xlinalg bench --cases a1_gemm --sizes 256,1024 --dtype float32 --threads 1
+  xlinalg bench --full --backends numpy,torch-cpu,jax-cpu,dask,array-api-strict
   xlinalg bench --out run.jsonl --resume          finish an interrupted run
 
 What is measured: each cell (case x backend x size) gets identical inputs made
@@ -69,8 +71,9 @@ def _build_parser() -> _Parser:
         epilog=_BENCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--backends", metavar="LIST",
-                   help="comma-separated backend ids (default: every available backend); "
-                        "see 'xlinalg info'")
+                   help="comma-separated backend ids (default: every available backend "
+                        "but dask and array-api-strict, which run when named); see "
+                        "'xlinalg info'")
     p.add_argument("--cases", metavar="LIST",
                    help="comma-separated case names (default: all); see --list-cases")
     p.add_argument("--sizes", metavar="LIST",
@@ -142,6 +145,9 @@ def _build_parser() -> _Parser:
                         "<results name>-report beside the results file)")
     p.add_argument("--list-cases", action="store_true",
                    help="list the cases and their sizes, and exit")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the options and list the cells they select (case, sizes, "
+                        "backends), and exit without timing anything")
 
     parser.subparsers = {"info": p_info, "bench": p}  # type: ignore[attr-defined]
     for name, helptext in (("report", "tables and plots from a results file"),

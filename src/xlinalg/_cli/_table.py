@@ -3,24 +3,38 @@
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 from ._common import _console, _fmt_time
 
 
 class _Progress:
-    """A rich progress bar on a terminal; one line per cell otherwise."""
+    """A rich progress bar on a terminal; one line per cell otherwise. Both show the
+    time elapsed and an estimate of the time left (from the pace of the cells so far)."""
 
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: bool = True, clock: Any = time.monotonic) -> None:
         self.enabled = enabled
         self.bar: Any = None
         self.task: Any = None
         self.finished = 0
         self.total = 0
+        self.clock = clock
+        self.started = clock()
+
+    def eta(self) -> str:
+        """``"elapsed 2:05, about 7:40 left"`` (the pace so far times the cells left)."""
+        elapsed = self.clock() - self.started
+        text = f"elapsed {_clock_text(elapsed)}"
+        if self.finished and self.total > self.finished:
+            left = elapsed / self.finished * (self.total - self.finished)
+            text += f", about {_clock_text(left)} left"
+        return text
 
     def __call__(self, event: str, payload: dict[str, Any], index: int, total: int) -> None:
         if event == "plan":
             self.total = total
+            self.started = self.clock()
             if payload.get("already_done"):
                 owed = payload.get("second_pass") or 0
                 print(f"resuming: {payload['already_done']} cell(s) already in the file"
@@ -34,12 +48,14 @@ class _Progress:
                         Progress,
                         TextColumn,
                         TimeElapsedColumn,
+                        TimeRemainingColumn,
                     )
                 except ImportError:  # pragma: no cover
                     return
                 self.bar = Progress(
                     TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=_console(stderr=True), transient=True,
+                    TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("left"),
+                    TimeRemainingColumn(), console=_console(stderr=True), transient=True,
                 )
                 self.bar.start()
                 self.task = self.bar.add_task("benchmark", total=total)
@@ -61,12 +77,19 @@ class _Progress:
                 dt_txt = dtype_text(str(payload.get("dtype")), [compute_dtype(payload)])
                 print(terminal(f"[{index + 1}/{total}] {payload['case']} {payload['backend']} "
                                f"{dt_txt} {payload['size_label']}: "
-                               f"{_cell_text(payload)}"), file=sys.stderr, flush=True)
+                               f"{_cell_text(payload)} ({self.eta()})"), file=sys.stderr, flush=True)
 
     def stop(self) -> None:
         if self.bar is not None:
             self.bar.stop()
             self.bar = None
+
+
+def _clock_text(seconds: float) -> str:
+    """``125.3`` -> ``"2:05"``; an hour or more: ``"1:02:05"``."""
+    s = max(0, round(seconds))
+    h, rest = divmod(s, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
 
 
 def _cell_text(r: dict[str, Any], rich_markup: bool = False) -> str:

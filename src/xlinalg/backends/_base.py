@@ -88,6 +88,10 @@ class Backend:
     #: backend stands for: ``"NumPy"`` or ``"PyTorch CPU"``; empty for the others.
     #: The report's article comparison asks the registry, never a backend id.
     article_role: str = ""
+    #: why ``xlinalg bench`` leaves this backend out unless ``--backends`` names it
+    #: (it is not one of the libraries the question and the article choose between);
+    #: empty: timed in every run where it is available
+    bench_opt_in: str = ""
 
     _cached_reason: str | None = None
     _checked: bool = False

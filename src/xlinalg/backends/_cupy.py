@@ -89,7 +89,8 @@ class CuPyAdapter(Adapter):
 class CuPyBackend(Backend):
     name = "cupy"
     module = "cupy"
-    install = "pip install cupy-cuda12x"
+    install = ('pip install cupy-cuda12x (CUDA 12), or pip install "xlinalg[cupy]", on a '
+               "machine with an NVIDIA GPU")
     distributions = (("cupy", ("cupy", "cupy-cuda12x", "cupy-cuda11x", "cupy-cuda13x")),)
     gpu = True
     library = "cupy"

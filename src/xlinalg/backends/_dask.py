@@ -360,10 +360,13 @@ def _global_singular(exc: LinAlgError, ids: tuple[int, ...], starts: tuple[Any, 
 class DaskBackend(Backend):
     name = "dask"
     module = "dask"
-    install = 'pip install "dask[array]"'
+    install = 'pip install "dask[array]" distributed, or pip install "xlinalg[dask]"'
     distributions = (("dask", ("dask",)),)
     lazy = True
     uses_dask_scheduler = True
+    bench_opt_in = ("chunked arrays for data beyond one machine's memory: on the documents' "
+                    "single-machine sizes it times NumPy plus a scheduler (docs/dask.md has "
+                    "its own benchmark)")
     library = "dask"
     namespace_names = ("array_api_compat.dask.array", "dask.array")
     numpy_host = True  # NumPy chunks

@@ -281,7 +281,7 @@ _X64 = {"int64": "int32", "uint64": "uint32", "float64": "float32", "complex128"
 
 class JaxBackend(Backend):
     module = "jax"
-    install = 'pip install "jax[cpu]"  (GPU: pip install "jax[cuda12]")'
+    install = 'pip install jax'  # each instance says more (__init__: CPU or CUDA build)
     distributions = (("jax", ("jax",)), ("jaxlib", ("jaxlib",)))
     library = "jax"
     namespace_names = ("jax.numpy",)
@@ -312,6 +312,8 @@ class JaxBackend(Backend):
         self.name = f"jax-{platform}"
         self.gpu = platform == "gpu"
         self.unrolled_layout = "batch-last" if self.gpu else "batch-first"
+        self.install = ('pip install "jax[cuda12]", on a machine with an NVIDIA GPU'
+                        if self.gpu else 'pip install "jax[cpu]", or pip install "xlinalg[jax]"')
 
     def _probe(self) -> str | None:
         reason = super()._probe()

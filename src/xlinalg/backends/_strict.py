@@ -55,9 +55,11 @@ def strict_to_numpy(x: Any) -> np.ndarray:
 class StrictBackend(Backend):
     name = "array-api-strict"
     module = "array_api_strict"
-    install = "pip install array-api-strict"
+    install = 'pip install array-api-strict, or pip install "xlinalg[strict]"'
     distributions = (("array-api-strict", ("array-api-strict",)),)
     library = "array_api_strict"
+    bench_opt_in = ("the standard's reference implementation for testing portable code, "
+                    "NumPy underneath: not a library to choose for speed")
     numpy_buffers = True  # a NumPy array inside each array
 
     def from_numpy(self, arr: np.ndarray) -> Any:

@@ -188,7 +188,7 @@ class TorchAdapter(Adapter):
 
 class TorchBackend(Backend):
     module = "torch"
-    install = "pip install torch  (CPU build: pip install torch==2.13.0)"
+    install = "pip install torch"  # each instance says more (__init__: CPU or CUDA build)
     distributions = (("torch", ("torch",)),)
     library = "torch"
     namespace_names = ("array_api_compat.torch", "torch")
@@ -222,6 +222,12 @@ class TorchBackend(Backend):
         self.article_role = "PyTorch CPU" if device_type == "cpu" else ""
         self.gpu = device_type == "cuda"
         self.unrolled_layout = "batch-last" if self.gpu else "batch-first"
+        self.install = (
+            "pip install torch, a CUDA build (PyPI's Linux wheels are; others: "
+            "https://pytorch.org/get-started/locally/), on a machine with an NVIDIA GPU"
+            if self.gpu else
+            'pip install torch (a CPU build: pip install torch==2.13.0 on this project\'s '
+            'machines), or pip install "xlinalg[torch]"')
 
     def _probe(self) -> str | None:
         reason = super()._probe()

@@ -183,7 +183,7 @@ class Case:
         singular vectors are not unique).
     section : str
         The document section the case measures: ``"Q1"``..``"Q4"``,
-        ``"A1"``..``"A15"`` (CASES.md's ids), ``"Calibration"``, ``"Extra"`` (an
+        ``"A1"``..``"A15"`` (the parts of docs/sources.md), ``"Calibration"``, ``"Extra"`` (an
         operation beyond the documents) or ``"Other"`` (the default). The report
         groups cells by it.
     tags : tuple of str

@@ -20,9 +20,10 @@ from typing import Any
 
 from . import _findings as F
 from ._escape import filename, plot_text
+from ._findings._fields import section_order as _section_order
 from ._units import format_time
 
-__all__ = ["MAX_WIDTH_PX", "make_plots"]
+__all__ = ["MAX_WIDTH_PX", "SUMMARY_PLOT", "make_plots", "plot_summary"]
 
 #: Widest plot in pixels (a reader sees it whole at 100% zoom).
 MAX_WIDTH_PX = 1600
@@ -43,7 +44,8 @@ def _fig(width_in: float, height_in: float = 4.5) -> tuple[Any, Any]:
     return _plt().subplots(figsize=(min(max(width_in, 6.0), _MAX_W_IN), height_in))
 
 
-def _save(fig: Any, outdir: Path, name: str, title: str, section: str) -> dict[str, Any]:
+def _save(fig: Any, outdir: Path, name: str, title: str, section: str, *,
+          layout: bool = True) -> dict[str, Any]:
     """`fig` as ``name.png``: a 256-colour palette PNG (the plots are flat colours and
     text, so nothing visible is lost and the file is about a third of matplotlib's RGBA
     PNG; SVG was larger still). The report's HTML and Markdown link this one file."""
@@ -54,7 +56,8 @@ def _save(fig: Any, outdir: Path, name: str, title: str, section: str) -> dict[s
     from ._outfile import write_output
 
     png = outdir / f"{name}.png"
-    fig.tight_layout()
+    if layout:
+        fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=_DPI)  # figsize x dpi: never wider than MAX_WIDTH_PX
     _plt().close(fig)
@@ -425,13 +428,162 @@ def plot_pairs(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, An
     return out
 
 
+# ---------------------------------------------------------------------- the answer at a glance
+#: The summary figure's name and section (the report puts it first in its summary).
+SUMMARY_PLOT = "summary"
+#: Rows of one case at most (a sweep's sizes are thinned to its ends and between).
+_SUMMARY_SIZES_PER_CASE = 4
+#: Colour scale of the summary: time / the row's fastest, 1x to this (and beyond).
+_SUMMARY_MAX_RATIO = 16.0
+
+
+def _summary_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (case, dtype, size) with a time, in the summary's workload order: its
+    label, workload, per-backend time over the row's fastest, and the verdict's mark."""
+    rows: list[dict[str, Any]] = []
+    order = {s: i for i, (_, _, secs) in enumerate(F.WORKLOADS) for s in secs}
+    titles = {s: title for _, title, secs in F.WORKLOADS for s in secs}
+    by_case: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in records:
+        groups[(str(r["case"]), str(r["dtype"]), str(r["size_label"]))][str(r["backend"])] = r
+    for (case, dtype, label), by in groups.items():
+        if F.is_calibration(next(iter(by.values()))):
+            continue
+        by_case[(case, dtype)].append((label, by))
+    for (case, dtype), cells in by_case.items():
+        cells.sort(key=lambda c: F.size_key(next(iter(c[1].values()))))
+        keep = cells
+        if len(cells) > _SUMMARY_SIZES_PER_CASE:  # the ends and evenly between
+            step = (len(cells) - 1) / (_SUMMARY_SIZES_PER_CASE - 1)
+            keep = [cells[i] for i in sorted({round(k * step)
+                                               for k in range(_SUMMARY_SIZES_PER_CASE)})]
+        for label, by in keep:
+            times: dict[str, float] = {}
+            for b, r in by.items():
+                t = F.median(r) if F.good(r) else None
+                if t is not None and t > 0:
+                    times[b] = t
+            if not times:
+                continue
+            sec = F.section_of(next(iter(by.values())))
+            v = F.verdict(by)
+            recorded = next((r.get("verdict") for r in by.values()
+                             if isinstance(r.get("verdict"), dict)), None) or {}
+            if v is None or v["n"] < 2:
+                mark, text = "none", "no verdict: one backend ran"
+            elif recorded.get("starved"):
+                mark = "none"
+                text = "no verdict: " + ", ".join(sorted(recorded["starved"])) + " starved of CPU"
+            elif v["tie"]:
+                mark, text = "tie", "tie: " + " = ".join(v.get("tied") or [v["winner"]])
+            else:
+                mark = "fastest"
+                iv = v.get("interval")
+                text = (f"{v['winner']}, {F.fmt_ratio(float(v['margin'] or 0))}"
+                        + (f" {F.fmt_interval(*iv)}" if iv else "") + f" over {v['runner_up']}")
+            best = min(times.values())
+            rows.append({
+                "label": f"{sec} {case} {label}" + (f" {dtype}" if dtype != "float64" else ""),
+                "workload": titles.get(sec, "Other"), "order": (order.get(sec, len(order)),
+                                                               _section_order(sec), case),
+                "ratios": {b: t / best for b, t in times.items()},
+                "status": {b: str(r.get("status")) for b, r in by.items()},
+                "mark": mark, "winner": v["winner"] if v else None,
+                "tied": set(v.get("tied") or ()) if v and mark == "tie" else set(),
+                "verdict": text,
+            })
+    rows.sort(key=lambda r: tuple(r["order"]))  # stable: sizes stay in order within a case
+    return rows
+
+
+def plot_summary(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, Any]]:
+    """The answer at a glance: workloads (rows: case, size, dtype) x backends, each cell
+    coloured by its time over the row's fastest, with the verdict marked: a star on the
+    backend named fastest, ``=`` on the backends of a tie within noise, and the verdict
+    in words at the right of each row (``no verdict`` when one backend ran or a worker
+    was starved of CPU). Sizes of a sweep are thinned to at most four rows."""
+    import numpy as np
+    from matplotlib.colors import LogNorm
+    from matplotlib.patches import Rectangle
+
+    rows = _summary_rows(records)
+    if not rows:
+        return []
+    from ..backends import BACKEND_NAMES
+
+    seen = {b for r in rows for b in r["status"]}
+    backends = [b for b in BACKEND_NAMES if b in seen] + sorted(seen - set(BACKEND_NAMES))
+    grid = np.full((len(rows), len(backends)), np.nan)
+    for i, r in enumerate(rows):
+        for j, b in enumerate(backends):
+            if b in r["ratios"]:
+                grid[i, j] = min(r["ratios"][b], _SUMMARY_MAX_RATIO)
+    plt = _plt()
+    cell_w, label_w, verdict_w = 1.25, 3.3, 4.2
+    width = min(label_w + cell_w * len(backends) + verdict_w, _MAX_W_IN)
+    height = 1.6 + 0.3 * len(rows)
+    fig = plt.figure(figsize=(width, height))
+    ax = fig.add_axes((label_w / width, 0.9 / height, cell_w * len(backends) / width,
+                       (height - 1.6) / height))
+    cmap = plt.get_cmap("YlOrRd").with_extremes(bad="#eeeeee")
+    img = ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap=cmap,
+                    norm=LogNorm(vmin=1.0, vmax=_SUMMARY_MAX_RATIO), interpolation="nearest")
+    for i, r in enumerate(rows):
+        for j, b in enumerate(backends):
+            x = r["ratios"].get(b)
+            if x is None:
+                st = r["status"].get(b)
+                txt = {"skipped": "skipped", "failed": "failed", "wrong": "WRONG",
+                       None: ""}.get(st, st or "")
+                ax.text(j, i, txt, ha="center", va="center", fontsize=8, color="#555555")
+                continue
+            mark = ""
+            if r["mark"] == "fastest" and b == r["winner"]:
+                mark = " \u2605"
+                ax.add_patch(Rectangle((j - 0.48, i - 0.45), 0.96, 0.9, fill=False, lw=2.2,
+                                       edgecolor="black"))
+            elif r["mark"] == "tie" and b in r["tied"]:
+                mark = " ="
+                ax.add_patch(Rectangle((j - 0.48, i - 0.45), 0.96, 0.9, fill=False, lw=1.4,
+                                       edgecolor="black", linestyle="--"))
+            colour = "white" if x >= 6 else "black"
+            ax.text(j, i, f"{F.fmt_ratio(x)}{mark}", ha="center", va="center", fontsize=9,
+                    color=colour)
+    ax.set_xticks(range(len(backends)))
+    ax.set_xticklabels([_text(b) for b in backends], fontsize=10)
+    ax.xaxis.tick_top()
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([_text(r["label"]) for r in rows], fontsize=9)
+    ax.tick_params(length=0)
+    for i, r in enumerate(rows):
+        ax.text(len(backends) - 0.4, i, _text(r["verdict"]), ha="left", va="center",
+                fontsize=9, clip_on=False,
+                color="#999999" if r["mark"] == "none" else "black")
+        if i and r["workload"] != rows[i - 1]["workload"]:
+            ax.axhline(i - 0.5, color="black", lw=0.8)
+    ax.set_title("Time over the fastest backend of each row (lighter is faster); "
+                 "\u2605 named fastest, = tie within noise, grey text: no verdict",
+                 fontsize=10, loc="left", pad=22)
+    cax = fig.add_axes((label_w / width, 0.35 / height, min(4.0, cell_w * len(backends)) / width,
+                        0.18 / height))
+    bar = fig.colorbar(img, cax=cax, orientation="horizontal")
+    bar.set_ticks([1, 2, 4, 8, 16])
+    bar.set_ticklabels(["1x", "2x", "4x", "8x", "16x+"])
+    bar.ax.tick_params(labelsize=8)
+    title = "Which library for which workload: time over the fastest, with the verdict"
+    # fig.tight_layout would move the hand-placed axes: saved as laid out
+    return [_save(fig, outdir, _safe(SUMMARY_PLOT), title, "summary", layout=False)]
+
+
 def make_plots(records: list[dict[str, Any]], outdir: str | Path) -> list[dict[str, Any]]:
     """All plots of the report into ``outdir``."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     token = _WRITTEN.set({})
     try:
-        return (plot_sweep(records, outdir) + plot_loop_vs_batched(records, outdir)
+        return (plot_summary(records, outdir)
+                + plot_sweep(records, outdir) + plot_loop_vs_batched(records, outdir)
                 + plot_speedups(records, outdir) + plot_precision(records, outdir)
                 + plot_pairs(records, outdir))
     finally:

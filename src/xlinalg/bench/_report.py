@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -266,7 +266,9 @@ def _pivots(rs: list[dict[str, Any]]) -> list[Block]:
     return out
 
 
-def _summary_blocks(records: list[dict[str, Any]], env: dict[str, Any]) -> list[Block]:
+def _summary_blocks(records: list[dict[str, Any]], env: dict[str, Any],
+                    figures: Sequence[dict[str, Any]] = ()) -> list[Block]:
+    """The summary: the figure first (the answer at a glance), then a sentence per workload."""
     secs = {F.section_of(r) for r in records}
     rows = []
     for w in F.summary(records):
@@ -275,6 +277,7 @@ def _summary_blocks(records: list[dict[str, Any]], env: dict[str, Any]) -> list[
                      ", ".join(w["sections"]), w["line"]])
     return [
         ("h", 2, "Summary: which library for which workload", "summary"),
+        *(("img", p) for p in figures),
         ("p", "Measured on: " + F.machine_line(env, records) + ". Each line is this "
               "machine's answer, not a general one. A backend is named only when the "
               "interval of its speed-up over every other backend lies at or above "
@@ -308,7 +311,8 @@ def _article_blocks(records: list[dict[str, Any]], env: dict[str, Any],
                    "here, article's setup: NumPy f64 / torch f32", "verdict",
                    "here, fair float64: NumPy / torch", "verdict",
                    "here, fair float32: NumPy / torch", "verdict", "GPU"], rows),
-        ("p", "The claims the article makes in words (CASES.md's list):"),
+        ("p", "The claims the article makes in words (listed in xlinalg's documentation, "
+              "\"The two source documents\"):"),
     ]
     drift = F.cross_dtype_drift(records)
     if drift is not None:
@@ -438,7 +442,7 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
                             "cell comes from:"))
         n_shown = [sum(1 for i in source.values() if i == j) for j in range(len(files))]
         blocks.append(("ul", [_run_line(f, i, n_shown[i]) for i, f in enumerate(files)]))
-    blocks += _summary_blocks(records, env)
+    blocks += _summary_blocks(records, env, by_sec_plots.get("summary", []))
     toc: list[tuple[str, str]] = [("Summary", "summary"),
                                   ("The article side by side", "article"),
                                   ("The question: many small systems (Q1-Q4)", "question")]

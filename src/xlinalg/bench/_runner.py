@@ -71,7 +71,8 @@ class RunConfig:
     Attributes
     ----------
     backends : list of str, optional
-        Backend ids; default: every available one.
+        Backend ids; default: every available one but those a run takes only when
+        named (:func:`opt_in_backends`: Dask, array-api-strict).
     cases : list of str, optional
         Case names; default: every registered case.
     dtype : str
@@ -267,7 +268,7 @@ def validate_options(config: RunConfig) -> RunConfig:
         raise BenchUsageError("--retry-noisy needs --resume")
 
     if not config.backends:
-        config.backends = available_backends()
+        config.backends = [b for b in available_backends() if not get_backend(b).bench_opt_in]
     else:
         seen: list[str] = []
         for name in config.backends:
@@ -287,6 +288,15 @@ def validate_options(config: RunConfig) -> RunConfig:
                 seen.append(name)
         config.backends = seen
     return config
+
+
+def opt_in_backends() -> dict[str, str]:
+    """The available backends a run leaves out unless ``--backends`` names them, each
+    with the reason (``Backend.bench_opt_in``)."""
+    from ..backends import available_backends, get_backend
+
+    return {b: get_backend(b).bench_opt_in for b in available_backends()
+            if get_backend(b).bench_opt_in}
 
 
 def plan_cells(config: RunConfig) -> list[dict[str, Any]]:

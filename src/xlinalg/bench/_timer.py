@@ -121,7 +121,9 @@ class TimerConfig:
         if scale == "full":
             return cls(warmup_time=0.2, min_sample_time=0.02, min_run_time=1.0,
                        min_samples=10, max_samples=200, max_run_time=30.0)
-        return cls()
+        # the default run (the README's main job) must end in a coffee break: the rounds
+        # and budget of --quick, whose run-to-run stability docs/benchmark.md measures
+        return cls(max_samples=50, max_run_time=3.0)
 
     @property
     def rounds_per_pass(self) -> int:

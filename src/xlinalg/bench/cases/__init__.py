@@ -1,4 +1,5 @@
-"""The built-in benchmark cases (CASES.md), one module per part of the documents.
+"""The built-in benchmark cases (docs/sources.md lists the documents' parts), one module
+per part of the documents.
 
 Importing this package registers every case, in document order (the order
 ``xlinalg bench`` runs them and ``--list-cases`` lists them): the calibration

@@ -19,7 +19,7 @@ register_case(
     Case(
         name="a7_svd", section="A7", units="GFLOP/s",
         doc="A7: full SVD of an n x n matrix, native linalg.svd (checked on the singular values)",
-        sizes={"quick": [64], "default": [128, 512], "full": [512]},
+        sizes={"quick": [64], "default": [512], "full": [512]},
         size_names=("n",),
         setup=lambda rng, n: (rng.standard_normal((n, n)),),
         op=_svd_op,
@@ -36,7 +36,7 @@ register_case(
     Case(
         name="a8_qr", section="A8", units="GFLOP/s",
         doc="A8: QR of an n x n matrix, native linalg.qr (checked as Q @ R == A)",
-        sizes={"quick": [64], "default": [128, 512], "full": [512]},
+        sizes={"quick": [64], "default": [512], "full": [512]},
         size_names=("n",),
         setup=lambda rng, n: (rng.standard_normal((n, n)),),
         op=lambda ctx, a: tuple(ctx.xp.linalg.qr(a)),
@@ -55,7 +55,7 @@ register_case(
     Case(
         name="a9_batched_matmul", section="A9", units="GFLOP/s",
         doc="A9: batched matmul of (batch, n, n) stacks",
-        sizes={"quick": [(16, 128)], "default": [(16, 256), (64, 256)],
+        sizes={"quick": [(16, 128)], "default": [(16, 256)],
                "full": [(16, 256), (64, 256), (256, 256), (1024, 256)]},
         size_names=("batch", "n"),
         setup=lambda rng, s: (rng.standard_normal((s[0], s[1], s[1])),

@@ -1,0 +1,44 @@
+"""``xlinalg info``: an install hint for every backend that fits the backend (a GPU
+backend's hint installs a GPU build, never a CPU one)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xlinalg.backends import BACKEND_NAMES, get_backend
+from xlinalg.cli import main
+
+#: the package each backend's hint must name
+PACKAGE = {"numpy": "numpy", "torch-cpu": "torch", "torch-cuda": "torch", "cupy": "cupy-cuda12x",
+           "jax-cpu": "jax[cpu]", "jax-gpu": "jax[cuda12]", "dask": "dask[array]",
+           "array-api-strict": "array-api-strict"}
+
+
+def test_every_backend_is_in_the_table() -> None:
+    assert set(PACKAGE) == set(BACKEND_NAMES)
+
+
+@pytest.mark.parametrize("name", BACKEND_NAMES)
+def test_install_hint_fits_the_backend(name: str) -> None:
+    b = get_backend(name)
+    hint = b.install
+    assert hint.startswith("pip install"), hint
+    assert PACKAGE[name] in hint, hint
+    if b.gpu:
+        assert "[cpu]" not in hint, hint
+        assert "torch==2.13.0" not in hint, hint
+        assert "NVIDIA GPU" in hint, hint
+    else:
+        assert "cuda" not in hint.lower(), hint
+
+
+def test_info_json_gives_each_unavailable_backend_its_own_hint(capsys) -> None:
+    assert main(["info", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["backends"]
+    assert [r["backend"] for r in rows] == list(BACKEND_NAMES)
+    for r in rows:
+        if not r["available"]:
+            assert r["install"] == get_backend(r["backend"]).install
+            assert r["reason"]
