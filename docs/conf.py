@@ -13,7 +13,6 @@ extension ``_ext/xlinalg_generated.py``; none of it is committed or copied by ha
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -74,23 +73,6 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
 }
 html_static_path: list[str] = []
-
-
-# ---------------------------------------------------------------------- generated pages
-def _render_bad_input_matrix() -> None:
-    """docs/bad-input-matrix.md from tests/test_bad_input.py (written when it changed)."""
-    spec = importlib.util.spec_from_file_location("_gen_bad_input_table", ROOT / "tools" / "gen_bad_input_table.py")
-    assert spec is not None
-    assert spec.loader is not None
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    text = gen.render()
-    target = DOCS / "bad-input-matrix.md"
-    if not target.exists() or target.read_text(encoding="utf-8") != text:
-        target.write_text(text, encoding="utf-8")
-
-
-_render_bad_input_matrix()
 
 
 # ---------------------------------------------------------------------- links out of docs/

@@ -353,14 +353,20 @@ class Operation:
         x = rng.standard_normal((*batch, *shape))
         if kind == "square":
             x = x + 2 * np.sqrt(shape[-1]) * np.eye(shape[-1])  # well conditioned
+        return self.to_domain(x)
+
+    def to_domain(self, x: np.ndarray) -> np.ndarray:
+        """Real values `x` (standard normal draws) mapped into the declared domain,
+        away from its ends (complex values are left as they are)."""
         lo, hi = self.domain
+        if np.asarray(x).dtype.kind == "c" or (lo is None and hi is None):
+            return x
         if lo is not None and hi is not None:
-            x = lo + (hi - lo) * (0.05 + 0.9 * rng.random(x.shape))
-        elif lo is not None:
-            x = lo + 0.1 + np.abs(x)
-        elif hi is not None:
-            x = hi - 0.1 - np.abs(x)
-        return x
+            return lo + (hi - lo) * (0.05 + 0.9 / (1 + np.exp(-x)))
+        if lo is not None:
+            return lo + 0.1 + np.abs(x)
+        assert hi is not None
+        return hi - 0.1 - np.abs(x)
 
     # ------------------------------------------------------------------ capabilities
     def capabilities(self) -> dict[str, Capability]:

@@ -21,6 +21,12 @@ def _capabilities() -> str:
     return _capabilities.tables()
 
 
+def _bad_input() -> str:
+    from . import _badinput
+
+    return _badinput.markdown()
+
+
 def _api_operations() -> str:
     """The API reference's sections of operations (reStructuredText)."""
     import xlinalg
@@ -45,6 +51,7 @@ def _api_operations() -> str:
 #: marker name -> what replaces it
 PAGES: dict[str, Callable[[], str]] = {
     "capabilities": _capabilities,
+    "bad-input-matrix": _bad_input,
     "api-operations": _api_operations,
 }
 

@@ -92,6 +92,9 @@ class Backend:
     #: (it is not one of the libraries the question and the article choose between);
     #: empty: timed in every run where it is available
     bench_opt_in: str = ""
+    #: the class of its library's adapter (what :meth:`make_adapter` makes): its
+    #: ``library`` is how messages name the library (:attr:`library_word`)
+    adapter_class: type[Adapter] | None = None
 
     _cached_reason: str | None = None
     _checked: bool = False
@@ -339,6 +342,13 @@ class Backend:
         (PyTorch's sparse and nested tensors), else None; None: every array of this
         type is dense (called once per type; see :meth:`Adapter.dense_error`)."""
         return None
+
+    @property
+    def library_word(self) -> str:
+        """How messages name this backend's library ("PyTorch" for torch-cpu and
+        torch-cuda): its adapter class's ``library``; the backend id where the
+        backend declares no adapter class (each library then counts as its own)."""
+        return self.adapter_class.library if self.adapter_class is not None else self.name
 
     def make_adapter(self) -> Adapter:
         """A new adapter of this library (:meth:`adapter` keeps the one made)."""

@@ -368,6 +368,7 @@ class DaskBackend(Backend):
                     "single-machine sizes it times NumPy plus a scheduler (docs/dask.md has "
                     "its own benchmark)")
     library = "dask"
+    adapter_class = DaskAdapter
     namespace_names = ("array_api_compat.dask.array", "dask.array")
     numpy_host = True  # NumPy chunks
     numpy_buffers = True

@@ -284,6 +284,7 @@ class JaxBackend(Backend):
     install = 'pip install jax'  # each instance says more (__init__: CPU or CUDA build)
     distributions = (("jax", ("jax",)), ("jaxlib", ("jaxlib",)))
     library = "jax"
+    adapter_class = JaxAdapter
     namespace_names = ("jax.numpy",)
     # each result of a timed block has its own readiness (asynchronous dispatch)
     fence_every_result = True

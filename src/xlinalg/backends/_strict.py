@@ -60,6 +60,7 @@ class StrictBackend(Backend):
     library = "array_api_strict"
     bench_opt_in = ("the standard's reference implementation for testing portable code, "
                     "NumPy underneath: not a library to choose for speed")
+    adapter_class = StrictAdapter
     numpy_buffers = True  # a NumPy array inside each array
 
     def from_numpy(self, arr: np.ndarray) -> Any:

@@ -191,6 +191,7 @@ class TorchBackend(Backend):
     install = "pip install torch"  # each instance says more (__init__: CPU or CUDA build)
     distributions = (("torch", ("torch",)),)
     library = "torch"
+    adapter_class = TorchAdapter
     namespace_names = ("array_api_compat.torch", "torch")
     writable_arrays = True
     extra_float_dtypes = ("float16", "bfloat16")
