@@ -14,6 +14,7 @@ shapes and dtypes, xlinalg on each backend against NumPy in float64.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
 from collections.abc import Callable
@@ -191,19 +192,37 @@ def test_the_page_is_built_from_the_spec() -> None:
 def test_matrix_is_complete() -> None:
     assert set(FUNCTIONS) == {n for n in xl.__all__ if n in FUNCTIONS}
     assert len(SPEC) == len(FUNCTIONS) * len(_badinput.INPUTS)
-    undeclared = []
     for (fn, inp), cell in SPEC.items():
         if isinstance(cell.outcome, Raises):
             assert "`" in cell.outcome.match, f"{fn}/{inp}: the message must name the argument"
         if not isinstance(cell.outcome, NA):
             assert cell.args, f"{fn}/{inp}"
-        if isinstance(cell.outcome, Returns) and cell.outcome.check is None:
-            # left to the reference: NumPy must answer it (else the outcome is declared)
-            try:
-                OPERATIONS[fn].expected(tuple(host_value(a) for a in cell.args), cell.kwargs)
-            except Exception as exc:
-                undeclared.append(f"{fn}/{inp}: NumPy raises {type(exc).__name__}")
-    assert not undeclared, "declare these outcomes (bad_input= of @declare): " + "; ".join(undeclared)
+    # a cell left to the reference must be one NumPy answers (else it is declared)
+    missing = _badinput.undeclared()
+    assert not missing, "declare these outcomes (bad_input= of @declare): " + "; ".join(missing)
+
+
+def test_an_outcome_numpy_cannot_give_must_be_declared() -> None:
+    # NumPy's inv refuses a 3×4 matrix (and a singular one): a function of `matrix`
+    # arguments leaves those cells to its reference until it declares them
+    from xlinalg._lib._declare import OPERATIONS as DECLARED
+    from xlinalg._lib._declare import declare
+
+    @declare("linalg", args={"x": "matrix"}, reference="numpy.linalg:inv", dtypes="linalg", how="-",
+             name="_probe_inv")
+    def probe(x):  # pragma: no cover - never called
+        return x
+
+    try:
+        op = DECLARED["_probe_inv"]
+        missing = _badinput.undeclared((op,))
+        assert any(m.startswith("_probe_inv/non-square: NumPy's reference raises LinAlgError") for m in missing), missing
+        assert any(m.startswith("_probe_inv/singular:") for m in missing), missing
+        declared = dataclasses.replace(op, bad_input={"non-square": Raises(ValueError, "`x`"),
+                                                      "singular": Raises(ValueError, "`x`")})
+        assert not [m for m in _badinput.undeclared((declared,)) if "/non-square" in m or "/singular:" in m]
+    finally:
+        del DECLARED["_probe_inv"]
 
 
 def test_deviations_name_known_inputs() -> None:

@@ -92,7 +92,6 @@ _TORCH_SOLVE = "`torch.linalg.solve`; `torch.linalg.solve_ex` for `errors=\"nan\
         "dask": ("NumPy's solve on each block (`map_blocks`), one task a chunk",
                  "lazy: a singular member raises when its block is computed"),
     },
-    sample=(np.eye(3) * 2, np.ones(3)),
     bad_input={
         "mismatched": BadInput(
             Raises(ValueError, r"solve: `b` must have 3 rows to match `a`",
@@ -250,7 +249,6 @@ def _solve_checked(
         "jax": "`jnp.matmul` directly for one dtype",
         "numpy": "`np.matmul`",
     },
-    sample=(np.eye(3), np.ones((3, 2))),
     bad_input={
         "non-square": NA("any M×K @ K×N is valid"),
         "mismatched": BadInput(

@@ -283,6 +283,8 @@ class Operation:
     lazy: bool
     #: whether it promises no floating-point warnings for any input
     silent: bool
+    #: whether it takes stacks (batches) of its inputs, as the standard's linalg does
+    batched: bool = True
 
     @property
     def arity(self) -> int:
@@ -427,6 +429,7 @@ def declare(
     jit: bool = True,
     lazy: bool = True,
     silent: bool = False,
+    batched: bool = True,
     name: str | None = None,
 ) -> Callable[[_F], _F]:
     """Declare the public operation defined below (the decorator returns it unchanged).
@@ -466,6 +469,9 @@ def declare(
     jit, lazy, silent : bool, optional
         Whether it runs under ``jax.jit``, builds Dask graphs without computing,
         and promises no floating-point warnings.
+    batched : bool, optional
+        Whether a stack of its sample inputs (a leading batch axis) gives the stack
+        of its results (linear algebra; the derived tests check it).
     name : str, optional
         Its public name, if not the function's.
     """
@@ -485,7 +491,7 @@ def declare(
             name=op_name, func=func, kind=kind, args=tuple(args.items()), reference=reference,
             dtypes=dtypes, how=how, cells=dict(backends or {}), sample=sample, kwargs=dict(kwargs or {}),
             domain=domain, bad_input=dict(bad_input or {}), compare=compare or values, jit=jit,
-            lazy=lazy, silent=silent,
+            lazy=lazy, silent=silent, batched=batched,
         )
         return func
 
