@@ -116,7 +116,7 @@ class TimerConfig:
                        min_samples=10, max_samples=200, max_run_time=30.0, precision=0.02)
         # the default run (the README's main job) must end in a coffee break: the rounds
         # and budget of --quick, whose run-to-run stability docs/benchmark.md measures
-        return cls(max_samples=50, max_run_time=3.0)
+        return cls(max_samples=40, max_run_time=3.0)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
