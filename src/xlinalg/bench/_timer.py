@@ -123,7 +123,7 @@ class TimerConfig:
                        min_samples=10, max_samples=200, max_run_time=30.0)
         # the default run (the README's main job) must end in a coffee break: the rounds
         # and budget of --quick, whose run-to-run stability docs/benchmark.md measures
-        return cls(max_samples=50, max_run_time=3.0)
+        return cls(max_samples=40, max_run_time=3.0)
 
     @property
     def rounds_per_pass(self) -> int:

@@ -1,4 +1,4 @@
-"""The article's claims (the end of CASES.md), each judged from the cells: confirmed,
+"""The article's claims (its claims in words, docs/sources.md), each judged from the cells: confirmed,
 refuted or not measurable here, with the numbers behind the verdict."""
 
 from __future__ import annotations
@@ -250,7 +250,7 @@ def _claim_rates(records: list[Record]) -> Record:
 
 def claims(records: list[Record], env: dict[str, Any] | None,
            peaks: dict[str, Any]) -> list[Record]:
-    """A verdict on each claim listed at the end of CASES.md, with the numbers."""
+    """A verdict on each of the article's claims (docs/sources.md), with the numbers."""
     env = env or {}
     return [_claim_small(records), _claim_gpu(records, env), _claim_oom(records, env),
             _claim_layout(records), _claim_rates(records)]
