@@ -525,8 +525,8 @@ def test_selection_is_backed_by_measurements() -> None:
     derived = bench.derive(data)
     assert U.SELECTION, "the selection table is empty"
     assert set(U.SELECTION) == set(derived)
-    for key, rule in U.SELECTION.items():
-        assert rule._asdict() == derived[key], key
+    for key, rule in U.SELECTION.items():  # (numba rules: fields of their own, from --tune)
+        assert {k: getattr(rule, k) for k in derived[key]} == derived[key], key
     # the shipped file is the generator's output, byte for byte (regenerate it with
     # `python benchmarks/unrolled.py --derive benchmarks/results/unrolled-cpu.json --out ...`)
     shipped = (ROOT / "src" / "xlinalg" / "_unrolled_selection.json").read_text(encoding="utf-8")

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from .._lib import _singular
 from ._schedule import _apply, _Emitter, _factor
 
 #: the file the generated functions live in (package source, next to this module)
@@ -53,28 +54,59 @@ class _ScalarEmitter(_Emitter):
     def where(self, c: str, x: str, y: str) -> str:
         return f"_sel({c}, {x}, {y})"
 
+    def eq0(self, x: str) -> str:
+        # the schedule asks "is this pivot exactly 0" once per column, of the pivot
+        self.pivots.append(x)
+        return super().eq0(x)
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: the names of the pivots u_kk, in order (for the singular rule)
+        self.pivots: list[str] = []
+
 
 def _function_source(n: int) -> str:
-    """``solve_n{n}(a, b, x, bad, one, nan)``: `a` ``(B, n, n)``, `b` ``(B, n, K)`` in,
-    `x` ``(B, n, K)`` (NaN for singular members) and `bad` ``(B,)`` out."""
+    """``solve_n{n}(a, b, x, bad, one, nan, tol)``: `a` ``(B, n, n)``, `b` ``(B, n, K)``
+    in, `x` ``(B, n, K)`` and `bad` ``(B,)`` out; `tol` the rule's ``n * eps``.
+
+    xlinalg's singular rule (``xlinalg._lib._singular``, docs/semantics.md) with the
+    pivots in hand: a member is singular when some pivot ``|u_kk| <= tol * c_k``,
+    ``c_k`` the largest modulus of column k of `a`; a member with NaN or inf in its
+    `a` or `b` is never singular and its whole solution is NaN; singular members'
+    solutions are NaN too. (``v - v == 0``: v is finite, real or complex.)
+    """
     e = _ScalarEmitter()
     A = [[e.let(f"a{i}{j}", f"a[i, {i}, {j}]") for j in range(n)] for i in range(n)]
+    a0_names = [list(row) for row in A]
     f = _factor(e, A)
+    assert len(e.pivots) == n
+    rule = [
+        *(f"        fa{i} = {' & '.join(f'({v} - {v} == 0)' for v in a0_names[i])}" for i in range(n)),
+        f"        fa = {' & '.join(f'fa{i}' for i in range(n))}",
+        *(f"        c{k} = max({', '.join(f'abs({a0_names[i][k]})' for i in range(n))})" if n > 1
+          else f"        c{k} = abs({a0_names[0][k]})" for k in range(n)),
+        f"        sg = {' | '.join(f'(abs({p}) <= tol * c{k})' for k, p in enumerate(e.pivots))}",
+        "        fb = True",
+        "        for col in range(b.shape[2]):",
+        *(f"            fb = fb & (b[i, {r}, col] - b[i, {r}, col] == 0)" for r in range(n)),
+        "        dead = sg | (not fa) | (not fb)",
+    ]
     factor_lines = list(e.lines)
     e.lines.clear()
     e.indent = "            "
     B = [e.let(f"b{r}", f"b[i, {r}, col]") for r in range(n)]
     X = _apply(e, f, B)
     col_lines = list(e.lines)
-    col_lines += [f"            x[i, {r}, col] = _sel({f.zero}, nan, {X[r]})" for r in range(n)]
+    col_lines += [f"            x[i, {r}, col] = _sel(dead, nan, {X[r]})" for r in range(n)]
     return "\n".join(
         [
-            f"def solve_n{n}(a, b, x, bad, one, nan):",
+            f"def solve_n{n}(a, b, x, bad, one, nan, tol):",
             "    for i in prange(a.shape[0]):",
             *factor_lines,
+            *rule,
             "        for col in range(b.shape[2]):",
             *col_lines,
-            f"        bad[i] = {f.zero}",
+            "        bad[i] = sg & fa & fb",
         ]
     ) + "\n"
 
@@ -86,6 +118,7 @@ def generated_source(max_n: int = 8) -> str:
         "Regenerate with ``python -m xlinalg._unrolled._numba`` after changing the\n"
         "schedule (xlinalg._unrolled._schedule): a test checks this file is current.\n"
         '"""\n\n'
+        "# ruff: noqa: F841\n"
         "# mypy: ignore-errors\n"
         "from numba import njit, prange\n\n\n"
         "@njit(cache=True, nogil=True)\n"
@@ -133,7 +166,8 @@ def _dispatcher(n: int, dtype: np.dtype) -> Any:
             t0 = time.perf_counter()
             scalar = numba.from_dtype(dtype)
             src = nt.Array(scalar, 3, "A", readonly=True)
-            sig = nt.void(src, src, nt.Array(scalar, 3, "C"), nt.Array(nt.boolean, 1, "C"), scalar, scalar)
+            real = numba.from_dtype(np.empty(0, dtype).real.dtype)
+            sig = nt.void(src, src, nt.Array(scalar, 3, "C"), nt.Array(nt.boolean, 1, "C"), scalar, scalar, real)
             disp = numba.njit(sig, parallel=True, cache=True, nogil=True, error_model="numpy")(
                 getattr(gen, f"solve_n{n}")
             )
@@ -147,9 +181,11 @@ def is_compiled(n: int, dtype_name: str) -> bool:
     return (n, dtype_name) in _DISPATCHERS
 
 
+@functools.lru_cache(maxsize=16)
 def cached_on_disk(n: int) -> bool:
     """Whether numba's on-disk cache holds kernels for this n (an earlier process
     compiled them): then the first call here loads them instead of compiling.
+    Answered once per process and n (a directory walk).
 
     A look at the cache's index files, without importing numba: numba writes
     ``<module>.solve_n{n}-<line>.py<ver>.nbi`` in ``__pycache__`` next to the
@@ -191,6 +227,8 @@ def make_kernel(n: int, dtype: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
     if not dtype.isnative:
         dtype = dtype.newbyteorder("=")
     one, nan = dtype.type(1), dtype.type(np.nan)
+    real = np.empty(0, dtype).real.dtype
+    tol = real.type(_singular.tolerance(np, dtype, n))
 
     def run(a: Any, bm: Any) -> tuple[Any, Any]:
         import numba
@@ -209,7 +247,7 @@ def make_kernel(n: int, dtype: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
         if threads != old:
             numba.set_num_threads(threads)
         try:
-            fn(a3, b3, x, bad, one, nan)
+            fn(a3, b3, x, bad, one, nan, tol)
         finally:
             if threads != old:
                 numba.set_num_threads(old)

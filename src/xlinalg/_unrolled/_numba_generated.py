@@ -4,6 +4,7 @@ Regenerate with ``python -m xlinalg._unrolled._numba`` after changing the
 schedule (xlinalg._unrolled._schedule): a test checks this file is current.
 """
 
+# ruff: noqa: F841
 # mypy: ignore-errors
 from numba import njit, prange
 
@@ -15,19 +16,27 @@ def _sel(c, x, y):
     return x if c else y
 
 
-def solve_n1(a, b, x, bad, one, nan):
+def solve_n1(a, b, x, bad, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         z_2 = (a00_1 == 0)
         r0_3 = (one / _sel(z_2, one, a00_1))
+        fa0 = (a00_1 - a00_1 == 0)
+        fa = fa0
+        c0 = abs(a00_1)
+        sg = (abs(a00_1) <= tol * c0)
+        fb = True
+        for col in range(b.shape[2]):
+            fb = fb & (b[i, 0, col] - b[i, 0, col] == 0)
+        dead = sg | (not fa) | (not fb)
         for col in range(b.shape[2]):
             b0_4 = b[i, 0, col]
             x0_5 = (b0_4 * r0_3)
-            x[i, 0, col] = _sel(z_2, nan, x0_5)
-        bad[i] = z_2
+            x[i, 0, col] = _sel(dead, nan, x0_5)
+        bad[i] = sg & fa & fb
 
 
-def solve_n2(a, b, x, bad, one, nan):
+def solve_n2(a, b, x, bad, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -47,6 +56,17 @@ def solve_n2(a, b, x, bad, one, nan):
         z_16 = (a11_15 == 0)
         z_17 = (z_12 | z_16)
         r1_18 = (one / _sel(z_16, one, a11_15))
+        fa0 = (a00_1 - a00_1 == 0) & (a01_2 - a01_2 == 0)
+        fa1 = (a10_3 - a10_3 == 0) & (a11_4 - a11_4 == 0)
+        fa = fa0 & fa1
+        c0 = max(abs(a00_1), abs(a10_3))
+        c1 = max(abs(a01_2), abs(a11_4))
+        sg = (abs(a00_8) <= tol * c0) | (abs(a11_15) <= tol * c1)
+        fb = True
+        for col in range(b.shape[2]):
+            fb = fb & (b[i, 0, col] - b[i, 0, col] == 0)
+            fb = fb & (b[i, 1, col] - b[i, 1, col] == 0)
+        dead = sg | (not fa) | (not fb)
         for col in range(b.shape[2]):
             b0_19 = b[i, 0, col]
             b1_20 = b[i, 1, col]
@@ -56,12 +76,12 @@ def solve_n2(a, b, x, bad, one, nan):
             x1_24 = (b1_23 * r1_18)
             t0_25 = (b0_21 - (a01_10 * x1_24))
             x0_26 = (t0_25 * r0_13)
-            x[i, 0, col] = _sel(z_17, nan, x0_26)
-            x[i, 1, col] = _sel(z_17, nan, x1_24)
-        bad[i] = z_17
+            x[i, 0, col] = _sel(dead, nan, x0_26)
+            x[i, 1, col] = _sel(dead, nan, x1_24)
+        bad[i] = sg & fa & fb
 
 
-def solve_n3(a, b, x, bad, one, nan):
+def solve_n3(a, b, x, bad, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -113,6 +133,20 @@ def solve_n3(a, b, x, bad, one, nan):
         z_48 = (a22_47 == 0)
         z_49 = (z_44 | z_48)
         r2_50 = (one / _sel(z_48, one, a22_47))
+        fa0 = (a00_1 - a00_1 == 0) & (a01_2 - a01_2 == 0) & (a02_3 - a02_3 == 0)
+        fa1 = (a10_4 - a10_4 == 0) & (a11_5 - a11_5 == 0) & (a12_6 - a12_6 == 0)
+        fa2 = (a20_7 - a20_7 == 0) & (a21_8 - a21_8 == 0) & (a22_9 - a22_9 == 0)
+        fa = fa0 & fa1 & fa2
+        c0 = max(abs(a00_1), abs(a10_4), abs(a20_7))
+        c1 = max(abs(a01_2), abs(a11_5), abs(a21_8))
+        c2 = max(abs(a02_3), abs(a12_6), abs(a22_9))
+        sg = (abs(a00_22) <= tol * c0) | (abs(a11_39) <= tol * c1) | (abs(a22_47) <= tol * c2)
+        fb = True
+        for col in range(b.shape[2]):
+            fb = fb & (b[i, 0, col] - b[i, 0, col] == 0)
+            fb = fb & (b[i, 1, col] - b[i, 1, col] == 0)
+            fb = fb & (b[i, 2, col] - b[i, 2, col] == 0)
+        dead = sg | (not fa) | (not fb)
         for col in range(b.shape[2]):
             b0_51 = b[i, 0, col]
             b1_52 = b[i, 1, col]
@@ -132,13 +166,13 @@ def solve_n3(a, b, x, bad, one, nan):
             t0_66 = (b0_56 - (a01_24 * x1_65))
             t0_67 = (t0_66 - (a02_26 * x2_63))
             x0_68 = (t0_67 * r0_29)
-            x[i, 0, col] = _sel(z_49, nan, x0_68)
-            x[i, 1, col] = _sel(z_49, nan, x1_65)
-            x[i, 2, col] = _sel(z_49, nan, x2_63)
-        bad[i] = z_49
+            x[i, 0, col] = _sel(dead, nan, x0_68)
+            x[i, 1, col] = _sel(dead, nan, x1_65)
+            x[i, 2, col] = _sel(dead, nan, x2_63)
+        bad[i] = sg & fa & fb
 
 
-def solve_n4(a, b, x, bad, one, nan):
+def solve_n4(a, b, x, bad, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -245,6 +279,23 @@ def solve_n4(a, b, x, bad, one, nan):
         z_103 = (a33_102 == 0)
         z_104 = (z_99 | z_103)
         r3_105 = (one / _sel(z_103, one, a33_102))
+        fa0 = (a00_1 - a00_1 == 0) & (a01_2 - a01_2 == 0) & (a02_3 - a02_3 == 0) & (a03_4 - a03_4 == 0)
+        fa1 = (a10_5 - a10_5 == 0) & (a11_6 - a11_6 == 0) & (a12_7 - a12_7 == 0) & (a13_8 - a13_8 == 0)
+        fa2 = (a20_9 - a20_9 == 0) & (a21_10 - a21_10 == 0) & (a22_11 - a22_11 == 0) & (a23_12 - a23_12 == 0)
+        fa3 = (a30_13 - a30_13 == 0) & (a31_14 - a31_14 == 0) & (a32_15 - a32_15 == 0) & (a33_16 - a33_16 == 0)
+        fa = fa0 & fa1 & fa2 & fa3
+        c0 = max(abs(a00_1), abs(a10_5), abs(a20_9), abs(a30_13))
+        c1 = max(abs(a01_2), abs(a11_6), abs(a21_10), abs(a31_14))
+        c2 = max(abs(a02_3), abs(a12_7), abs(a22_11), abs(a32_15))
+        c3 = max(abs(a03_4), abs(a13_8), abs(a23_12), abs(a33_16))
+        sg = (abs(a00_42) <= tol * c0) | (abs(a11_76) <= tol * c1) | (abs(a22_94) <= tol * c2) | (abs(a33_102) <= tol * c3)
+        fb = True
+        for col in range(b.shape[2]):
+            fb = fb & (b[i, 0, col] - b[i, 0, col] == 0)
+            fb = fb & (b[i, 1, col] - b[i, 1, col] == 0)
+            fb = fb & (b[i, 2, col] - b[i, 2, col] == 0)
+            fb = fb & (b[i, 3, col] - b[i, 3, col] == 0)
+        dead = sg | (not fa) | (not fb)
         for col in range(b.shape[2]):
             b0_106 = b[i, 0, col]
             b1_107 = b[i, 1, col]
@@ -278,14 +329,14 @@ def solve_n4(a, b, x, bad, one, nan):
             t0_135 = (t0_134 - (a02_46 * x2_130))
             t0_136 = (t0_135 - (a03_48 * x3_128))
             x0_137 = (t0_136 * r0_51)
-            x[i, 0, col] = _sel(z_104, nan, x0_137)
-            x[i, 1, col] = _sel(z_104, nan, x1_133)
-            x[i, 2, col] = _sel(z_104, nan, x2_130)
-            x[i, 3, col] = _sel(z_104, nan, x3_128)
-        bad[i] = z_104
+            x[i, 0, col] = _sel(dead, nan, x0_137)
+            x[i, 1, col] = _sel(dead, nan, x1_133)
+            x[i, 2, col] = _sel(dead, nan, x2_130)
+            x[i, 3, col] = _sel(dead, nan, x3_128)
+        bad[i] = sg & fa & fb
 
 
-def solve_n5(a, b, x, bad, one, nan):
+def solve_n5(a, b, x, bad, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -476,6 +527,26 @@ def solve_n5(a, b, x, bad, one, nan):
         z_187 = (a44_186 == 0)
         z_188 = (z_183 | z_187)
         r4_189 = (one / _sel(z_187, one, a44_186))
+        fa0 = (a00_1 - a00_1 == 0) & (a01_2 - a01_2 == 0) & (a02_3 - a02_3 == 0) & (a03_4 - a03_4 == 0) & (a04_5 - a04_5 == 0)
+        fa1 = (a10_6 - a10_6 == 0) & (a11_7 - a11_7 == 0) & (a12_8 - a12_8 == 0) & (a13_9 - a13_9 == 0) & (a14_10 - a14_10 == 0)
+        fa2 = (a20_11 - a20_11 == 0) & (a21_12 - a21_12 == 0) & (a22_13 - a22_13 == 0) & (a23_14 - a23_14 == 0) & (a24_15 - a24_15 == 0)
+        fa3 = (a30_16 - a30_16 == 0) & (a31_17 - a31_17 == 0) & (a32_18 - a32_18 == 0) & (a33_19 - a33_19 == 0) & (a34_20 - a34_20 == 0)
+        fa4 = (a40_21 - a40_21 == 0) & (a41_22 - a41_22 == 0) & (a42_23 - a42_23 == 0) & (a43_24 - a43_24 == 0) & (a44_25 - a44_25 == 0)
+        fa = fa0 & fa1 & fa2 & fa3 & fa4
+        c0 = max(abs(a00_1), abs(a10_6), abs(a20_11), abs(a30_16), abs(a40_21))
+        c1 = max(abs(a01_2), abs(a11_7), abs(a21_12), abs(a31_17), abs(a41_22))
+        c2 = max(abs(a02_3), abs(a12_8), abs(a22_13), abs(a32_18), abs(a42_23))
+        c3 = max(abs(a03_4), abs(a13_9), abs(a23_14), abs(a33_19), abs(a43_24))
+        c4 = max(abs(a04_5), abs(a14_10), abs(a24_15), abs(a34_20), abs(a44_25))
+        sg = (abs(a00_68) <= tol * c0) | (abs(a11_125) <= tol * c1) | (abs(a22_160) <= tol * c2) | (abs(a33_178) <= tol * c3) | (abs(a44_186) <= tol * c4)
+        fb = True
+        for col in range(b.shape[2]):
+            fb = fb & (b[i, 0, col] - b[i, 0, col] == 0)
+            fb = fb & (b[i, 1, col] - b[i, 1, col] == 0)
+            fb = fb & (b[i, 2, col] - b[i, 2, col] == 0)
+            fb = fb & (b[i, 3, col] - b[i, 3, col] == 0)
+            fb = fb & (b[i, 4, col] - b[i, 4, col] == 0)
+        dead = sg | (not fa) | (not fb)
         for col in range(b.shape[2]):
             b0_190 = b[i, 0, col]
             b1_191 = b[i, 1, col]
@@ -527,15 +598,15 @@ def solve_n5(a, b, x, bad, one, nan):
             t0_237 = (t0_236 - (a03_74 * x3_227))
             t0_238 = (t0_237 - (a04_76 * x4_225))
             x0_239 = (t0_238 * r0_79)
-            x[i, 0, col] = _sel(z_188, nan, x0_239)
-            x[i, 1, col] = _sel(z_188, nan, x1_234)
-            x[i, 2, col] = _sel(z_188, nan, x2_230)
-            x[i, 3, col] = _sel(z_188, nan, x3_227)
-            x[i, 4, col] = _sel(z_188, nan, x4_225)
-        bad[i] = z_188
+            x[i, 0, col] = _sel(dead, nan, x0_239)
+            x[i, 1, col] = _sel(dead, nan, x1_234)
+            x[i, 2, col] = _sel(dead, nan, x2_230)
+            x[i, 3, col] = _sel(dead, nan, x3_227)
+            x[i, 4, col] = _sel(dead, nan, x4_225)
+        bad[i] = sg & fa & fb
 
 
-def solve_n6(a, b, x, bad, one, nan):
+def solve_n6(a, b, x, bad, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -845,6 +916,29 @@ def solve_n6(a, b, x, bad, one, nan):
         z_306 = (a55_305 == 0)
         z_307 = (z_302 | z_306)
         r5_308 = (one / _sel(z_306, one, a55_305))
+        fa0 = (a00_1 - a00_1 == 0) & (a01_2 - a01_2 == 0) & (a02_3 - a02_3 == 0) & (a03_4 - a03_4 == 0) & (a04_5 - a04_5 == 0) & (a05_6 - a05_6 == 0)
+        fa1 = (a10_7 - a10_7 == 0) & (a11_8 - a11_8 == 0) & (a12_9 - a12_9 == 0) & (a13_10 - a13_10 == 0) & (a14_11 - a14_11 == 0) & (a15_12 - a15_12 == 0)
+        fa2 = (a20_13 - a20_13 == 0) & (a21_14 - a21_14 == 0) & (a22_15 - a22_15 == 0) & (a23_16 - a23_16 == 0) & (a24_17 - a24_17 == 0) & (a25_18 - a25_18 == 0)
+        fa3 = (a30_19 - a30_19 == 0) & (a31_20 - a31_20 == 0) & (a32_21 - a32_21 == 0) & (a33_22 - a33_22 == 0) & (a34_23 - a34_23 == 0) & (a35_24 - a35_24 == 0)
+        fa4 = (a40_25 - a40_25 == 0) & (a41_26 - a41_26 == 0) & (a42_27 - a42_27 == 0) & (a43_28 - a43_28 == 0) & (a44_29 - a44_29 == 0) & (a45_30 - a45_30 == 0)
+        fa5 = (a50_31 - a50_31 == 0) & (a51_32 - a51_32 == 0) & (a52_33 - a52_33 == 0) & (a53_34 - a53_34 == 0) & (a54_35 - a54_35 == 0) & (a55_36 - a55_36 == 0)
+        fa = fa0 & fa1 & fa2 & fa3 & fa4 & fa5
+        c0 = max(abs(a00_1), abs(a10_7), abs(a20_13), abs(a30_19), abs(a40_25), abs(a50_31))
+        c1 = max(abs(a01_2), abs(a11_8), abs(a21_14), abs(a31_20), abs(a41_26), abs(a51_32))
+        c2 = max(abs(a02_3), abs(a12_9), abs(a22_15), abs(a32_21), abs(a42_27), abs(a52_33))
+        c3 = max(abs(a03_4), abs(a13_10), abs(a23_16), abs(a33_22), abs(a43_28), abs(a53_34))
+        c4 = max(abs(a04_5), abs(a14_11), abs(a24_17), abs(a34_23), abs(a44_29), abs(a54_35))
+        c5 = max(abs(a05_6), abs(a15_12), abs(a25_18), abs(a35_24), abs(a45_30), abs(a55_36))
+        sg = (abs(a00_100) <= tol * c0) | (abs(a11_186) <= tol * c1) | (abs(a22_244) <= tol * c2) | (abs(a33_279) <= tol * c3) | (abs(a44_297) <= tol * c4) | (abs(a55_305) <= tol * c5)
+        fb = True
+        for col in range(b.shape[2]):
+            fb = fb & (b[i, 0, col] - b[i, 0, col] == 0)
+            fb = fb & (b[i, 1, col] - b[i, 1, col] == 0)
+            fb = fb & (b[i, 2, col] - b[i, 2, col] == 0)
+            fb = fb & (b[i, 3, col] - b[i, 3, col] == 0)
+            fb = fb & (b[i, 4, col] - b[i, 4, col] == 0)
+            fb = fb & (b[i, 5, col] - b[i, 5, col] == 0)
+        dead = sg | (not fa) | (not fb)
         for col in range(b.shape[2]):
             b0_309 = b[i, 0, col]
             b1_310 = b[i, 1, col]
@@ -918,16 +1012,16 @@ def solve_n6(a, b, x, bad, one, nan):
             t0_378 = (t0_377 - (a04_108 * x4_362))
             t0_379 = (t0_378 - (a05_110 * x5_360))
             x0_380 = (t0_379 * r0_113)
-            x[i, 0, col] = _sel(z_307, nan, x0_380)
-            x[i, 1, col] = _sel(z_307, nan, x1_374)
-            x[i, 2, col] = _sel(z_307, nan, x2_369)
-            x[i, 3, col] = _sel(z_307, nan, x3_365)
-            x[i, 4, col] = _sel(z_307, nan, x4_362)
-            x[i, 5, col] = _sel(z_307, nan, x5_360)
-        bad[i] = z_307
+            x[i, 0, col] = _sel(dead, nan, x0_380)
+            x[i, 1, col] = _sel(dead, nan, x1_374)
+            x[i, 2, col] = _sel(dead, nan, x2_369)
+            x[i, 3, col] = _sel(dead, nan, x3_365)
+            x[i, 4, col] = _sel(dead, nan, x4_362)
+            x[i, 5, col] = _sel(dead, nan, x5_360)
+        bad[i] = sg & fa & fb
 
 
-def solve_n7(a, b, x, bad, one, nan):
+def solve_n7(a, b, x, bad, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -1397,6 +1491,32 @@ def solve_n7(a, b, x, bad, one, nan):
         z_466 = (a66_465 == 0)
         z_467 = (z_462 | z_466)
         r6_468 = (one / _sel(z_466, one, a66_465))
+        fa0 = (a00_1 - a00_1 == 0) & (a01_2 - a01_2 == 0) & (a02_3 - a02_3 == 0) & (a03_4 - a03_4 == 0) & (a04_5 - a04_5 == 0) & (a05_6 - a05_6 == 0) & (a06_7 - a06_7 == 0)
+        fa1 = (a10_8 - a10_8 == 0) & (a11_9 - a11_9 == 0) & (a12_10 - a12_10 == 0) & (a13_11 - a13_11 == 0) & (a14_12 - a14_12 == 0) & (a15_13 - a15_13 == 0) & (a16_14 - a16_14 == 0)
+        fa2 = (a20_15 - a20_15 == 0) & (a21_16 - a21_16 == 0) & (a22_17 - a22_17 == 0) & (a23_18 - a23_18 == 0) & (a24_19 - a24_19 == 0) & (a25_20 - a25_20 == 0) & (a26_21 - a26_21 == 0)
+        fa3 = (a30_22 - a30_22 == 0) & (a31_23 - a31_23 == 0) & (a32_24 - a32_24 == 0) & (a33_25 - a33_25 == 0) & (a34_26 - a34_26 == 0) & (a35_27 - a35_27 == 0) & (a36_28 - a36_28 == 0)
+        fa4 = (a40_29 - a40_29 == 0) & (a41_30 - a41_30 == 0) & (a42_31 - a42_31 == 0) & (a43_32 - a43_32 == 0) & (a44_33 - a44_33 == 0) & (a45_34 - a45_34 == 0) & (a46_35 - a46_35 == 0)
+        fa5 = (a50_36 - a50_36 == 0) & (a51_37 - a51_37 == 0) & (a52_38 - a52_38 == 0) & (a53_39 - a53_39 == 0) & (a54_40 - a54_40 == 0) & (a55_41 - a55_41 == 0) & (a56_42 - a56_42 == 0)
+        fa6 = (a60_43 - a60_43 == 0) & (a61_44 - a61_44 == 0) & (a62_45 - a62_45 == 0) & (a63_46 - a63_46 == 0) & (a64_47 - a64_47 == 0) & (a65_48 - a65_48 == 0) & (a66_49 - a66_49 == 0)
+        fa = fa0 & fa1 & fa2 & fa3 & fa4 & fa5 & fa6
+        c0 = max(abs(a00_1), abs(a10_8), abs(a20_15), abs(a30_22), abs(a40_29), abs(a50_36), abs(a60_43))
+        c1 = max(abs(a01_2), abs(a11_9), abs(a21_16), abs(a31_23), abs(a41_30), abs(a51_37), abs(a61_44))
+        c2 = max(abs(a02_3), abs(a12_10), abs(a22_17), abs(a32_24), abs(a42_31), abs(a52_38), abs(a62_45))
+        c3 = max(abs(a03_4), abs(a13_11), abs(a23_18), abs(a33_25), abs(a43_32), abs(a53_39), abs(a63_46))
+        c4 = max(abs(a04_5), abs(a14_12), abs(a24_19), abs(a34_26), abs(a44_33), abs(a54_40), abs(a64_47))
+        c5 = max(abs(a05_6), abs(a15_13), abs(a25_20), abs(a35_27), abs(a45_34), abs(a55_41), abs(a65_48))
+        c6 = max(abs(a06_7), abs(a16_14), abs(a26_21), abs(a36_28), abs(a46_35), abs(a56_42), abs(a66_49))
+        sg = (abs(a00_138) <= tol * c0) | (abs(a11_259) <= tol * c1) | (abs(a22_346) <= tol * c2) | (abs(a33_404) <= tol * c3) | (abs(a44_439) <= tol * c4) | (abs(a55_457) <= tol * c5) | (abs(a66_465) <= tol * c6)
+        fb = True
+        for col in range(b.shape[2]):
+            fb = fb & (b[i, 0, col] - b[i, 0, col] == 0)
+            fb = fb & (b[i, 1, col] - b[i, 1, col] == 0)
+            fb = fb & (b[i, 2, col] - b[i, 2, col] == 0)
+            fb = fb & (b[i, 3, col] - b[i, 3, col] == 0)
+            fb = fb & (b[i, 4, col] - b[i, 4, col] == 0)
+            fb = fb & (b[i, 5, col] - b[i, 5, col] == 0)
+            fb = fb & (b[i, 6, col] - b[i, 6, col] == 0)
+        dead = sg | (not fa) | (not fb)
         for col in range(b.shape[2]):
             b0_469 = b[i, 0, col]
             b1_470 = b[i, 1, col]
@@ -1496,17 +1616,17 @@ def solve_n7(a, b, x, bad, one, nan):
             t0_564 = (t0_563 - (a05_148 * x5_541))
             t0_565 = (t0_564 - (a06_150 * x6_539))
             x0_566 = (t0_565 * r0_153)
-            x[i, 0, col] = _sel(z_467, nan, x0_566)
-            x[i, 1, col] = _sel(z_467, nan, x1_559)
-            x[i, 2, col] = _sel(z_467, nan, x2_553)
-            x[i, 3, col] = _sel(z_467, nan, x3_548)
-            x[i, 4, col] = _sel(z_467, nan, x4_544)
-            x[i, 5, col] = _sel(z_467, nan, x5_541)
-            x[i, 6, col] = _sel(z_467, nan, x6_539)
-        bad[i] = z_467
+            x[i, 0, col] = _sel(dead, nan, x0_566)
+            x[i, 1, col] = _sel(dead, nan, x1_559)
+            x[i, 2, col] = _sel(dead, nan, x2_553)
+            x[i, 3, col] = _sel(dead, nan, x3_548)
+            x[i, 4, col] = _sel(dead, nan, x4_544)
+            x[i, 5, col] = _sel(dead, nan, x5_541)
+            x[i, 6, col] = _sel(dead, nan, x6_539)
+        bad[i] = sg & fa & fb
 
 
-def solve_n8(a, b, x, bad, one, nan):
+def solve_n8(a, b, x, bad, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -2183,6 +2303,35 @@ def solve_n8(a, b, x, bad, one, nan):
         z_673 = (a77_672 == 0)
         z_674 = (z_669 | z_673)
         r7_675 = (one / _sel(z_673, one, a77_672))
+        fa0 = (a00_1 - a00_1 == 0) & (a01_2 - a01_2 == 0) & (a02_3 - a02_3 == 0) & (a03_4 - a03_4 == 0) & (a04_5 - a04_5 == 0) & (a05_6 - a05_6 == 0) & (a06_7 - a06_7 == 0) & (a07_8 - a07_8 == 0)
+        fa1 = (a10_9 - a10_9 == 0) & (a11_10 - a11_10 == 0) & (a12_11 - a12_11 == 0) & (a13_12 - a13_12 == 0) & (a14_13 - a14_13 == 0) & (a15_14 - a15_14 == 0) & (a16_15 - a16_15 == 0) & (a17_16 - a17_16 == 0)
+        fa2 = (a20_17 - a20_17 == 0) & (a21_18 - a21_18 == 0) & (a22_19 - a22_19 == 0) & (a23_20 - a23_20 == 0) & (a24_21 - a24_21 == 0) & (a25_22 - a25_22 == 0) & (a26_23 - a26_23 == 0) & (a27_24 - a27_24 == 0)
+        fa3 = (a30_25 - a30_25 == 0) & (a31_26 - a31_26 == 0) & (a32_27 - a32_27 == 0) & (a33_28 - a33_28 == 0) & (a34_29 - a34_29 == 0) & (a35_30 - a35_30 == 0) & (a36_31 - a36_31 == 0) & (a37_32 - a37_32 == 0)
+        fa4 = (a40_33 - a40_33 == 0) & (a41_34 - a41_34 == 0) & (a42_35 - a42_35 == 0) & (a43_36 - a43_36 == 0) & (a44_37 - a44_37 == 0) & (a45_38 - a45_38 == 0) & (a46_39 - a46_39 == 0) & (a47_40 - a47_40 == 0)
+        fa5 = (a50_41 - a50_41 == 0) & (a51_42 - a51_42 == 0) & (a52_43 - a52_43 == 0) & (a53_44 - a53_44 == 0) & (a54_45 - a54_45 == 0) & (a55_46 - a55_46 == 0) & (a56_47 - a56_47 == 0) & (a57_48 - a57_48 == 0)
+        fa6 = (a60_49 - a60_49 == 0) & (a61_50 - a61_50 == 0) & (a62_51 - a62_51 == 0) & (a63_52 - a63_52 == 0) & (a64_53 - a64_53 == 0) & (a65_54 - a65_54 == 0) & (a66_55 - a66_55 == 0) & (a67_56 - a67_56 == 0)
+        fa7 = (a70_57 - a70_57 == 0) & (a71_58 - a71_58 == 0) & (a72_59 - a72_59 == 0) & (a73_60 - a73_60 == 0) & (a74_61 - a74_61 == 0) & (a75_62 - a75_62 == 0) & (a76_63 - a76_63 == 0) & (a77_64 - a77_64 == 0)
+        fa = fa0 & fa1 & fa2 & fa3 & fa4 & fa5 & fa6 & fa7
+        c0 = max(abs(a00_1), abs(a10_9), abs(a20_17), abs(a30_25), abs(a40_33), abs(a50_41), abs(a60_49), abs(a70_57))
+        c1 = max(abs(a01_2), abs(a11_10), abs(a21_18), abs(a31_26), abs(a41_34), abs(a51_42), abs(a61_50), abs(a71_58))
+        c2 = max(abs(a02_3), abs(a12_11), abs(a22_19), abs(a32_27), abs(a42_35), abs(a52_43), abs(a62_51), abs(a72_59))
+        c3 = max(abs(a03_4), abs(a13_12), abs(a23_20), abs(a33_28), abs(a43_36), abs(a53_44), abs(a63_52), abs(a73_60))
+        c4 = max(abs(a04_5), abs(a14_13), abs(a24_21), abs(a34_29), abs(a44_37), abs(a54_45), abs(a64_53), abs(a74_61))
+        c5 = max(abs(a05_6), abs(a15_14), abs(a25_22), abs(a35_30), abs(a45_38), abs(a55_46), abs(a65_54), abs(a75_62))
+        c6 = max(abs(a06_7), abs(a16_15), abs(a26_23), abs(a36_31), abs(a46_39), abs(a56_47), abs(a66_55), abs(a76_63))
+        c7 = max(abs(a07_8), abs(a17_16), abs(a27_24), abs(a37_32), abs(a47_40), abs(a57_48), abs(a67_56), abs(a77_64))
+        sg = (abs(a00_182) <= tol * c0) | (abs(a11_344) <= tol * c1) | (abs(a22_466) <= tol * c2) | (abs(a33_553) <= tol * c3) | (abs(a44_611) <= tol * c4) | (abs(a55_646) <= tol * c5) | (abs(a66_664) <= tol * c6) | (abs(a77_672) <= tol * c7)
+        fb = True
+        for col in range(b.shape[2]):
+            fb = fb & (b[i, 0, col] - b[i, 0, col] == 0)
+            fb = fb & (b[i, 1, col] - b[i, 1, col] == 0)
+            fb = fb & (b[i, 2, col] - b[i, 2, col] == 0)
+            fb = fb & (b[i, 3, col] - b[i, 3, col] == 0)
+            fb = fb & (b[i, 4, col] - b[i, 4, col] == 0)
+            fb = fb & (b[i, 5, col] - b[i, 5, col] == 0)
+            fb = fb & (b[i, 6, col] - b[i, 6, col] == 0)
+            fb = fb & (b[i, 7, col] - b[i, 7, col] == 0)
+        dead = sg | (not fa) | (not fb)
         for col in range(b.shape[2]):
             b0_676 = b[i, 0, col]
             b1_677 = b[i, 1, col]
@@ -2312,12 +2461,12 @@ def solve_n8(a, b, x, bad, one, nan):
             t0_801 = (t0_800 - (a06_194 * x6_770))
             t0_802 = (t0_801 - (a07_196 * x7_768))
             x0_803 = (t0_802 * r0_199)
-            x[i, 0, col] = _sel(z_674, nan, x0_803)
-            x[i, 1, col] = _sel(z_674, nan, x1_795)
-            x[i, 2, col] = _sel(z_674, nan, x2_788)
-            x[i, 3, col] = _sel(z_674, nan, x3_782)
-            x[i, 4, col] = _sel(z_674, nan, x4_777)
-            x[i, 5, col] = _sel(z_674, nan, x5_773)
-            x[i, 6, col] = _sel(z_674, nan, x6_770)
-            x[i, 7, col] = _sel(z_674, nan, x7_768)
-        bad[i] = z_674
+            x[i, 0, col] = _sel(dead, nan, x0_803)
+            x[i, 1, col] = _sel(dead, nan, x1_795)
+            x[i, 2, col] = _sel(dead, nan, x2_788)
+            x[i, 3, col] = _sel(dead, nan, x3_782)
+            x[i, 4, col] = _sel(dead, nan, x4_777)
+            x[i, 5, col] = _sel(dead, nan, x5_773)
+            x[i, 6, col] = _sel(dead, nan, x6_770)
+            x[i, 7, col] = _sel(dead, nan, x7_768)
+        bad[i] = sg & fa & fb
