@@ -198,9 +198,6 @@ class TorchCase(Case):
 
         return self.fence(torch.linalg.solve(self.a, self.b))
 
-    def kw(self) -> dict[str, Any]:
-        return {"compile": True}
-
     def host(self, x: Any) -> np.ndarray:
         return x.cpu().numpy()
 
@@ -236,7 +233,8 @@ class CuPyCase(Case):
 CASES = {c.backend: c for c in (NumPyCase, JaxCase, JaxGpuCase, TorchCase, TorchCudaCase, CuPyCase)}
 
 
-def measure(backend: str, n: int, batch: int, dtype: str = "float64", layout: str | None = None, repeats: int = 7) -> dict[str, Any]:
+def measure(backend: str, n: int, batch: int, dtype: str = "float64", layout: str | None = None, repeats: int = 7,
+            min_time: float = 0.04) -> dict[str, Any]:
     if backend.startswith("jax"):
         import jax
 
@@ -254,7 +252,7 @@ def measure(backend: str, n: int, batch: int, dtype: str = "float64", layout: st
         "native_first_s": t_native_first,
         "unrolled_first_s": t_unrolled_first,
     }
-    row.update(pair(case.native, case.unrolled, repeats=repeats))
+    row.update(pair(case.native, case.unrolled, repeats=repeats, min_time=min_time))
     row["bytes"] = int(case.a_np.nbytes + 2 * case.b_np.nbytes)
     row["unrolled_GBps"] = row["bytes"] / row["unrolled_s"] / 1e9
     return row
@@ -525,6 +523,141 @@ def gpu_crossover() -> list[dict[str, Any]]:
     return rows
 
 
+# ---------------------------------------------------------------------- the memory wall (issue 39)
+def stream_gbps(mib: int = 128, repeats: int = 10) -> float:
+    """This machine's streaming limit, measured: ``np.add(a, b, out=c)`` on three
+    arrays of `mib` MiB (two read, one written), best of `repeats`."""
+    count = mib * 2**20 // 8
+    a, b, c = np.ones(count), np.ones(count), np.empty(count)
+    np.add(a, b, out=c)
+    best = min(first_call(lambda: np.add(a, b, out=c)) for _ in range(repeats))
+    return 3 * 8 * count / best / 1e9
+
+
+def wall(backend: str, n: int, batch: int, dtype: str, k: int = 1) -> list[dict[str, Any]]:
+    """The default call ``xl.solve(a, b)`` and the native batched solve for one cell,
+    with the bytes they must move (a, b read; x written) and its first call."""
+    import xlinalg as xl
+
+    case = CASES[backend](n, batch, dtype)
+    if k != 1:
+        case.b_np = np.repeat(case.b_np, k, axis=-1)
+        case.b = case.put(case.b_np)
+    default = lambda: case.fence(xl.solve(case.a, case.b))  # noqa: E731
+    first = first_call(default)
+    for _ in range(3):  # method="auto" counts calls that amortize a first compile
+        default()
+    _check(case.host(default()), case.a_np, case.b_np)
+    row = {"section": "wall", "backend": backend, "n": n, "batch": batch, "dtype": dtype, "k": k,
+           "bytes": int(case.a_np.nbytes + 2 * case.b_np.nbytes), "default_first_s": first}
+    row.update(pair(case.native, default, repeats=5, min_time=0.03))
+    row["default_s"] = row.pop("unrolled_s")
+    return [row]
+
+
+def wall_section(cells: list[tuple[str, int, int, str, int]]) -> list[dict[str, Any]]:
+    print("The memory wall (issue 39): xl.solve(a, b) against the native batched solve and the streaming limit")
+    rows = []
+    gbps = stream_gbps()
+    print(f"  streaming limit: np.add(a, b, out=c) on 128 MiB arrays, best of 10: {gbps:.1f} GB/s", flush=True)
+    rows.append({"section": "stream", "GBps": gbps})
+    for backend, n, batch, dtype, k in cells:
+        try:
+            (row,) = wall(backend, n, batch, dtype, k)
+        except Exception as exc:  # recorded, and the run goes on
+            print(f"  {backend} n={n} {batch} {dtype} k={k}: ERROR {exc!r:.200}", flush=True)
+            rows.append({"section": "wall", "backend": backend, "n": n, "batch": batch, "dtype": dtype,
+                         "k": k, "error": repr(exc)[:300]})
+            continue
+        row["wall_s"] = row["bytes"] / (gbps * 1e9)
+        row["x_wall"] = row["default_s"] / row["wall_s"]
+        row["bandwidth_fraction"] = row["wall_s"] / row["default_s"]
+        print(f"  {backend:10s} n={n} {batch:>8d} x {dtype:7s} k={k}  native {row['native_s'] * 1e3:8.2f} ms"
+              f"  xl.solve {row['default_s'] * 1e3:8.2f} ms  ({row['ratio']:5.1f}x native)"
+              f"  wall {row['wall_s'] * 1e3:6.2f} ms: {row['x_wall']:4.1f}x the wall,"
+              f" {row['bandwidth_fraction']:.0%} of memory bandwidth; first call {row['default_first_s']:.2f} s",
+              flush=True)
+        rows.append(row)
+    return rows
+
+
+HEADLINE_WALL = [(b, 5, 100_000, "float64", 1) for b in ("numpy", "torch-cpu", "jax-cpu")] + [
+    (b, 5, 1_000_000, "float64", 1) for b in ("numpy", "torch-cpu", "jax-cpu")]
+FULL_WALL = HEADLINE_WALL + [
+    (b, n, batch, dt, k) for b in ("numpy", "torch-cpu", "jax-cpu") for n in (2, 8)
+    for batch in (100_000, 1_000_000) for dt in ("float32", "float64") for k in (1, 4)]
+
+
+_FIRST_CALL = textwrap.dedent(
+    """
+    import json, os, time
+    os.environ.setdefault("JAX_ENABLE_X64", "1")
+    import numpy as np
+    t0 = time.perf_counter()
+    lib = {lib!r}
+    if lib == "torch":
+        import torch
+        conv = torch.from_numpy
+    elif lib == "jax":
+        import jax.numpy as jnp
+        conv = jnp.asarray
+    else:
+        conv = np.asarray
+    from xlinalg._unrolled import solve_unrolled
+    rng = np.random.default_rng(0)
+    a = conv(rng.standard_normal((1000, {n}, {n})) + 3 * np.eye({n}))
+    b = conv(np.ones((1000, {n}, 1)))
+    t1 = time.perf_counter(); solve_unrolled(a, b); t2 = time.perf_counter()
+    print(json.dumps({{"first_call_s": t2 - t1, "import_s": t1 - t0}}))
+    """
+)
+
+
+def first_calls() -> list[dict[str, Any]]:
+    """The first unrolled call in fresh processes: numba's disk cache cold (a fresh
+    NUMBA_CACHE_DIR), then warm (the same directory, a second process)."""
+    print("First unrolled call in a fresh process (numba kernel; library import not included)")
+    rows = []
+    for lib in ("numpy", "torch", "jax"):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+            for state in ("cold", "warm"):
+                out = subprocess.run([sys.executable, "-c", _FIRST_CALL.format(lib=lib, n=5)], env=env,
+                                     capture_output=True, text=True, check=True)
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                rows.append({"section": "first-call", "library": lib, "n": 5, "cache": state, **r})
+                print(f"  {lib:6s} n=5 numba cache {state}: first call {r['first_call_s']:.2f} s", flush=True)
+    return rows
+
+
+TUNE_BATCHES = (100, 1000, 10_000, 100_000)
+
+
+def tune(backends: tuple[str, ...] = ("numpy", "torch-cpu", "jax-cpu")) -> list[dict[str, Any]]:
+    """Crossover rows of the numba kernel (``method="unrolled"``, its default
+    compiler) against each CPU backend's native solve: the measurements
+    ``--tune`` derives this machine's selection table from."""
+    print("Tuning method='auto' (numba kernel against native), n = 1..8")
+    rows = []
+    for backend in backends:
+        for dtype in ("float64", "float32"):
+            for n in range(1, U.MAX_N + 1):
+                for batch in TUNE_BATCHES:
+                    try:
+                        row = measure(backend, n, batch, dtype, repeats=3, min_time=0.01)
+                    except Exception as exc:
+                        print(f"  {backend} n={n} {batch} {dtype}: ERROR {exc!r:.200}", flush=True)
+                        continue
+                    row["section"] = "crossover"
+                    row["compiler"] = "numba"
+                    rows.append(row)
+            mine = [r for r in rows if (r["backend"], r["dtype"]) == (backend, dtype)]
+            print(f"  {backend} {dtype}: " + ", ".join(
+                f"n={r['n']}/{r['batch']}: {r['ratio']:.1f}x" for r in mine if r["batch"] == TUNE_BATCHES[-1]),
+                flush=True)
+    return rows
+
+
 # ---------------------------------------------------------------------- the selection rule
 def derive(results: dict[str, Any], margin: float = 1.2) -> dict[tuple[str, str], dict[str, Any]]:
     """The selection table from crossover rows.
@@ -561,10 +694,20 @@ def derive(results: dict[str, Any], margin: float = 1.2) -> dict[tuple[str, str]
             extra.append(round(statistics.median(
                 max(0.0, r["unrolled_first_s"] - r["native_first_s"]) for r in chosen), 3))
             saving.append(float(f"{min((r['native_s'] - r['unrolled_s']) / r['batch'] for r in chosen):.3g}"))
+        compiler = mine[0].get("compiler")
+        rule_extra: dict[str, Any] = {}
+        if compiler == "numba":  # the cold compile (fresh cache) and the load from numba's disk cache
+            cold = {r["n"]: r["first_call_s"] for r in results.get("first-call", []) if r["cache"] == "cold"}
+            warm = {r["n"]: r["first_call_s"] for r in results.get("first-call", []) if r["cache"] == "warm"}
+            if cold:
+                extra = [round(max(max(cold.values()), e), 3) for e in extra]
+            rule_extra = {"compiler": "numba",
+                          "cached_first_call_s": tuple(round(max(warm.values()) if warm else e, 3) for e in extra)}
         table[key] = {
+            **rule_extra,
             "n_max": n_max,
             "batch_min": tuple(per_n[n] for n in range(1, n_max + 1)),
-            "warm_only": key[0].startswith("torch"),
+            "warm_only": key[0].startswith("torch") and compiler != "numba",
             "extra_first_call_s": tuple(extra),
             "saving_per_system_s": tuple(saving),
         }
@@ -614,6 +757,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="the selection table derived from a results file (to --out FILE, else printed)")
     p.add_argument("--only", help="crossover: only these backends (comma-separated)")
     p.add_argument("--merge", action="store_true", help="crossover only, merged into the --out file")
+    p.add_argument("--tune", action="store_true",
+                   help="measure this machine's crossovers (numba kernel against native, n = 1..8) and "
+                        "write the selection table (--table, default: the package's) with them")
+    p.add_argument("--table", default=os.path.join(os.path.dirname(os.path.abspath(U.__file__)), os.pardir,
+                                                    "_unrolled_selection.json"),
+                   help="--tune: the selection table to write (point XLINALG_UNROLLED_SELECTION at a copy "
+                        "to use one without editing the package)")
+    p.add_argument("--wall", action="store_true", help="the memory-wall cells of issue 39 only")
     p.add_argument("--row", nargs=4, metavar=("BACKEND", "N", "BATCH", "DTYPE"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.row:
@@ -630,6 +781,29 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {args.out}")
         else:
             sys.stdout.write(text)
+        return 0
+    if args.tune:
+        results_t: dict[str, Any] = {"env": _env(), "first-call": first_calls(), "crossover": tune()}
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(results_t, f, indent=1)
+        table = derive(results_t)
+        with open(args.table, encoding="utf-8") as f:
+            old_rules = json.load(f)["rules"]
+        keep = [r for r in old_rules if r.get("compiler") != "numba"]
+        doc = json.loads(selection_json(table, args.out or "(not saved)"))
+        doc["rules"] = doc["rules"] + keep  # numba rules first: they apply where numba is installed
+        doc["about"] += ("; numba rules: python benchmarks/unrolled.py --tune --out "
+                         "benchmarks/results/unrolled-tune.json (the others apply without numba)")
+        with open(args.table, "w", encoding="utf-8") as f:
+            f.write(json.dumps(doc, indent=1) + "\n")
+        print(f"wrote {args.table}")
+        return 0
+    if args.wall:
+        results_w: dict[str, Any] = {"env": _env(), "wall": wall_section(HEADLINE_WALL), "first-call": first_calls()}
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(results_w, f, indent=1)
         return 0
     if args.merge:
         if not args.out:

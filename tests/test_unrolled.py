@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import json
 import pathlib
 import shutil
@@ -266,8 +267,9 @@ def test_validation() -> None:
         U.solve_unrolled(a, np.ones(U.MAX_N + 1))
     with pytest.raises(ValueError, match="layout"):
         U.solve_unrolled(np.eye(2), np.ones(2), layout="rows")
-    with pytest.raises(ValueError, match="no compiler"):
-        U.solve_unrolled(np.eye(2), np.ones(2), compile=True)
+    xs = pytest.importorskip("array_api_strict")
+    with pytest.raises(ValueError, match="no compiler"):  # (NumPy's is numba, where installed)
+        U.solve_unrolled(xs.eye(2), xs.ones(2), compile=True)
     with pytest.raises(ValueError, match="errors"):
         U.solve_unrolled(np.eye(2), np.ones(2), errors="ignore")
     with pytest.raises(ValueError, match="rows"):
@@ -523,8 +525,8 @@ def test_selection_is_backed_by_measurements() -> None:
     derived = bench.derive(data)
     assert U.SELECTION, "the selection table is empty"
     assert set(U.SELECTION) == set(derived)
-    for key, rule in U.SELECTION.items():
-        assert rule._asdict() == derived[key], key
+    for key, rule in U.SELECTION.items():  # (numba rules: fields of their own, from --tune)
+        assert {k: getattr(rule, k) for k in derived[key]} == derived[key], key
     # the shipped file is the generator's output, byte for byte (regenerate it with
     # `python benchmarks/unrolled.py --derive benchmarks/results/unrolled-cpu.json --out ...`)
     shipped = (ROOT / "src" / "xlinalg" / "_unrolled_selection.json").read_text(encoding="utf-8")
@@ -566,7 +568,8 @@ def test_cache_and_ops() -> None:
     U.clear_cache()
     U.solve_unrolled(np.eye(3), np.ones(3))
     (row,) = U.compiled_cache_info()
-    assert (row["backend"], row["n"], row["dtype"], row["compiled"]) == ("numpy", 3, "float64", False)
+    numba = importlib.util.find_spec("numba") is not None  # NumPy's compiler, where installed
+    assert (row["backend"], row["n"], row["dtype"], row["compiled"]) == ("numpy", 3, "float64", numba)
     U.solve_unrolled(2 * np.eye(3), np.ones(3))
     assert U.compiled_cache_info()[0]["calls"] == 2
     U.clear_cache()
@@ -580,7 +583,7 @@ def test_import_is_light() -> None:
     code = textwrap.dedent(
         """
         import sys, xlinalg._unrolled
-        bad = [m for m in ("torch", "jax", "cupy", "dask") if m in sys.modules]
+        bad = [m for m in ("torch", "jax", "cupy", "dask", "numba") if m in sys.modules]
         assert not bad, bad
         """
     )

@@ -37,6 +37,11 @@ class SelectionRule(NamedTuple):
     extra_first_call_s: tuple[float, ...]
     #: per n: smallest measured steady-state saving per system (seconds) from batch_min up
     saving_per_system_s: tuple[float, ...]
+    #: the compiler the rule was measured with ("numba": NumPy's compiled kernel,
+    #: which torch-cpu and jax-cpu arrays take too), or None (the backend's own)
+    compiler: str | None = None
+    #: per n (numba rules): first-call seconds when numba's disk cache holds the kernel
+    cached_first_call_s: tuple[float, ...] = ()
 
 
 def _load_selection(path: str | None = None) -> dict[tuple[str, str], SelectionRule]:
@@ -51,14 +56,23 @@ def _load_selection(path: str | None = None) -> dict[tuple[str, str], SelectionR
         path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_unrolled_selection.json")
     with open(path, encoding="utf-8") as f:
         rules = json.load(f)["rules"]
-    table = {}
+    from ._numba import numba_problem
+
+    table: dict[tuple[str, str], SelectionRule] = {}
     for r in rules:
+        compiler = r.get("compiler")
+        if compiler == "numba" and numba_problem() is not None:
+            continue  # measured with numba, which is not installed here
+        if compiler is None and (str(r["backend"]), str(r["dtype"])) in table:
+            continue  # a numba rule for the same key came first and applies
         rule = SelectionRule(
             n_max=int(r["n_max"]),
             batch_min=tuple(int(v) for v in r["batch_min"]),
             warm_only=bool(r["warm_only"]),
             extra_first_call_s=tuple(float(v) for v in r["extra_first_call_s"]),
             saving_per_system_s=tuple(float(v) for v in r["saving_per_system_s"]),
+            compiler=compiler,
+            cached_first_call_s=tuple(float(v) for v in r.get("cached_first_call_s", ())),
         )
         lists = (rule.batch_min, rule.extra_first_call_s, rule.saving_per_system_s)
         if not 1 <= rule.n_max <= MAX_N or any(len(v) != rule.n_max for v in lists):
@@ -73,7 +87,7 @@ def _load_selection(path: str | None = None) -> dict[tuple[str, str], SelectionR
 #: automatic, only ``method="unrolled"`` (GPU backends: not yet measured; dask,
 #: array-api-strict: eager, never measured faster; float32 on numpy and torch:
 #: not measured).
-SELECTION: dict[tuple[str, str], SelectionRule] = _load_selection()
+SELECTION: dict[tuple[str, str], SelectionRule] = _load_selection(os.environ.get("XLINALG_UNROLLED_SELECTION") or None)
 
 _ASKED: dict[tuple[str, int, int, str], int] = {}
 
@@ -115,12 +129,20 @@ def prefer_unrolled(backend_name: str, n: int, batch: int, dtype_name: str) -> b
     rule = SELECTION.get((backend_name, dtype_name))
     if rule is None or not 1 <= n <= rule.n_max or batch < rule.batch_min[n - 1]:
         return False
-    if is_warm(backend_name, n, dtype_name, batch):
+    extra = rule.extra_first_call_s[n - 1]
+    if rule.compiler == "numba":  # NumPy's compiled kernel, shared by every CPU library
+        from ._numba import cached_on_disk, is_compiled
+
+        if is_compiled(n, dtype_name):
+            return True
+        if rule.cached_first_call_s and cached_on_disk(n):
+            extra = rule.cached_first_call_s[n - 1]  # loaded, not compiled
+    elif is_warm(backend_name, n, dtype_name, batch):
         return True
     if rule.warm_only:
         return False
     saving = max(rule.saving_per_system_s[n - 1] * batch, 1e-12)
-    need = math.ceil(rule.extra_first_call_s[n - 1] / saving)
+    need = math.ceil(extra / saving)
     key = (backend_name, n, batch, dtype_name)
     with _LOCK:
         if len(_ASKED) > 1024:
@@ -189,7 +211,7 @@ def use_unrolled(ad: Adapter, a: Any, b: Any, vector: bool, method: str) -> bool
         sa = tuple(a.shape[:-2])
         sb = () if vector else tuple(b.shape[:-2])
         batch = math.prod(sa if sa == sb or not sb else _validate.broadcast_shapes(sa, sb))
-        if batch < lo:
+        if not isinstance(batch, int) or batch < lo:  # (Dask: NaN, a size unknown until computed)
             return False
         return prefer_unrolled(ad.backend(a), int(n), batch, ad.dtype_name(a.dtype))
     if method == "native":

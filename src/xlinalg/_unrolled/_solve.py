@@ -14,6 +14,7 @@ from ..backends._adapter import Adapter, _singular_message, _to_batch, singular_
 from ..backends._numpy import NUMPY
 from ._build import _Kernel
 from ._cache import _LOCK, _RESOLVED, _kernel, _resolve_compile
+from ._numba import numba_problem
 from ._schedule import LAYOUTS, MAX_N
 
 
@@ -83,10 +84,23 @@ def _confirm_zero_pivots(cand: np.ndarray, a: np.ndarray) -> np.ndarray:
     return cand
 
 
+def _numpy_views(ad: Adapter, a: Any, b: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """NumPy views of `a` and `b` where NumPy's compiled (numba) kernel can solve them
+    in place of the library's own unrolled kernel: both concrete, in host memory,
+    outside autograd and traces (``Adapter.numpy_view``), and numba installed."""
+    if numba_problem() is not None:
+        return None
+    va = ad.numpy_view(a)
+    if va is None or va.dtype.kind not in "fc":
+        return None
+    vb = ad.numpy_view(b)
+    return None if vb is None else (va, vb)
+
+
 def _block(ab: np.ndarray, bb: np.ndarray, vector: bool, errors: str, layout: str) -> np.ndarray:
     """One block of a lazy array (Dask): NumPy's kernel, checked as on NumPy (see
     DaskAdapter.map_solve)."""
-    return solve_adapter(NUMPY, ab, bb, vector, errors, layout=layout, compile=False)
+    return solve_adapter(NUMPY, ab, bb, vector, errors, layout=layout)
 
 
 def solve_adapter(
@@ -106,6 +120,10 @@ def solve_adapter(
     dimension; `errors` is "raise" or "nan". xl.solve calls this in place of
     ``ad.solve(a, b, vector, errors)`` for ``method="unrolled"``.
     """
+    if ad is not NUMPY and compile is None and (views := _numpy_views(ad, a, b)) is not None:
+        # torch-cpu, jax-cpu (eager): NumPy's compiled kernel on views of their memory
+        x = solve_adapter(NUMPY, views[0], views[1], vector, errors, layout=layout)
+        return ad.from_numpy_view(x, a)
     n = a.shape[-1]
     # What the arguments resolve to (backend, layout, compiler, kernel) is cached
     # per (library, dtype, device, n, layout, compile): resolving it reads dtype

@@ -295,6 +295,18 @@ class Adapter:
     def to_host(self, x: Any) -> np.ndarray:
         return np.asarray(x)
 
+    def numpy_view(self, x: Any) -> np.ndarray | None:
+        """`x`'s values as a NumPy array sharing its memory, where `x` is a concrete
+        array in the host's memory that needs nothing a view would drop (a gradient,
+        a trace), else None: the unrolled solver then runs NumPy's compiled kernel
+        on it (``xlinalg._unrolled._solve``) and :meth:`from_numpy_view` wraps the result."""
+        return None
+
+    def from_numpy_view(self, arr: np.ndarray, like: Any) -> Any:
+        """A NumPy result of a :meth:`numpy_view` computation as an array like `like`
+        (same library and device), sharing `arr`'s memory where the library can."""
+        raise NotImplementedError
+
     def stack(self, arrays: list[Any], like: Any = None) -> Any:
         """One array from many of one shape, dtype and device (``solve_many``); `like`:
         a stack whose chunking to follow along the new axis (Dask), else unused."""

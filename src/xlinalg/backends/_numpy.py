@@ -329,8 +329,18 @@ class NumPyBackend(Backend):
 
     unrolled_layout = "batch-last"
 
+    def unrolled_compiler(self, complex_: bool) -> str | None:
+        # numba, where installed (an optional extra): found without importing it
+        from .._unrolled._numba import numba_problem
+
+        return "numba" if numba_problem() is None else None
+
     def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,
                         compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
+        if compiled:  # one compiled loop over the batch, any layout read in place
+            from .._unrolled._numba import make_kernel
+
+            return make_kernel(n, dtype)
         return make_unrolled_kernel(n, layout, dtype)
 
 

@@ -119,6 +119,21 @@ class TorchAdapter(Adapter):
     def to_host(self, x: Any) -> np.ndarray:
         return np.asarray(x.detach().cpu().numpy())
 
+    def numpy_view(self, x: Any) -> np.ndarray | None:
+        # a CPU tensor outside autograd, torch.func and torch.compile, without the
+        # lazy conjugate/negative bits: .numpy() shares its memory
+        t = self.torch
+        if (x.device.type != "cpu" or x.layout is not t.strided or (x.requires_grad and t.is_grad_enabled())
+                or x.is_conj() or x.is_neg() or self.traced(x)):
+            return None
+        try:
+            return x.detach().numpy()
+        except (RuntimeError, TypeError):  # a dtype NumPy has not
+            return None
+
+    def from_numpy_view(self, arr: np.ndarray, like: Any) -> Any:
+        return self.torch.from_numpy(arr)
+
     def traced(self, x: Any) -> bool:
         # inside torch.func's transforms (vmap, grad, jacrev) or a torch.compile trace,
         # Python cannot branch on a tensor's values (bool(tensor) raises or breaks the

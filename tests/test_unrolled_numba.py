@@ -1,0 +1,249 @@
+"""NumPy's compiled unrolled kernel (numba, issue 39), and the backends that use it.
+
+* The generated file is the generator's output (the schedule changed: regenerate).
+* The singular members are the rule's (``xlinalg._lib._singular``) and the other
+  results equal the LAPACK path's (``method="native"``) on the peer matrices
+  (near-singular, exactly singular, mixed batches, NaN/inf),
+  float32/float64/complex, C-ordered, transposed and broadcast batches, one and
+  several right-hand sides, on numpy, torch-cpu and jax-cpu (eager: the NumPy
+  view route) and Dask (per block).
+* ``import xlinalg`` does not import numba.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import xlinalg as xl
+from conftest import require_backend
+from xlinalg import _unrolled as U
+from xlinalg._lib import _singular
+from xlinalg._unrolled import _numba
+
+pytest.importorskip("numba")
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_generated_file_is_current() -> None:
+    text = pathlib.Path(_numba.GENERATED_FILE).read_text(encoding="utf-8")
+    assert text == _numba.generated_source(U.MAX_N), "run: python -m xlinalg._unrolled._numba"
+
+
+def test_import_does_not_load_numba() -> None:
+    code = "import sys, xlinalg, xlinalg._unrolled; assert 'numba' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _peer_batch(n: int, dtype: str, rng: np.random.Generator) -> np.ndarray:
+    """A mixed batch: well-conditioned, exactly singular (zero column, repeated row,
+    rank one, zero), near-singular (cond ~1e3 float32, ~1e10 float64), a zero
+    leading pivot, NaN and inf members."""
+    base = rng.standard_normal((12, n, n))
+    if np.dtype(dtype).kind == "c":
+        base = base + 1j * rng.standard_normal((12, n, n))
+    a = base + 2 * np.sqrt(n) * np.eye(n)
+    # The singular members are singular in exact arithmetic AND in every rounding
+    # order (entries that eliminate exactly): a repeated row of random entries, or
+    # a rank one of 1..n, leaves a rounding residue near the rule's n*eps
+    # tolerance, where LAPACK's sgetrf and the schedule may fall either side.
+    a[1, :, 0] = 0  # zero column
+    if n > 1:
+        a[2, 0, 0] = a[2, 1, 0] = 64  # the pivot row, repeated: eliminates to exact zeros
+        a[2, 1, 1:] = a[2, 0, 1:]
+        p2 = 2.0 ** np.arange(n)
+        a[3] = np.outer(p2, p2[::-1])  # rank one, powers of two
+        a[4] = base[4] + 4 * np.eye(n)
+        a[4, 1] = a[4, 0]
+        a[4, 1, -1] += (1e-2 if dtype in ("float32", "complex64") else 1e-8) * abs(a[4, 0, -1]) + 1e-3
+        a[5, 0, 0] = 0  # a zero leading pivot: pivoting handles it
+    a[6, 0, 0] = np.nan
+    a[7, -1, -1] = np.inf
+    a[8] = 0
+    return a.astype(dtype)
+
+
+def _both(backend: str, a: np.ndarray, b: np.ndarray, errors: str) -> tuple[object, object]:
+    """(native, unrolled) results, or the LinAlgError each raised."""
+    conv = {"numpy": np.asarray}
+    if backend == "torch-cpu":
+        import torch
+
+        conv[backend] = lambda v: torch.from_numpy(np.ascontiguousarray(v))
+    elif backend == "jax-cpu":
+        import jax.numpy as jnp
+
+        conv[backend] = jnp.asarray
+    f = conv[backend]
+    out = []
+    for method in ("native", "unrolled"):
+        try:
+            out.append(np.asarray(xl.to(xl.solve(f(a), f(b), errors=errors, method=method), "numpy")))
+        except xl.LinAlgError as exc:
+            out.append(exc)
+    return out[0], out[1]
+
+
+_COMBOS = [("numpy", d) for d in ("float32", "float64", "complex64", "complex128")] + [
+    (b, d) for b in ("torch-cpu", "jax-cpu") for d in ("float32", "float64")]
+
+
+@pytest.mark.parametrize(("backend", "dtype"), _COMBOS)
+@pytest.mark.parametrize("n", [1, 2, 5, 8])
+def test_singular_rule_and_results(backend: str, dtype: str, n: int) -> None:
+    """The members named (errors="raise") and NaN (errors="nan") are the rule's
+    (``xlinalg._lib._singular``, docs/semantics.md); NaN/inf in: all NaN, never
+    named; the other members agree with the LAPACK path."""
+    if backend != "numpy":
+        require_backend(backend)
+        if backend == "jax-cpu":
+            import jax
+
+            if not jax.config.read("jax_enable_x64") and dtype in ("float64", "complex128"):
+                pytest.skip("JAX's 64-bit mode is off")
+    rng = np.random.default_rng(n)
+    a = _peer_batch(n, dtype, rng)
+    b = rng.standard_normal((12, n, 2)).astype(dtype)
+    b[9, 0, 1] = np.nan  # NaN in b only
+    scale = _singular.column_scale(np, a)
+    finite = _singular.finite_members(np, scale, b)
+    rule = _singular.singular_mask(np, a) & finite
+    assert rule[1]  # the peer batch has singular members,
+    assert rule[8]
+    assert not rule[0]  # and regular ones, near-singular included
+    assert not rule[4]
+    native, unrolled = _both(backend, a, b, "raise")
+    assert isinstance(unrolled, xl.LinAlgError)
+    assert unrolled.members == tuple(int(i) for i in np.flatnonzero(rule))
+    native, unrolled = _both(backend, a, b, "nan")
+    assert isinstance(unrolled, np.ndarray)
+    assert isinstance(native, np.ndarray)
+    allnan = np.isnan(unrolled).all(axis=(-2, -1))
+    np.testing.assert_array_equal(allnan, rule | ~finite)
+    assert not np.isnan(unrolled[~allnan]).any()
+    ok = ~allnan & ~np.isnan(native).any(axis=(-2, -1))
+    ok[4] = False  # near-singular: within cond * eps of each other, not rtol
+    rtol = 1e-3 if dtype in ("float32", "complex64") else 1e-9
+    np.testing.assert_allclose(unrolled[ok], native[ok], rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layouts_without_copy(dtype: str) -> None:
+    """A transposed batch, a broadcast member and a vector right-hand side."""
+    rng = np.random.default_rng(0)
+    n = 4
+    a = (rng.standard_normal((n, n, 50)) + 4 * np.eye(n)[..., None]).astype(dtype)
+    at = np.moveaxis(a, -1, 0)  # (50, n, n), batch strided last
+    assert not at.flags.c_contiguous
+    b = rng.standard_normal((50, n, 3)).astype(dtype)
+    ref = np.linalg.solve(at.astype(np.float64), b.astype(np.float64))
+    tol = 1e-3 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(U.solve_unrolled(at, b), ref, rtol=tol, atol=tol)
+    one = at[:1]  # broadcast against b's batch
+    np.testing.assert_allclose(U.solve_unrolled(one, b), np.linalg.solve(one.astype(float), b.astype(float)),
+                               rtol=tol, atol=tol)
+    vec = b[0, :, 0]
+    vref = np.linalg.solve(at.astype(float), np.broadcast_to(vec.astype(float)[:, None], (50, n, 1)))[..., 0]
+    np.testing.assert_allclose(U.solve_unrolled(at, vec), vref, rtol=tol, atol=tol)
+    multi = rng.standard_normal((2, 25, n, n)).astype(dtype) + 4 * np.eye(n, dtype=dtype)
+    bm = rng.standard_normal((25, n, 1)).astype(dtype)
+    np.testing.assert_allclose(U.solve_unrolled(multi, bm), np.linalg.solve(multi.astype(float), bm.astype(float)),
+                               rtol=tol, atol=tol)
+
+
+def test_big_endian_and_readonly() -> None:
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((20, 3, 3)) + 3 * np.eye(3)
+    b = rng.standard_normal((20, 3, 1))
+    ref = np.linalg.solve(a, b)
+    ab = a.astype(">f8")
+    ab.flags.writeable = False
+    np.testing.assert_allclose(U.solve_unrolled(ab, b.astype(">f8")), ref, rtol=1e-12)
+
+
+def test_torch_route_keeps_autograd() -> None:
+    """A tensor that needs a gradient takes torch's own path (the view would drop it)."""
+    torch = pytest.importorskip("torch")
+    a = torch.eye(3, dtype=torch.float64).repeat(4, 1, 1).requires_grad_()
+    b = torch.ones(4, 3, 1, dtype=torch.float64)
+    x = U.solve_unrolled(a, b, compile=False)
+    x.sum().backward()
+    assert a.grad is not None
+    plain = U.solve_unrolled(a.detach(), b)
+    assert isinstance(plain, torch.Tensor)
+    assert torch.equal(plain, x.detach())
+
+
+def test_dask_blocks_use_the_kernel() -> None:
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((40, 3, 3)) + 3 * np.eye(3)
+    a[7] = 0
+    b = rng.standard_normal((40, 3, 1))
+    x = U.solve_unrolled(da.from_array(a, chunks=(10, 3, 3)), da.from_array(b, chunks=(10, 3, 1)), errors="nan")
+    out = x.compute()
+    assert np.isnan(out[7]).all()
+    assert np.isfinite(np.delete(out, 7, axis=0)).all()
+    with pytest.raises(xl.LinAlgError):
+        U.solve_unrolled(da.from_array(a, chunks=(10, 3, 3)), da.from_array(b, chunks=(10, 3, 1))).compute()
+
+
+def test_first_call_loads_from_disk_cache(tmp_path: pathlib.Path) -> None:
+    """A second process loads the kernel numba cached on disk: no compile there.
+
+    Deterministic: numba's own counters say whether the kernel came from the cache."""
+    code = textwrap.dedent(
+        """
+        import numpy as np
+        from xlinalg._unrolled import _numba
+        run = _numba.make_kernel(2, np.float64)
+        run(np.eye(2)[None], np.ones((1, 2, 1)))
+        d = _numba._DISPATCHERS[(2, "float64")]
+        print(sum(d.stats.cache_hits.values()), sum(d.stats.cache_misses.values()))
+        """
+    )
+    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
+            for _ in range(2)]
+    hits = [tuple(int(v) for v in r.stdout.split()) for r in runs]
+    assert hits[0][1] >= 1, hits  # compiled,
+    assert hits[1][0] >= 1, hits  # then loaded
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch-cpu", "jax-cpu"])
+def test_solve_ex_mask_without_sync(backend: str) -> None:
+    """(x, singular) together; under jax.jit too (no host read possible there)."""
+    from xlinalg._solve_ex import solve_ex
+
+    rng = np.random.default_rng(4)
+    a = _peer_batch(3, "float64", rng)
+    b = rng.standard_normal((12, 3, 1))
+    want = _singular.singular_mask(np, a) & _singular.finite_members(np, _singular.column_scale(np, a), b)
+    if backend == "numpy":
+        conv = np.asarray
+    else:
+        require_backend(backend)
+        if backend == "torch-cpu":
+            import torch
+
+            conv = torch.from_numpy
+        else:
+            import jax
+            import jax.numpy as jnp
+
+            if not jax.config.read("jax_enable_x64"):
+                pytest.skip("JAX's 64-bit mode is off")
+            conv = jnp.asarray
+            x, sing = jax.jit(solve_ex)(conv(a), conv(b))
+            np.testing.assert_array_equal(np.asarray(sing), want)
+    x, sing = solve_ex(conv(a), conv(b))
+    assert type(sing) is type(conv(a))
+    np.testing.assert_array_equal(np.asarray(xl.to(sing, "numpy")), want)
+    xn = np.asarray(xl.to(x, "numpy"))
+    assert np.isnan(xn[want]).all()
