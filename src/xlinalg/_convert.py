@@ -17,6 +17,9 @@ each backend what its library does (``Backend.dtype_refusal``, ``numpy_host``,
   read-only NumPy array or ``np.memmap``, a JAX array, which is immutable), and
   never negative strides or a non-native byte order into a library that cannot
   take them (``torch.from_dlpack`` aborts the process on negative strides).
+  Memory that must not be written through the result (a JAX buffer, an expanded
+  or overlapping torch view) is shared read-only with NumPy and
+  array-api-strict (``Backend.seal``).
 
 Nothing here imports an array library unless an array of it is passed in.
 """
@@ -108,6 +111,11 @@ def zero_copy(x: Any, source: Backend, target: Backend) -> tuple[Any, bool] | No
     if protect and source.host_view(x) is not None:
         return None  # host memory: the host copy is the one copy
     try:
-        return target.from_dlpack(x, protect)
+        routed = target.from_dlpack(x, protect)
     except (BufferError, TypeError, RuntimeError, ValueError, AttributeError):
         return None
+    if routed is not None and routed[1] and not protect and source.read_only(x):
+        # shared, and the source must not be written through it: read-only where
+        # the target has such arrays (NumPy, array-api-strict; JAX's are immutable)
+        return target.seal(routed[0]), True
+    return routed

@@ -326,6 +326,12 @@ class NumPyBackend(Backend):
     def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
         return np.from_dlpack(x), True
 
+    def seal(self, x: Any) -> Any:
+        if x.flags.writeable:
+            x = x.view()
+            x.flags.writeable = False
+        return x
+
     unrolled_layout = "batch-last"
 
     def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,

@@ -19,6 +19,20 @@ def _cpu_scalar(t: Any) -> bool:
     return t.ndim == 0 and t.device.type == "cpu"
 
 
+def _overlaps(t: Any) -> bool:
+    """Whether elements of the strided tensor `t` share memory (``expand``,
+    overlapping ``as_strided``): a zero stride on an axis longer than 1, or what
+    torch's own overlap check finds (it answers 0 for "no", 1 "yes", 2 "too hard")."""
+    import torch
+
+    if t.layout != torch.strided or t.numel() < 2:
+        return False
+    if any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape)):
+        return True
+    check = getattr(torch, "_debug_has_internal_overlap", None)
+    return check is not None and int(check(t)) != 0
+
+
 class TorchAdapter(Adapter):
     library = "PyTorch"
     stack_call = "torch.stack"
@@ -298,6 +312,12 @@ class TorchBackend(Backend):
         if x.is_conj() or x.is_neg():
             return x.resolve_conj().resolve_neg()
         return x
+
+    def read_only(self, x: Any) -> bool:
+        # an expanded (stride-0) or overlapping view: torch refuses in-place writes to
+        # it ("more than one element ... refers to a single memory location"); a
+        # writable alias elsewhere would write one element into many
+        return _overlaps(x)
 
     def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
         import torch
