@@ -152,6 +152,8 @@ def _solve_checked(
         sa, sb = a.shape, b.shape
     if (err := ad.dense_error(a, "a", "solve") or ad.dense_error(b, "b", "solve")) is not None:
         raise err
+    if ad.lazy:  # the matrix axes of `a` and the rows of `b` (unknown batch axes are paired)
+        _validate.unknown_sizes(ad, "solve", ("a", a, (-2, -1)), ("b", b, (0,) if vector else (-2,)))
     _validate.solve_shapes(ad, a, b, vector, sa, sb)
     if errors != "raise":
         _validate.check_errors(errors)
