@@ -17,6 +17,9 @@ each backend what its library does (``Backend.dtype_refusal``, ``numpy_host``,
   read-only NumPy array or ``np.memmap``, a JAX array, which is immutable), and
   never negative strides or a non-native byte order into a library that cannot
   take them (``torch.from_dlpack`` aborts the process on negative strides).
+  Memory that must not be written through the result (a JAX buffer, an expanded
+  or overlapping torch view) is shared read-only with NumPy and
+  array-api-strict (``Backend.seal``).
 
 Nothing here imports an array library unless an array of it is passed in.
 """
@@ -77,16 +80,49 @@ def check_dtype_fits(x: Any, source: str, target: Backend) -> None:
             f"extended precision ({name}) is NumPy's only: {target.name} has no such dtype. "
             "Cast to float64/complex128 first if its values allow"
         )
+    elif name not in NUMBERS and name not in _EXTENDED and not target.numpy_host and not target.holds(name):
+        fix = _not_numbers(x, name, target)
     elif name == "bfloat16" and target.numpy_host and not _has_ml_dtypes():
         fix = (
             "NumPy has no bfloat16 without the ml_dtypes package (pip install ml-dtypes). "
             "Or cast to float32 first (exact: it holds every bfloat16)"
         )
     if fix:
+        dt = x.dtype
+        if isinstance(dt, np.dtype) and (dt.names or dt.kind in "USV"):
+            name = str(dt)  # the fields or the length ([('a', '<f8')], <U5), not void96 or str160
         raise TypeError(
             f"xlinalg.to: cannot convert an array of dtype {name} from {source} to "
             f"{target.name}: {fix}."
         )
+
+
+#: the dtypes every backend holds (JAX's 64-bit ones in its x64 mode; array-api-strict
+#: has no float16 or bfloat16: ``Backend.dtype_refusal`` says so)
+NUMBERS = frozenset((
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+))
+
+
+def _not_numbers(x: Any, name: str, target: Backend) -> str:
+    """Why `target` cannot hold dtype `name` (not one of :data:`NUMBERS`), with the fix."""
+    kind = getattr(x.dtype, "kind", "")
+    hint = {
+        "O": "`x` is an object array: convert its elements to numbers first, e.g. np.asarray(x, dtype=np.float64)",
+        "M": "`x` holds datetimes: convert them to numbers first, e.g. x.astype('int64') (units since the epoch)",
+        "m": "`x` holds durations: convert them to numbers first, e.g. x / np.timedelta64(1, 's')",
+        "U": "`x` holds strings: parse them to numbers first", "S": "`x` holds bytes: parse them to numbers first",
+    }.get(kind)
+    if hint is None and getattr(x.dtype, "names", None):
+        hint = f"`x` is a structured array: convert one field at a time, e.g. x[{x.dtype.names[0]!r}]"
+    if hint is None:
+        hint = "cast `x` to one of those first (float32 holds every float8 and float4 value exactly)"
+    half = "".join(f"{h}, " for h in ("float16", "bfloat16") if not target.dtype_refusal(h))
+    return (
+        f"{target.name} holds only the dtypes bool, int8-int64, uint8-uint64, {half}"
+        f"float32, float64, complex64 and complex128{target.holds_also()}; {hint}"
+    )
 
 
 def native_order(host: np.ndarray, target: Backend) -> np.ndarray:
@@ -108,6 +144,11 @@ def zero_copy(x: Any, source: Backend, target: Backend) -> tuple[Any, bool] | No
     if protect and source.host_view(x) is not None:
         return None  # host memory: the host copy is the one copy
     try:
-        return target.from_dlpack(x, protect)
+        routed = target.from_dlpack(x, protect)
     except (BufferError, TypeError, RuntimeError, ValueError, AttributeError):
         return None
+    if routed is not None and routed[1] and not protect and source.read_only(x):
+        # shared, and the source must not be written through it: read-only where
+        # the target has such arrays (NumPy, array-api-strict; JAX's are immutable)
+        return target.seal(routed[0]), True
+    return routed

@@ -126,8 +126,8 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
                     f"{name}: the shapes of `x1` {tuple(x1.shape)} and `x2` {tuple(x2.shape)} "
                     "do not broadcast"
                 ) from None
-            except TypeError:  # unknown (NaN) Dask dimensions: the library checks later
-                pass
+            except TypeError:  # unknown (NaN) Dask dimensions: the library checks later,
+                _unknown_beside_known(ad, name, x1, x2)  # except against a known size
             k1, k2 = ad.kind(x1.dtype), ad.kind(x2.dtype)
             if "?" in (k1, k2):
                 bad, nb = (x1, "x1") if k1 == "?" else (x2, "x2")
@@ -209,6 +209,20 @@ def _exact_ints(ad: Adapter, name: str, x1: Any, x2: Any) -> Any:
             "you mean"
         )
     return _dispatch.host_array(ad, r, None, "x1")
+
+
+def _unknown_beside_known(ad: Adapter, name: str, x1: Any, x2: Any) -> None:
+    """An unknown (NaN) size broadcast against a known one other than 1 (Dask refuses
+    it with "could not be broadcast together with shapes (nan, 6) (12, 6)"): the
+    error names the operand and ``compute_chunk_sizes()``."""
+    s1, s2 = tuple(x1.shape), tuple(x2.shape)
+    n = min(len(s1), len(s2))
+    for i in range(1, n + 1):
+        a, b = s1[-i], s2[-i]
+        if (a != a) is not (b != b):
+            unknown, known = (("x1", x1), b) if a != a else (("x2", x2), a)
+            if known != 1:
+                _validate.unknown_sizes(ad, name, (unknown[0], unknown[1], (-i,)))
 
 
 def _scalar_rank(x: Any) -> int:

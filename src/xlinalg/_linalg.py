@@ -28,6 +28,7 @@ from ._lib._declare import (
 from ._lib._dispatch import adapter1 as _adapter1
 from ._lib._dispatch import adapter2 as _adapter2
 from ._lib._errors import LinAlgError
+from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from .backends._base import MISSING as _MISSING
 from .backends._base import Adapter
@@ -223,6 +224,8 @@ def _solve_checked(
         sa, sb = a.shape, b.shape
     if (err := ad.dense_error(a, "a", "solve") or ad.dense_error(b, "b", "solve")) is not None:
         raise err
+    if ad.lazy:  # the matrix axes of `a` and the rows of `b` (unknown batch axes are paired)
+        _validate.unknown_sizes(ad, "solve", ("a", a, (-2, -1)), ("b", b, (0,) if vector else (-2,)))
     _validate.solve_shapes(ad, a, b, vector, sa, sb)
     if errors != "raise":
         _validate.check_errors(errors)
@@ -232,7 +235,7 @@ def _solve_checked(
         a, b = _validate.promote_linalg(ad, a, b, "solve")
     ad.check_same_device(a, b, "a", "b")
     if 0 in sa or 0 in sb:
-        return _validate.empty_solve(ad, a, b, vector)
+        return keep_subclass(_validate.empty_solve(ad, a, b, vector), a, b)
     if method != "native" and _unrolled.use_unrolled(ad, a, b, vector, method):
         return _unrolled.solve_adapter(ad, a, b, vector, errors)
     if make_error is not None:
@@ -469,8 +472,8 @@ def svd(x: Array, /, *, full_matrices: bool = True, xp: Namespace | None = None)
         U = _eye_stack(ad, batch, m, x)[..., :um]
         Vh = _eye_stack(ad, batch, n, x)[..., :vn, :]
         S = xp_.zeros((*batch, k), dtype=_real_dtype(ad, x), device=dev)
-        return SVDResult(U, S, Vh)
-    return SVDResult(*ad.svd(x, bool(full_matrices)))
+        return SVDResult(*(keep_subclass(f, x) for f in (U, S, Vh)))
+    return SVDResult(*(keep_subclass(f, x) for f in ad.svd(x, bool(full_matrices))))
 
 
 def _svdvals_reference(x: np.ndarray) -> np.ndarray:
@@ -526,8 +529,8 @@ def svdvals(x: Array, /, *, xp: Namespace | None = None) -> Array:
     ad, x = _decomp_input(x, "svdvals", xp)
     if 0 in tuple(x.shape):
         k = min(x.shape[-2:])
-        return ad.xp.zeros((*x.shape[:-2], k), dtype=_real_dtype(ad, x), device=ad.device(x))
-    return ad.svdvals(x)
+        return keep_subclass(ad.xp.zeros((*x.shape[:-2], k), dtype=_real_dtype(ad, x), device=ad.device(x)), x)
+    return keep_subclass(ad.svdvals(x), x)
 
 
 _QR_MODES = ("reduced", "complete")
@@ -596,5 +599,5 @@ def qr(x: Array, /, *, mode: str = "reduced", xp: Namespace | None = None) -> QR
         k = m if mode == "complete" else min(m, n)
         Q = _eye_stack(ad, batch, m, x)[..., :k]
         R = ad.xp.zeros((*batch, k, n), dtype=x.dtype, device=ad.device(x))
-        return QRResult(Q, R)
+        return QRResult(keep_subclass(Q, x), keep_subclass(R, x))
     return QRResult(*ad.qr(x, "complete" if mode == "complete" else "reduced"))  # validated above

@@ -195,6 +195,9 @@ def _check_system(ad: Adapter, a: Sequence[Any], b: Sequence[Any], positions: Se
     0-d ``b[i]`` would stack into a matrix that solves)."""
     i = positions[0]
     ai, bi = a[i], b[i]
+    if ad.lazy:  # stacking needs every size (Dask's x[mask] has NaN ones)
+        _validate.unknown_sizes(ad, "solve_many", (f"a[{i}]", ai, range(-len(ai.shape), 0)),
+                                (f"b[{i}]", bi, range(-len(bi.shape), 0)))
     try:
         if (err := ad.dense_error(ai, "a", "solve") or ad.dense_error(bi, "b", "solve")) is not None:
             raise err

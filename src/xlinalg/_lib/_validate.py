@@ -80,6 +80,22 @@ def matrix(ad: Adapter, x: Any, name: str, fn: str, *, square: bool = False) -> 
         )
 
 
+def unknown_sizes(ad: Adapter, fn: str, *named: tuple[str, Any, Any]) -> None:
+    """Raise ValueError naming ``compute_chunk_sizes()`` where an axis that `fn` must
+    know has an unknown (NaN) size: Dask's ``x[mask]``. `named`: ``(name, array,
+    axes)``, the axes `fn` needs known (negative indices)."""
+    for name, x, axes in named:
+        shape = tuple(x.shape)
+        bad = [ax for ax in axes if -len(shape) <= ax < len(shape) and shape[ax] != shape[ax]]
+        if bad:
+            raise ValueError(
+                f"{fn}: `{name}` is {ad.describe(x)}, with unknown (NaN) chunk sizes along axis "
+                f"{', '.join(str(len(shape) + ax if ax < 0 else ax) for ax in bad)} (as after boolean "
+                f"indexing); {fn} needs those sizes to check and lay out the blocks: call "
+                f"`{name}.compute_chunk_sizes()` first (it computes them once, in place)"
+            )
+
+
 def sizes_differ(m: Any, n: Any) -> bool:
     """Whether two axis lengths are both known and differ. Unknown: Dask's NaN
     (``x[mask]``), the standard's None; the library checks those when it computes."""

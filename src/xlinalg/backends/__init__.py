@@ -127,7 +127,7 @@ def _target(name: Any) -> Backend:
         return _REGISTRY[name]
     except (KeyError, TypeError):
         raise ValueError(
-            f"xlinalg.to: unknown backend {name!r}; pass a backend id ({', '.join(BACKEND_NAMES)}) "
+            f"xlinalg.to: unknown backend {name!r}; valid backends: {', '.join(BACKEND_NAMES)}; "
             f"or a library name ({', '.join(LIBRARY_TARGETS)}), which means that library on its "
             "default device"
         ) from None

@@ -225,6 +225,21 @@ class Backend:
         h = self.host_view(x)
         return h is not None and (any(s < 0 for s in h.strides) or not h.dtype.isnative)
 
+    def holds(self, name: str) -> bool:
+        """Whether arrays of this backend hold dtype `name` beyond the numbers every
+        backend holds (``_convert.NUMBERS``): float8 on torch and JAX."""
+        return False
+
+    def holds_also(self) -> str:
+        """The dtypes :meth:`holds`, for messages (``" (and float8_e4m3fn, ...)"``)."""
+        return ""
+
+    def seal(self, x: Any) -> Any:
+        """`x` (this backend's array, fresh from DLPack) made read-only where the
+        library has read-only arrays: it shares memory that must not be written
+        through it (a JAX buffer, an expanded torch tensor). The default: as it is."""
+        return x
+
     def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
         """`x` as this backend's array through DLPack: ``(array, shared)``, or None where
         no route applies. With `protect`, a device copy (``shared`` False) instead of a

@@ -14,7 +14,7 @@ from .._lib._errors import LinAlgError
 from .._lib._typing import QRMode
 from ._adapter import _singular_message
 from ._base import Adapter, Backend, _module_available
-from ._numpy import NUMPY
+from ._numpy import NUMPY, low_float
 
 __all__ = ["DaskAdapter", "DaskBackend"]
 
@@ -236,6 +236,13 @@ class DaskAdapter(Adapter):
         # each block raises xlinalg's error for NaN/inf (LAPACK's SVD of the
         # combined R factor would raise its own, or return NaN)
         return a.map_blocks(_finite_block, fn, dtype=a.dtype)
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        dt = a.dtype
+        if dt.kind == "V" and low_float(dt):  # NumPy's blocks would be float32 under a
+            f32 = np.dtype(np.float32)        # bfloat16 .dtype: NumPy's rule, said truly
+            return self.da.matmul(a.astype(f32), b.astype(f32)).astype(dt)
+        return self.da.matmul(a, b)
 
     def qr(self, a: Any, mode: QRMode) -> tuple[Any, Any]:
         _numpy_chunks(a, "qr", "x")

@@ -404,6 +404,15 @@ class JaxBackend(Backend):
             )
         return None
 
+    def holds(self, name: str) -> bool:
+        import jax.numpy as jnp
+
+        # ml_dtypes' float8/float4/int4 (JAX's own low-precision dtypes)
+        return name.startswith(("float8_", "float4_", "float6_", "int4", "uint4", "int2", "uint2")) and hasattr(jnp, name)
+
+    def holds_also(self) -> str:
+        return " (and ml_dtypes' float8_*, float4_e2m1fn, int4, uint4 and int2 where JAX has them)"
+
     def read_only(self, x: Any) -> bool:
         return True  # JAX arrays are immutable; XLA may share and reuse their buffers
 

@@ -207,6 +207,10 @@ class NumPyAdapter(Adapter):
         return q, r
 
     def matmul(self, a: Any, b: Any) -> Any:
+        if a.dtype.kind == "V" and low_float(a.dtype):
+            # ml_dtypes' bfloat16/float8 matmul gives float32; torch and JAX keep the
+            # dtype: the products are summed in float32 and rounded once, as torch does
+            return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
         return np.matmul(a, b)
 
     def sigmoid(self, x: Any) -> Any:
@@ -222,6 +226,13 @@ class NumPyAdapter(Adapter):
             with np.errstate(all="ignore"):  # complex: inf/inf is "invalid", quietly NaN
                 return super().sigmoid(x)
         return self._expit(x)
+
+
+def low_float(dt: np.dtype) -> bool:
+    """Whether NumPy dtype `dt` is one of ml_dtypes' floats (bfloat16, float8_*, ...),
+    which NumPy stores as kind "V" and whose matmul NumPy computes in float32."""
+    return dt.kind == "V" and dt.names is None and dt.type.__module__.partition(".")[0] == "ml_dtypes" and (
+        "float" in dt.name)
 
 
 def refused_subclass(x: Any, name: str) -> TypeError | None:
@@ -326,6 +337,12 @@ class NumPyBackend(Backend):
 
     def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
         return np.from_dlpack(x), True
+
+    def seal(self, x: Any) -> Any:
+        if x.flags.writeable:
+            x = x.view()
+            x.flags.writeable = False
+        return x
 
     unrolled_layout = "batch-last"
 

@@ -91,6 +91,15 @@ class StrictBackend(Backend):
 
         return array_api_strict.from_dlpack(x), True
 
+    def seal(self, x: Any) -> Any:
+        import array_api_strict
+
+        h = np.from_dlpack(x)
+        if not h.flags.writeable:
+            return x
+        h.flags.writeable = False  # (a view of its own: x's buffer stays as it was)
+        return array_api_strict.asarray(h, copy=False)
+
     def namespace(self) -> Any:
         self.require()
         import array_api_strict

@@ -19,6 +19,24 @@ def _cpu_scalar(t: Any) -> bool:
     return t.ndim == 0 and t.device.type == "cpu"
 
 
+#: float8 dtypes torch and ml_dtypes (NumPy's) both have, converted bit for bit
+_FLOAT8 = frozenset(("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"))
+
+
+def _overlaps(t: Any) -> bool:
+    """Whether elements of the strided tensor `t` share memory (``expand``,
+    overlapping ``as_strided``): a zero stride on an axis longer than 1, or what
+    torch's own overlap check finds (it answers 0 for "no", 1 "yes", 2 "too hard")."""
+    import torch
+
+    if t.layout != torch.strided or t.numel() < 2:
+        return False
+    if any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape)):
+        return True
+    check = getattr(torch, "_debug_has_internal_overlap", None)
+    return check is not None and int(check(t)) != 0
+
+
 class TorchAdapter(Adapter):
     library = "PyTorch"
     stack_call = "torch.stack"
@@ -269,18 +287,28 @@ class TorchBackend(Backend):
 
         # native byte order, C order, a copy (np.array keeps 0-d arrays 0-d)
         host = np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C", copy=True)
-        if host.dtype.name == "bfloat16":  # ml_dtypes' bfloat16: torch reads its bits
-            return torch.from_numpy(host.view(np.uint16)).view(torch.bfloat16).to(self.device_type)
+        name = host.dtype.name
+        if name == "bfloat16" or name in _FLOAT8:  # ml_dtypes' arrays: torch reads their bits
+            bits = np.uint16 if name == "bfloat16" else np.uint8
+            return torch.from_numpy(host.view(bits)).view(getattr(torch, name)).to(self.device_type)
         return torch.from_numpy(host).to(self.device_type)
+
+    def holds(self, name: str) -> bool:
+        return name in _FLOAT8
+
+    def holds_also(self) -> str:
+        return f" (and {', '.join(sorted(_FLOAT8))})"
 
     def to_numpy(self, x: Any) -> np.ndarray:
         import torch
 
         x = x.detach().cpu().resolve_conj().resolve_neg()
-        if x.dtype == torch.bfloat16:  # NumPy's bfloat16 is ml_dtypes' (JAX's dependency)
+        name = str(x.dtype).rpartition(".")[2]
+        if name == "bfloat16" or name in _FLOAT8:  # NumPy's are ml_dtypes' (JAX's dependency)
             import ml_dtypes
 
-            return x.view(torch.uint16).numpy().view(ml_dtypes.bfloat16)
+            bits = torch.uint16 if name == "bfloat16" else torch.uint8
+            return x.view(bits).numpy().view(getattr(ml_dtypes, name))
         return np.asarray(x.numpy())
 
     def owns(self, x: Any) -> bool:
@@ -320,6 +348,12 @@ class TorchBackend(Backend):
         if x.is_conj() or x.is_neg():
             return x.resolve_conj().resolve_neg()
         return x
+
+    def read_only(self, x: Any) -> bool:
+        # an expanded (stride-0) or overlapping view: torch refuses in-place writes to
+        # it ("more than one element ... refers to a single memory location"); a
+        # writable alias elsewhere would write one element into many
+        return _overlaps(x)
 
     def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
         import torch
