@@ -4,6 +4,10 @@ wrong result (issue 35; issue 34 points 13, 18, 19, 20)."""
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -251,3 +255,149 @@ def test_calibration_rates_are_from_the_best_sample(tmp_path):
     assert "rate_of" not in add["throughput"]  # an ordinary cell: its median
     assert add["throughput"]["gbs"] == pytest.approx(
         add["throughput"]["bytes"] / add["time"]["median_s"] / 1e9)
+
+
+# ---------------------------------------------------------------------- words (35)
+def _starved_group():
+    """A group measured side by side whose torch-cpu worker was starved: no verdict."""
+    from xlinalg.bench._passes import group_verdict
+
+    v = group_verdict({"numpy": [1.0] * 5, "torch-cpu": [3.0] * 5},
+                      {"numpy": 1.0, "torch-cpu": 0.2}, {}, margin=1.05, level=0.95, seed=0)
+    out = {}
+    for b, t in (("numpy", 1e-3), ("torch-cpu", 3e-3)):
+        r = result(case="a1_gemm", backend=b, size=[128, 256, 512], median=t)
+        r["verdict"] = v
+        r["ratios"] = {o: {"ratio": t / u, "lo": 0.9 * t / u, "hi": 1.1 * t / u}
+                       for o, u in (("numpy", 1e-3), ("torch-cpu", 3e-3)) if o != b}
+        out[b] = r
+    return out
+
+
+def test_a_cell_without_a_verdict_says_so_everywhere():
+    from xlinalg._cli._table import _verdict_text, conclusion_line
+    from xlinalg.bench import _findings as F
+    from xlinalg.bench._findings._article import compare_text
+    from xlinalg.bench._findings._summary import _generic_line
+
+    by = _starved_group()
+    texts = {
+        "terminal table": _verdict_text(by),
+        "findings": F.verdict(by)["text"],
+        "overview rows": _generic_line(F.winners(list(by.values()))),
+        "article claims": compare_text(by["numpy"], by["torch-cpu"], 2.0)[1],
+        "last lines": conclusion_line(list(by.values())),
+    }
+    for where, text in texts.items():
+        assert "no verdict" in text, (where, text)
+        assert "torch-cpu ran only 20%" in text, (where, text)
+        assert "tie" not in text, (where, text)
+        assert "refuted" not in text, (where, text)
+        assert "agrees" not in text, (where, text)
+    assert texts["last lines"].startswith("concluded nothing: no group of 1")
+    assert F.verdict(by)["winner"] is None
+    # a file written before "no_verdict" existed (a starved verdict listing a tie)
+    old = {b: {**r, "verdict": {**r["verdict"], "tie": ["numpy", "torch-cpu"]}} for b, r in by.items()}
+    for r in old.values():
+        del r["verdict"]["no_verdict"]
+    assert F.verdict(old)["text"].startswith("no verdict: torch-cpu ran only 20%")
+    assert _verdict_text(old).startswith("no verdict")
+
+
+def test_article_figures_divide_to_the_ratio_printed_beside_them():
+    import re
+
+    from xlinalg.bench._findings._article import compare_text
+
+    rng = np.random.default_rng(12)
+    for _ in range(50):
+        ta, tb = 10 ** rng.uniform(-5, -1), 10 ** rng.uniform(-5, -1)
+        a = result(case="a1_gemm", backend="numpy", size=[128, 256, 512], median=ta)
+        b = result(case="a1_gemm", backend="torch-cpu", size=[128, 256, 512], median=tb)
+        # a side-by-side ratio that is another statistic (paired rounds): printed apart
+        p = ta / tb * rng.uniform(0.7, 1.4)
+        a["ratios"] = {"torch-cpu": {"ratio": p, "lo": 0.95 * p, "hi": 1.05 * p}}
+        nums, _ = compare_text(a, b, 2.0)
+        m = re.match(r"([\d.,]+) ms / ([\d.,]+) ms = ([\d.]+)x", nums)
+        assert m, nums
+        x, y, q = (float(g.replace(",", "")) for g in m.groups())
+        # equal up to the printing: half a unit of q's last digit, and the figures' 3 digits
+        unit = 10.0 ** -len(m.group(3).partition(".")[2])
+        assert abs(q - x / y) <= unit / 2 + 0.01 * x / y, nums
+        assert "paired rounds" in nums
+
+
+def test_the_runs_winners_are_under_false_discovery_rate_control():
+    from xlinalg.bench._findings._verdicts import control_fdr
+    from xlinalg.bench._stats import p_beyond
+
+    # a pair clearly beyond the margin has a small p, one at the margin about 1/2
+    far = {"ratio": 2.0, "lo": 1.8, "hi": 2.2, "level": 0.95}
+    near = {"ratio": 1.05, "lo": 0.95, "hi": 1.16, "level": 0.95}
+    assert p_beyond(far, 1.05) < 1e-6
+    assert 0.4 < p_beyond(near, 1.05) < 0.6
+    t = {"ratio": 1.3, "lo": 1.1, "hi": 1.5, "method": "t over passes", "se_log": 0.05,
+         "passes": [1.25, 1.3, 1.35, 1.3]}
+    assert 0.005 < p_beyond(t, 1.05) < 0.02  # Student t with 3 df, not the normal (1e-5)
+    # 20 groups: one named with p = 0.004, 19 ties: BH at 5 % keeps it (0.004 <= 0.05/20);
+    # named with p = 0.02 among 19 ties it does not stand (0.02 > 0.0025)
+    def rows(p):
+        named = {"winner": "a", "runner_up": "b", "tie": False, "p_margin": p, "text": "a"}
+        return [named] + [{"winner": "a", "runner_up": "b", "tie": True, "text": "t"}
+                          for _ in range(19)]
+    kept = rows(0.002)
+    control_fdr(kept)
+    assert kept[0]["tie"] is False
+    dropped = rows(0.02)
+    control_fdr(dropped)
+    assert dropped[0]["tie"] is True
+    assert dropped[0]["text"].startswith("no winner: not beyond the run's false-discovery rate")
+    # a verdict with no p-value (an older file) is left as it is
+    old = [{"winner": "a", "runner_up": "b", "tie": False, "text": "a"}]
+    control_fdr(old)
+    assert old[0]["tie"] is False
+
+
+# ---------------------------------------------------------------------- the slowdown fixture
+SLOW_NUMPY = Path(__file__).parent / "fixtures" / "slow_numpy"
+
+
+@pytest.mark.parametrize(("backend", "slowed"), [("numpy", True), ("torch-cpu", False)])
+def test_the_slowdown_fixture_touches_one_backends_worker_only(backend, slowed):
+    """The A/A self-test's injected regression (docs/benchmark.md): NumPy's solve
+    and matmul busy-wait in the worker of XL_SLOW_BACKEND only."""
+    code = ("import numpy as np; from numpy.linalg import _umath_linalg as L; "
+            "print(hasattr(np.matmul, 'xl_slowed'), hasattr(np.linalg.solve, 'xl_slowed'), "
+            "hasattr(L.solve, 'xl_slowed'))")
+    env = dict(os.environ, PYTHONPATH=str(SLOW_NUMPY), XL_SLOW_FACTOR="1.5",
+               XL_SLOW_BACKEND="numpy")
+    out = subprocess.run([sys.executable, "-c", code, "--backend", backend], env=env,
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert out.split() == [str(slowed)] * 3
+    env["XL_SLOW_FACTOR"] = "1"  # no slowdown asked: nothing installed
+    out = subprocess.run([sys.executable, "-c", code, "--backend", "numpy"], env=env,
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert out.split() == ["False"] * 3
+
+
+def test_the_slowdown_fixture_waits_in_proportion():
+    import importlib.util
+    import time
+
+    spec = importlib.util.spec_from_file_location("slow_fixture", SLOW_NUMPY / "sitecustomize.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # installs nothing here (no --backend in this argv)
+    inner = []
+
+    def work():
+        t0 = time.perf_counter()
+        time.sleep(0.01)
+        inner.append(time.perf_counter() - t0)
+        return 7
+
+    slow = mod._slowed(work, 1.5)
+    t0 = time.perf_counter()
+    assert slow() == 7
+    # at least 1.5x the call's own time, whatever the load (a lower bound by construction)
+    assert time.perf_counter() - t0 >= 1.5 * inner[0]
+    assert slow.__wrapped__ is work

@@ -408,7 +408,8 @@ def test_pivot_tables_show_first_call_and_verdicts(tmp_path):
     assert "| size | numpy | torch-cpu | verdict |" in md
     assert "first call 1.5 s" in md
     svd = next(line for line in _section(md, "## A7: ").splitlines() if line.startswith("| 512"))
-    assert "tie within noise" in svd  # 2% apart, 1% noise each: not a winner
+    # 2% apart, 1% noise each: not a winner; the interval excludes 1, so not "within noise"
+    assert "a real difference below the margin" in svd
     qr = next(line for line in _section(md, "## A8: ").splitlines() if line.startswith("| 512"))
     assert "numpy, 3.0" in qr
     assert "over torch-cpu" in qr
@@ -419,7 +420,8 @@ def test_verdict_names_a_winner_only_beyond_the_noise():
     b = _rec("a1_gemm", "torch-cpu", 64, 1.02e-3, seed=1)
     v = F.verdict({"numpy": a, "torch-cpu": b})
     assert v["tie"]
-    assert v["text"].startswith("tie within noise")
+    # 2 % apart, intervals [1.01-1.04]: real, but below the 5 % margin
+    assert v["text"].startswith("a real difference below the margin")
     c = _rec("a1_gemm", "torch-cpu", 64, 2.0e-3, seed=1)
     v = F.verdict({"numpy": a, "torch-cpu": c})
     assert not v["tie"]
@@ -458,7 +460,9 @@ def test_a_tie_is_written_from_the_paired_rounds_faster_side():
     [1.01-1.40] faster round by round): the tie reads that way, never "numpy 0.76x"."""
     v = {"winner": "numpy", "runner_up": "torch-cpu", "margin": 1 / 1.32,
          "interval": (1 / 1.40, 1 / 1.01), "tie": True}
-    assert F.verdict_text(v) == "tie within noise (torch-cpu 1.32x [1.01-1.40] vs numpy)"
+    # the interval excludes 1: a real difference, below the margin (not "within noise")
+    assert F.verdict_text(v) == ("a real difference below the margin (torch-cpu 1.32x "
+                                 "[1.01-1.40] vs numpy)")
     v.update(margin=1.03, interval=(0.98, 1.08))
     assert F.verdict_text(v) == "tie within noise (numpy 1.03x [0.98-1.08] vs torch-cpu)"
 

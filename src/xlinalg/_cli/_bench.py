@@ -152,6 +152,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             "passed on " + ", ".join(fence) if not bad_fence else
             "FAILED on " + ", ".join(bad_fence) + " (their times may not wait for the work; "
             "see the header's run.fence_selfcheck)")))
+    from ._table import conclusion_line
+
+    if (last := conclusion_line(records)) is not None:
+        print(terminal(last))
     if not args.no_report and records:
         _write_report(summary.path)
     return EXIT_FAILED if bad else EXIT_OK

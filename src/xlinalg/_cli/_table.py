@@ -127,8 +127,14 @@ def _verdict_text(by: dict[str, dict[str, Any]]) -> str:
             return f"{x:.2f}" if isinstance(x, (int, float)) else "?"
 
         return f"{v['fastest']} {num('ratio')}x [{num('lo')}, {num('hi')}]{star}"
+    from ..bench._findings._verdicts import no_verdict_reason
+
+    why = no_verdict_reason(v)
+    if why is not None:
+        return f"no verdict: {why}"
     if v.get("tie"):
-        return f"tie: {', '.join(map(str, v['tie']))}{star}"
+        words = "below the margin" if v.get("below_margin") else "tie"
+        return f"{words}: {', '.join(map(str, v['tie']))}{star}"
     return ""
 
 
@@ -148,7 +154,8 @@ def _print_table(records: list[dict[str, Any]], config: Any) -> None:
     fastest = {}
     for key, by in rows.items():
         v = verdict(by)
-        if v is not None and v["runner_up"] is not None and not v["tie"]:
+        if v is not None and v["runner_up"] is not None and not v["tie"] \
+                and not v.get("no_verdict"):
             fastest[key] = v["winner"]
     title = (f"median time per call ({config.dtype}; ±: half the IQR; !: noisy; "
              "second line: GFLOP/s; bold *: fastest beyond the noise, unmarked: tie; "
@@ -210,3 +217,36 @@ def _print_table(records: list[dict[str, Any]], config: Any) -> None:
         print(f"{sum(skips.values())} skipped cell(s), by reason:")
         for k, n in sorted(skips.items(), key=lambda kv: -kv[1]):
             print(terminal(f"  {n} x {k}"))
+
+
+def conclusion_line(records: list[dict[str, Any]]) -> str | None:
+    """The run's last word on its verdicts: how many groups (case, dtype, size on
+    two or more backends) named a fastest backend, and why the others did not;
+    "concluded nothing" when none did. None without such a group."""
+    from ..bench._findings import winners
+
+    named = ties = below = 0
+    nov: list[str] = []
+    for v in winners(records):
+        if v["runner_up"] is None:
+            continue
+        if v.get("no_verdict"):
+            nov.append(str(v["no_verdict"]))
+        elif not v["tie"]:
+            named += 1
+        elif "below the margin" in v["text"] or v.get("fdr"):
+            below += 1
+        else:
+            ties += 1
+    total = named + ties + below + len(nov)
+    if not total:
+        return None
+    why = "; ".join(x for x in (
+        f"{len(nov)} no verdict ({nov[0]})" if nov else "",
+        f"{ties} tie(s) within noise" if ties else "",
+        f"{below} real difference(s) below the margin or the run's false-discovery rate"
+        if below else "") if x)
+    if not named:
+        return f"concluded nothing: no group of {total} named a fastest backend ({why})"
+    return f"verdicts: a fastest backend named in {named} of {total} groups" + (
+        f" ({why})" if why else "")

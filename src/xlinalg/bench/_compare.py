@@ -18,9 +18,13 @@ inflate its own noise and hide itself). It comes from:
   (moderated the same way).
 
 The interval is Student's t on the log scale, ``log ratio ± t * se`` with
-Welch's degrees of freedom, at a family-wise level ``1 - alpha`` over all
-compared cells (Bonferroni: the chance that *any* unchanged cell is flagged is
-at most alpha). A cell is a REGRESSION only when the whole interval lies above
+Welch's degrees of freedom. Hundreds of cells are judged at once: the flags
+control the false-discovery rate at ``alpha`` (Benjamini-Hochberg over the
+p-values of "the change lies beyond the threshold"; with R cells flagged of m,
+every interval is at level ``1 - alpha R / m``, Benjamini-Yekutieli's
+false-coverage-rate level, so a cell is flagged exactly when its interval
+lies beyond the threshold; with none flagged that is Bonferroni's
+``1 - alpha / m``). A cell is a REGRESSION only when the whole interval lies above
 ``1 + threshold`` (default 5 %), an improvement when it lies below
 ``1 / (1 + threshold)``; a cell whose interval excludes 1 but not the threshold
 is "a real difference below the threshold". It is judged only when both sides
@@ -60,7 +64,7 @@ from typing import Any
 from ._escape import terminal
 from ._units import format_time, round_outward
 
-__all__ = ["add_arguments", "compare_records", "header_differences", "p_value", "run"]
+__all__ = ["aa_selftest", "add_arguments", "compare_records", "header_differences", "p_value", "run"]
 
 EXIT_OK, EXIT_FLAGGED, EXIT_USAGE = 0, 1, 2
 
@@ -97,8 +101,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("old", metavar="OLD", help="the baseline results file")
     parser.add_argument("new", metavar="NEW", help="the results file to compare with it")
     parser.add_argument("--alpha", type=_open_unit, default=0.05,
-                        help="family-wise error level of the intervals over all cells "
-                             "(default: 0.05)")
+                        help="false-discovery rate of the flags over all cells "
+                             "(Benjamini-Hochberg; default: 0.05)")
     parser.add_argument("--threshold", type=_fraction, default=0.05,
                         help="smallest relative change flagged: the whole interval must "
                              "clear it (default: 0.05, i.e. 5%%)")
@@ -110,6 +114,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--noise", nargs=2, metavar=("A", "B"), default=None,
                         help="two results files of the same code on this machine (an A/A "
                              "pair): each cell's noise is at least what they show")
+    parser.add_argument("--aa", action="store_true",
+                        help="OLD and NEW are two runs of the same code (an A/A pair): also "
+                             "print the empirical coverage of the runs' 95%% ratio intervals "
+                             "and compare's false-positive rate")
     parser.add_argument("--fail-on", choices=("regression", "shift"), default=None,
                         help="exit 1 when a cell is flagged REGRESSION ('regression'), or "
                              "also when every cell moved slower beyond the threshold "
@@ -257,6 +265,19 @@ def noise_from_pair(a: Mapping[str, Mapping[str, Any]],
     return {k: (PRIOR_DF * prior + v) / (PRIOR_DF + 1) for k, v in sq.items()}
 
 
+def _p_beyond(lr: float, se: float, df: float, threshold: float) -> float:
+    """Two-sided p-value of "the log ratio `lr` lies within the threshold band"
+    (Student's t with `df`; normal when df is infinite); 1 inside the band."""
+    x = (abs(lr) - math.log1p(threshold)) / se if se > 0 else (math.inf if abs(lr) > math.log1p(threshold) else 0.0)
+    if x <= 0:
+        return 1.0
+    if not math.isfinite(df):
+        return min(1.0, 2.0 * (1.0 - NormalDist().cdf(x)))
+    from scipy.stats import t
+
+    return min(1.0, 2.0 * float(t.sf(x, df)))
+
+
 def _beyond(lo: float, hi: float, threshold: float) -> str | None:
     if lo > 1 + threshold:
         return "REGRESSION"
@@ -317,7 +338,6 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
     vs = [v[0] for pair in own.values() for v in pair if v is not None]
     prior = statistics.median(vs) if vs else None
     m = max(1, len(compared))
-    level = 1.0 - alpha / m  # Bonferroni: family-wise over the compared cells
     shift = _shift([r["log_ratio"] for r in compared], level=1.0 - alpha)
     removed = shift is not None and _beyond(math.exp(shift[1]), math.exp(shift[2]),
                                             threshold) is not None
@@ -346,17 +366,30 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
             lr -= shift[0]
             # the shift is known to within its interval: its standard error joins the cell's
             se = math.hypot(se, (shift[2] - shift[1]) / (2 * 1.96))
+        r.update(se=se, df=df, judged_ratio=exp_or_limit(lr),
+                 p=_p_beyond(lr, se, df, threshold) if se_passes is not None else 1.0,
+                 test="t beyond the threshold")
+    # Benjamini-Hochberg over the compared cells: the false-discovery rate of the
+    # flags is at most alpha; the intervals are at the matching level 1 - alpha R / m
+    # (R flagged; Benjamini-Yekutieli's false-coverage rate), so a cell is flagged
+    # exactly when its interval lies beyond the threshold
+    ps = sorted(r["p"] for r in compared)
+    flagged = max([i for i, p in enumerate(ps, 1) if p <= alpha * i / m], default=0)
+    level = 1.0 - alpha * max(1, flagged) / m
+    for r in compared:
+        se, df, lr = r["se"], r["df"], r["log_ratio"] - (shift[0] if removed and shift else 0.0)
         q = (t_quantile(1 - (1 - level) / 2, df) if math.isfinite(df)
              else NormalDist().inv_cdf(1 - (1 - level) / 2))
         half = q * se
         base = r["log_ratio"]  # the interval of new/old itself; the judged one less the shift
-        r.update(lo=exp_or_limit(base - half), hi=exp_or_limit(base + half), se=se, df=df, z=q,
+        r.update(lo=exp_or_limit(base - half), hi=exp_or_limit(base + half), z=q, level=level,
                  judged_lo=exp_or_limit(lr - half), judged_hi=exp_or_limit(lr + half),
                  shift=exp_or_limit(shift[0] if shift else statistics.median(
                      x["log_ratio"] for x in compared)),
                  shift_lo=exp_or_limit(shift[1]) if shift else None,
                  shift_hi=exp_or_limit(shift[2]) if shift else None,
-                 shift_removed=removed, judged_ratio=exp_or_limit(lr))
+                 shift_removed=removed)
+        se_passes = r["se_passes"]
         enough = min(r["n_old"], r["n_new"]) >= min_samples and r["se_within"] is not None
         starved = [c for c in (_starved_cores(old[r["key"]]), _starved_cores(new[r["key"]]))
                    if c is not None]
@@ -381,6 +414,42 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
         if n.get("status") == "wrong" and o.get("status") != "wrong":
             r["flag"] += " (now WRONG)"
     return rows
+
+
+def aa_selftest(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str, Any]],
+                rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What an A/A pair (two runs of the same code) says of the statistics.
+
+    ``coverage``: of the backend pairs (a group's ratio of one backend to
+    another) that both runs have, how many of the second run's ratios lie
+    inside the first run's interval, and the other way round (nominally 95 %:
+    an interval is a statement about the next run). ``false_positives``: how
+    many cells `rows` (compare of the pair) flagged, of those it judged."""
+    inside = [0, 0]
+    total = 0
+    for key, ra in a.items():
+        rb = b.get(key)
+        if not rb:
+            continue
+        pa, pb = ra.get("ratios"), rb.get("ratios")
+        if not isinstance(pa, Mapping) or not isinstance(pb, Mapping):
+            continue
+        for other, x in pa.items():
+            y = pb.get(other)
+            if str(ra.get("backend")) >= str(other) or not isinstance(x, Mapping) \
+                    or not isinstance(y, Mapping):
+                continue  # each unordered pair once
+            try:
+                total += 1
+                inside[0] += float(x["lo"]) <= float(y["ratio"]) <= float(x["hi"])
+                inside[1] += float(y["lo"]) <= float(x["ratio"]) <= float(y["hi"])
+            except (KeyError, TypeError, ValueError):
+                total -= 1
+    judged = [r for r in rows if r["lo"] is not None]
+    flagged = [r for r in judged if not r["flag"].startswith("~")]
+    return {"pairs": total, "second_in_first": inside[0], "first_in_second": inside[1],
+            "cells": len(judged), "flagged": len(flagged),
+            "flagged_keys": [r["key"] for r in flagged]}
 
 
 def _why_not(o: Mapping[str, Any], n: Mapping[str, Any]) -> str:
@@ -490,9 +559,12 @@ def run(args: argparse.Namespace) -> int:
     compared = [r for r in rows if r["lo"] is not None]
     source = ("the A/A pair given with --noise and each file's passes" if aa
               else "each file's own passes (fresh processes)")
-    print(terminal(f"compare {args.old} -> {args.new}: ratio = new/old median; interval: "
-                   f"{100 * (1 - args.alpha):g}% over all {len(compared)} cells together "
-                   f"(Bonferroni: family-wise), noise from {source}; flagged when the whole "
+    level = compared[0]["level"] if compared else 1.0 - args.alpha
+    print(terminal(f"compare {args.old} -> {args.new}"))
+    print(terminal("ratio = new/old median; flags at a "
+                   f"false-discovery rate of {100 * args.alpha:g}% over the {len(compared)} "
+                   f"cells (Benjamini-Hochberg); intervals at {100 * level:.4g}% (the level "
+                   f"that matches the flags); noise from {source}; flagged when the whole "
                    f"interval is beyond {100 * args.threshold:g}%"))
     shift_slower = False
     if compared and compared[0]["shift_lo"] is not None:
@@ -529,6 +601,14 @@ def run(args: argparse.Namespace) -> int:
         k = r["flag"].split(" (")[0] or "?"
         counts[k] = counts.get(k, 0) + 1
     print(f"{len(rows)} cells: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    if getattr(args, "aa", False):
+        t = aa_selftest(old, new, rows)
+        n = t["pairs"]
+        pct = (lambda k: f"{k} of {n} ({100 * k / n:.0f}%)") if n else (lambda k: "-")
+        print(f"A/A self-test: the second run's ratio inside the first run's 95% interval: "
+              f"{pct(t['second_in_first'])} of backend pairs; the first inside the "
+              f"second's: {pct(t['first_in_second'])}; compare flagged {t['flagged']} of "
+              f"{t['cells']} cells (false positives: same code)")
     regressions = counts.get("REGRESSION", 0)
     fail = getattr(args, "fail_on", None)
     if fail and (regressions or (fail == "shift" and shift_slower)):

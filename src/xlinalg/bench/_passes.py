@@ -62,10 +62,11 @@ def group_verdict(good: Mapping[str, Sequence[float | None]],
         # scheduler, and no verdict drawn from them would hold in the next run.
         v["starved"] = starving
         v["fastest"] = None
-        v["tie"] = list(good)
+        v["tie"] = []  # not a tie: nothing was concluded
         worst = min(starving, key=lambda b: starving[b])
-        v["text"] = (f"no verdict: {worst} ran only {100 * starving[worst]:.0f}% of the wall "
-                     "time (the machine is oversubscribed; the times measure the scheduler)")
+        v["no_verdict"] = (f"{worst} ran only {100 * starving[worst]:.0f}% of the wall "
+                           "time (the machine is oversubscribed; the times measure the scheduler)")
+        v["text"] = f"no verdict: {v['no_verdict']}"
         note = "; ".join(x for x in (note, v["text"]) if x)
     v["parallelism_note"] = note
     if excluded:

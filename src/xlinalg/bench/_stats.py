@@ -42,6 +42,7 @@ __all__ = [
     "half_width",
     "on_gpu",
     "paired_ratio",
+    "p_beyond",
     "passes_disagree",
     "ratio_interval",
     "rotation",
@@ -217,10 +218,19 @@ def verdict(
         base["speedup"] = {"over": second, "ratio": sp["ratio"], "lo": sp["lo"], "hi": sp["hi"]}
     if not_cleared:
         base["tie"] = [cand, *not_cleared]
-        base["text"] = (f"tie within noise: {', '.join(base['tie'])} (intervals within "
-                        f"{margin:.2f}x)")
+        # "within noise" only when the data cannot tell them apart (an interval holds
+        # 1); an interval beyond 1 but not beyond the margin is a real difference
+        real = [o for o in not_cleared if (r := pairs.get((o, cand))) is not None
+                and not r["lo"] <= 1.0 <= r["hi"]]
+        base["below_margin"] = real
+        if real:
+            base["text"] = (f"no winner: a real difference below the margin: "
+                            f"{', '.join(base['tie'])} (intervals exclude 1, not {margin:.2f}x)")
+        else:
+            base["text"] = (f"tie within noise: {', '.join(base['tie'])} (intervals hold 1)")
         return base
     base["fastest"] = cand
+    base["p_margin"] = max(p_beyond(pairs[(o, cand)], margin) for o in order[1:])
     assert sp is not None
     base["text"] = (f"{cand} fastest: {sp['ratio']:.2f}x [{sp['lo']:.2f}, {sp['hi']:.2f}] "
                     f"over {second}")
@@ -241,8 +251,9 @@ def combine_passes(
     rounds that agree within a pass and an interval that says nothing about the
     next run. Over ``k >= 2`` passes the ratio is the geometric mean of the
     passes' ratios (each pass weighs the same) and the interval is Student's t
-    over the per-pass log ratios, ``mean ± t(k-1) * se``, where ``se² = max(s²,
-    w²) / k``: ``s²`` is the variance between the passes and ``w²`` the mean
+    prediction interval over the per-pass log ratios, ``mean ± t(k-1) * se *
+    sqrt(2)`` (where another run of ``k`` passes will find the ratio: its mean
+    varies as much as this one), where ``se² = max(s², w²) / k``: ``s²`` is the variance between the passes and ``w²`` the mean
     within-pass variance of a pass's ratio (from its bootstrap interval), a
     floor so that passes which happen to agree do not make an interval tighter
     than one process's own rounds allow. One pass: its own interval. Ratios of
@@ -278,7 +289,10 @@ def combine_passes(
                                      / (2.0 * z)) ** 2 for g in got]))
             between = float(np.var(logs, ddof=1))
             se = math.sqrt(max(between, within) / n)
-            half = t_quantile(0.5 + level / 2.0, n - 1) * se
+            # a prediction interval: where the ratio of another run of as many passes
+            # will lie (its mean has the same variance: sqrt(1/n + 1/n)), the
+            # statement a reader checks by running again
+            half = t_quantile(0.5 + level / 2.0, n - 1) * se * math.sqrt(2.0)
             m = float(np.mean(logs))
             r.update(ratio=exp_or_limit(m), lo=exp_or_limit(m - half), hi=exp_or_limit(m + half),
                      method="t over passes", se_log=se, between_sd_log=math.sqrt(between),
@@ -292,6 +306,34 @@ def t_quantile(p: float, df: float) -> float:
     from scipy.stats import t
 
     return float(t.ppf(p, df))
+
+
+def p_beyond(r: Mapping[str, Any], margin: float) -> float:
+    """One-sided p-value that a pair's ratio is at most `margin` (its interval's
+    statistics: Student's t over passes, else normal from the interval's width).
+    A group's claim "the fastest clears every other" is an intersection-union
+    test: its p-value is the largest of its pairs'. The report controls the
+    false-discovery rate of the run's claims with these (Benjamini-Hochberg)."""
+    from statistics import NormalDist
+
+    try:
+        ratio, lo, hi = float(r["ratio"]), float(r["lo"]), float(r["hi"])
+    except (KeyError, TypeError, ValueError):
+        return 1.0
+    if not (0 < lo <= ratio <= hi < math.inf):
+        return 1.0 if not (lo > margin) else 0.0
+    level = float(r.get("level") or DEFAULT_LEVEL)
+    se = r.get("se_log")
+    n = len(r.get("passes") or [])
+    if r.get("method") == "t over passes" and isinstance(se, (int, float)) and se > 0 and n > 1:
+        from scipy.stats import t
+
+        return float(t.sf((math.log(ratio) - math.log(margin)) / se, n - 1))
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    se = (math.log(hi) - math.log(lo)) / (2.0 * z)
+    if se <= 0:
+        return 0.0 if ratio > margin else 1.0
+    return 1.0 - NormalDist().cdf((math.log(ratio) - math.log(margin)) / se)
 
 
 def passes_disagree(

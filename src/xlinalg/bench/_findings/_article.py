@@ -6,7 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from ._fields import ARTICLE_NUMPY, ARTICLE_TORCH_CPU, find_cell, good, is_gpu, median, positive
-from ._verdicts import MIN_MARGIN, fmt_interval, fmt_ratio, ratio, shaky
+from ._verdicts import (
+    MIN_MARGIN,
+    fmt_interval,
+    fmt_ratio,
+    no_verdict_reason,
+    paired_of,
+    ratio,
+    shaky,
+)
 
 __all__ = ["ARTICLE_SETUP", "ARTICLE_TABLES", "article_rows", "compare_text", "cross_dtype_drift",
            "fmt_ms"]
@@ -61,15 +69,27 @@ def compare_text(numpy_cell: dict[str, Any] | None, torch_cell: dict[str, Any] |
         return "-", (f"not comparable: {fmt_ms(median(numpy_cell))} over "
                      f"{fmt_ms(median(torch_cell))} is out of range")
     lo, x, hi = rr
-    nums = (f"{fmt_ms(median(numpy_cell))} / {fmt_ms(median(torch_cell))} = "
-            f"{fmt_ratio(x)} {fmt_interval(lo, hi)}")
+    # "a / b = q": q is the quotient of the two figures printed (the medians). A
+    # side-by-side run's ratio is another statistic (paired rounds, over passes):
+    # it is printed apart, with its interval, and the verdict is drawn from it
+    q = median(numpy_cell) / median(torch_cell)  # type: ignore[operator]
+    paired = paired_of(numpy_cell, torch_cell) is not None
+    nums = (f"{fmt_ms(median(numpy_cell))} / {fmt_ms(median(torch_cell))} = {fmt_ratio(q)}"
+            + (f"; paired rounds {fmt_ratio(x)} {fmt_interval(lo, hi)}" if paired
+               else f" {fmt_interval(lo, hi)}"))
     noise = [c["backend"] for c in (numpy_cell, torch_cell) if shaky(c)]
     tail = f" ({', '.join(noise)} cell noisy)" if noise else ""
     claim = ("" if article is None else
              f" (article: {'torch' if article > 1 else 'NumPy'} "
              f"{fmt_ratio(article if article > 1 else 1 / article)})")
-    if lo <= 1.0 <= hi or abs(x - 1) < MIN_MARGIN - 1:
+    why = (no_verdict_reason(numpy_cell.get("verdict")) if paired_of(numpy_cell, torch_cell)
+           else None)
+    if why is not None:  # the runner concluded nothing from these rounds
+        v = f"no verdict: {why}" + claim
+    elif lo <= 1.0 <= hi:
         v = "tie within noise" + claim
+    elif lo < MIN_MARGIN and hi > 1 / MIN_MARGIN:
+        v = "a real difference below the margin" + claim
     elif article is None:
         v = (f"both ran (article: out of memory); {'torch-cpu' if x > 1 else 'numpy'} "
              f"faster, {fmt_ratio(max(x, 1 / x))}")

@@ -63,14 +63,20 @@ def _generic_line(rows: list[dict[str, Any]]) -> str:
     multi = [w for w in rows if w["n_backends"] > 1]
     if not multi:
         return "no cell ran on two backends"
-    ties = [w for w in multi if w.get("tie")]
+    nov = [w for w in multi if w.get("no_verdict")]
+    ties = [w for w in multi if w.get("tie") and not w.get("no_verdict")]
     wins: dict[str, list[float]] = defaultdict(list)
     for w in multi:
-        if not w.get("tie"):
+        if not w.get("tie") and not w.get("no_verdict"):
             wins[w["winner"]].append(w["margin"])
     groups = _tie_groups(ties)
+    none = (f"no verdict in {len(nov)} of {len(multi)} cells ({nov[0]['no_verdict']})"
+            if nov else "")
+    if not wins and not ties:
+        return none
     if not wins:
-        return f"tie within noise in all {len(multi)} cells ({groups})"
+        return f"tie within noise in all {len(multi) - len(nov)} cells ({groups})" + (
+            f"; {none}" if none else "")
     order = sorted(wins.items(), key=lambda kv: -len(kv[1]))
     b, ms = order[0]
     lead = (f"{b}: fastest in {len(ms)} of {len(multi)} cells "
@@ -83,6 +89,8 @@ def _generic_line(rows: list[dict[str, Any]]) -> str:
         lead += "; also fastest: " + ", ".join(rest)
     if ties:
         lead += f"; {len(ties)} tie(s) within noise ({groups})"
+    if none:
+        lead += f"; {none}"
     return lead
 
 
@@ -135,10 +143,13 @@ def _crossover_line(records: list[dict[str, Any]]) -> str:
             if str(r["dtype"]) == dtype:
                 by_n[side(r)][r["backend"]] = r  # type: ignore[index]
         wins: dict[str, list[float]] = defaultdict(list)
-        ties = total = 0
+        ties = total = nov = 0
         for n, by in sorted(by_n.items()):
             v = verdict(by)
             if v is None or v["n"] < 2:
+                continue
+            if v.get("no_verdict"):
+                nov += 1
                 continue
             total += 1
             if v["tie"]:
@@ -146,12 +157,15 @@ def _crossover_line(records: list[dict[str, Any]]) -> str:
             else:
                 wins[v["winner"]].append(n)
         if not total:
+            if nov:
+                parts.append(f"{dtype}: no verdict at {nov} size(s)")
             continue
         order = sorted(wins.items(), key=lambda kv: min(kv[1]))
         txt = ", ".join(f"{b} at {len(ns)} size(s) (n = {min(ns):g}-{max(ns):g})"
                         if len(ns) > 1 else f"{b} at n = {ns[0]:g}" for b, ns in order)
         parts.append(f"{dtype}: fastest beyond the noise: {txt or 'none'}; "
-                     f"tie within noise at {ties} of {total} sizes")
+                     f"tie within noise at {ties} of {total} sizes"
+                     + (f"; no verdict at {nov} size(s)" if nov else ""))
     return "; ".join(parts) or "not measured"
 
 

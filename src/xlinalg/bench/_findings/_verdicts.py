@@ -57,6 +57,17 @@ def shaky(r: dict[str, Any]) -> str:
     return "noisy" if t.get("noisy") else ""
 
 
+def paired_of(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, float] | None:
+    """The runner's paired ratio of two backends' cells of one group (low, ratio,
+    high), or None when the records carry none."""
+    paired = (slow.get("ratios") or {}).get(fast.get("backend"))
+    same_cell = all(slow.get(k) == fast.get(k) for k in ("case", "dtype", "size_label"))
+    if isinstance(paired, dict) and same_cell and all(
+            positive(paired.get(k)) for k in ("lo", "ratio", "hi")):
+        return float(paired["lo"]), float(paired["ratio"]), float(paired["hi"])
+    return None
+
+
 def ratio(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, float] | None:
     """time(slow) / time(fast) with an interval: (low, ratio, high), or None.
 
@@ -65,11 +76,9 @@ def ratio(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, flo
     Otherwise (cells measured apart, e.g. in two runs) the interval spans the
     two cells' quartiles (slow q1 / fast q3 .. slow q3 / fast q1).
     """
-    paired = (slow.get("ratios") or {}).get(fast.get("backend"))
-    same_cell = all(slow.get(k) == fast.get(k) for k in ("case", "dtype", "size_label"))
-    if isinstance(paired, dict) and same_cell and all(
-            positive(paired.get(k)) for k in ("lo", "ratio", "hi")):
-        return float(paired["lo"]), float(paired["ratio"]), float(paired["hi"])
+    paired = paired_of(slow, fast)
+    if paired is not None:
+        return paired
     a, b = quartiles(slow), quartiles(fast)
     if a is None or b is None:
         return None
@@ -103,6 +112,12 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
                            "margin": None, "interval": None, "tie": False, "n": len(ok),
                            "shaky": sorted({b for b, r in by.items() if good(r) and shaky(r)})}
     names = {b for b, r in by.items() if good(r)}
+    reason = no_verdict_reason(recorded)
+    if reason is not None and len(ok) > 1:
+        # the runner concluded nothing (a starved worker...): not a tie, not a winner
+        out.update(no_verdict=reason, runner_up=ok[1][1], winner=None)
+        out["text"] = verdict_text(out)
+        return out
     sp = recorded.get("speedup") if isinstance(recorded, dict) else None
     if (isinstance(recorded, dict) and isinstance(sp, dict) and sp.get("over") in names
             and all(positive(sp.get(k)) for k in ("ratio", "lo", "hi"))
@@ -119,6 +134,8 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
                                             if b in names and b != out["winner"])]
         out["note"] = recorded.get("parallelism_note") or ""
         out["source"] = "recorded"
+        if isinstance(recorded.get("p_margin"), (int, float)):
+            out["p_margin"] = float(recorded["p_margin"])
     elif len(ok) > 1:
         ru = ok[1][1]
         rr = ratio(by[ru], by[win])
@@ -132,6 +149,22 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
             out["tied"] = [win, *near]
     out["text"] = verdict_text(out)
     return out
+
+
+def no_verdict_reason(recorded: Any) -> str | None:
+    """Why the runner drew no verdict for a group (``verdict.no_verdict``; in files
+    written before it, a starved worker or a text saying "no verdict"), else None."""
+    if not isinstance(recorded, dict):
+        return None
+    why = recorded.get("no_verdict")
+    if isinstance(why, str) and why:
+        return why
+    text = recorded.get("text")
+    if isinstance(text, str) and text.startswith("no verdict"):
+        return text.removeprefix("no verdict").lstrip(": ") or "the runner drew none"
+    if recorded.get("starved"):
+        return "a worker was starved (the machine was oversubscribed)"
+    return None
 
 
 def fmt_ratio(x: float) -> str:
@@ -177,6 +210,10 @@ def verdict_text(v: dict[str, Any] | None) -> str:
     """One line: "numpy, 1.31x [1.20-1.45] over torch-cpu" or "tie within noise (...)"."""
     if v is None:
         return "no time"
+    if v.get("no_verdict"):
+        return f"no verdict: {v['no_verdict']}"
+    if v.get("fdr"):
+        return f"no winner: {v['fdr']}"
     if v.get("runner_up") is None:
         return f"{v['winner']} (only backend with a time)"
     iv = v.get("interval")
@@ -190,12 +227,47 @@ def verdict_text(v: dict[str, Any] | None) -> str:
         if m < 1.0:  # the faster median is the slower one in the paired rounds: say it that way
             a, b, m = b, a, 1.0 / m
             ivt = f" {fmt_interval(1.0 / iv[1], 1.0 / iv[0])}" if iv else ""
-        return f"tie within noise ({a} {fmt_ratio(m)}{ivt} vs {b})" + note
+        # within noise only when the interval holds 1; else a real difference that
+        # the margin does not clear
+        words = ("a real difference below the margin" if iv and not iv[0] <= 1.0 <= iv[1]
+                 else "tie within noise")
+        return f"{words} ({a} {fmt_ratio(m)}{ivt} vs {b})" + note
     return f"{v['winner']}, {fmt_ratio(m)}{ivt} over {v['runner_up']}{note}"
 
 
+#: False-discovery rate of the winners a run names (Benjamini-Hochberg over its groups).
+FDR = 0.05
+
+
+def control_fdr(rows: list[dict[str, Any]], q: float = FDR) -> None:
+    """Benjamini-Hochberg over the groups' claims, in place: a group named by the
+    runner (``p_margin``: the p-value of "the fastest clears every other by the
+    margin") keeps its winner only when its p-value is under the BH line of all
+    groups with two or more backends (a tie counts with p = 1); otherwise it
+    becomes "a real difference below the margin" with ``fdr`` saying why. Rows
+    without a p-value (files from before, verdicts drawn here) are left alone."""
+    judged = [w for w in rows if w.get("runner_up") is not None and not w.get("no_verdict")]
+    m = len(judged)
+    ps = sorted((w["p_margin"] if not w.get("tie") and isinstance(w.get("p_margin"), float)
+                 else 1.0) for w in judged)
+    cut = 0.0
+    for i, p in enumerate(ps, 1):
+        if p <= q * i / m:
+            cut = p
+    for w in judged:
+        p = w.get("p_margin")
+        if w.get("tie") or not isinstance(p, float) or p <= cut:
+            continue
+        w["tie"] = True
+        w["tied"] = [w["winner"], w["runner_up"]]
+        w["fdr"] = (f"not beyond the run's false-discovery rate (Benjamini-Hochberg, "
+                    f"{100 * q:g}% over {m} groups; p = {p:.2g})")
+        w["text"] = f"no winner: {w['fdr']}"
+
+
 def winners(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per cell (case, dtype, size) with a time: :func:`verdict` plus where it is."""
+    """Per cell (case, dtype, size) with a time: :func:`verdict` plus where it is;
+    the run's winners under false-discovery-rate control (:func:`control_fdr`)."""
     rows = []
     by_cell = cells(records)
     for (case, dtype, label), by in sorted(
@@ -207,6 +279,7 @@ def winners(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         rows.append({"section": section_of(next(iter(by.values()))), "case": case,
                      "dtype": dtype, "size": label, "n_backends": v["n"], **v})
+    control_fdr(rows)
     return rows
 
 
@@ -216,6 +289,10 @@ def case_winners(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     agg: dict[tuple[str, str, str], dict[str, int]] = {}
     for w in rows:
         if w["n_backends"] < 2 or w["section"] == "Extra":
+            continue
+        if w.get("no_verdict"):
+            d = agg.setdefault((w["section"], w["case"], w["dtype"]), {})
+            d["no verdict"] = d.get("no verdict", 0) + 1
             continue
         if w.get("tie"):
             agg.setdefault((w["section"], w["case"], w["dtype"]), {})
@@ -227,7 +304,7 @@ def case_winners(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         d[w["winner"]] = d.get(w["winner"], 0) + 1
     out = []
     for (sec, case, dtype), d in agg.items():
-        best = max(d.items(), key=lambda kv: (kv[0] != "tie", kv[1]))
+        best = max(d.items(), key=lambda kv: (kv[0] not in ("tie", "no verdict"), kv[1]))
         out.append({"section": sec, "case": case, "dtype": dtype, "winner": best[0],
                     "wins": best[1], "of": sum(d.values()), "all": d})
     return out
