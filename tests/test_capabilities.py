@@ -7,7 +7,7 @@ from pathlib import Path
 
 import xlinalg as xl
 from xlinalg import backends
-from xlinalg._capabilities import CAPABILITIES, ELEMENTWISE, LINALG, OPERATIONS, markdown
+from xlinalg._capabilities import CAPABILITIES, ELEMENTWISE, EXTENSION, LINALG, OPERATIONS, markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,7 +19,7 @@ def test_operations_are_the_public_functions() -> None:
     assert registry == {"available_backends", "backend_of", "synchronize", "to"}
     assert set(OPERATIONS) == functions - registry
     assert len(OPERATIONS) == len(set(OPERATIONS))
-    assert set(LINALG) | set(ELEMENTWISE) | {"solve_many"} == set(OPERATIONS)
+    assert set(LINALG) | set(ELEMENTWISE) | {"solve_many"} | set(EXTENSION) == set(OPERATIONS)
 
 
 def test_every_operation_has_every_backend() -> None:

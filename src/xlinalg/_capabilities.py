@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from .backends import BACKEND_NAMES
 
-__all__ = ["CAPABILITIES", "ELEMENTWISE", "LINALG", "OPERATIONS", "Capability", "markdown"]
+__all__ = ["CAPABILITIES", "ELEMENTWISE", "EXTENSION", "LINALG", "OPERATIONS", "Capability", "markdown"]
 
 
 class Capability(NamedTuple):
@@ -38,9 +38,15 @@ class Capability(NamedTuple):
 LINALG = ("solve", "matmul", "svd", "svdvals", "qr")
 #: the elementwise functions
 ELEMENTWISE = ("add", "subtract", "multiply", "divide", "exp", "sigmoid")
+#: the rest of the array API standard's linalg extension, and lstsq
+EXTENSION = (
+    "inv", "cholesky", "det", "slogdet", "eigh", "eigvalsh", "eig", "eigvals", "lstsq", "pinv",
+    "matrix_rank", "matrix_norm", "vector_norm", "matrix_power", "matrix_transpose", "diagonal",
+    "trace", "outer", "tensordot", "vecdot", "cross",
+)
 #: every public operation on arrays (the registry's own functions, ``backend_of``,
 #: ``to``, ``synchronize``, ``available_backends``, are not operations)
-OPERATIONS = (*LINALG, *ELEMENTWISE, "solve_many")
+OPERATIONS = (*LINALG, *ELEMENTWISE, "solve_many", *EXTENSION)
 
 def _same(how: str, *groups: dict[str, Capability], **per_backend: Capability) -> dict[str, Capability]:
     """Every backend computes it the same way (`how`), but those given in `groups`
@@ -191,6 +197,94 @@ CAPABILITIES: dict[str, dict[str, Capability]] = {
                 "group", "a singular system is reported when a result is computed"),
     ),
 }
+
+
+_LAZY = "lazy: raises when the block is computed"
+_DASK_GUFUNC = "NumPy's on each matrix (a gufunc over the batch), lazily"
+
+
+def _native(how: str, dask: str = _DASK_GUFUNC, dask_notes: str = "lazy", **per: Capability) -> dict[str, Capability]:
+    """The library's own routine everywhere but Dask (NumPy's per block) and `per`."""
+    return _same(how, dask=_c(dask, dask_notes), **per)
+
+
+_EXTENSION: dict[str, dict[str, Capability]] = {
+    "inv": _same(
+        "`solve(x, I)` through the backend's solve path (what each library's own `inv` "
+        "computes): singular members as `solve` reports them",
+        numpy=_c("the gufunc behind `numpy.linalg.inv`, in the input's precision, under its "
+                 "floating-point trap; `solve(x, I)` to name singular members"),
+        jax_cpu=_c("`solve(x, I)` as for `solve`", "under `jax.jit`: NaN for singular members"),
+        jax_gpu=_c("`solve(x, I)` as for `solve`", "under `jax.jit`: NaN for singular members"),
+        dask=_c("NumPy's solve with I on each block", _LAZY),
+    ),
+    "cholesky": _same(
+        "the standard's `linalg.cholesky`; a library that fails the whole batch is asked "
+        "member by member on the failure path",
+        numpy=_c("the gufunc behind `numpy.linalg.cholesky` (lower), in the input's precision: "
+                 "NaN for failing members"),
+        torch_cpu=_c("`torch.linalg.cholesky_ex` (per-member info)"),
+        torch_cuda=_c("`torch.linalg.cholesky_ex` (per-member info)",
+                      "`errors=\"raise\"` reads the info: a device sync"),
+        cupy=_c("the standard's `linalg.cholesky`, then a finite check",
+                "CuPy may return finite garbage for a matrix that is not positive definite "
+                "(not run on a device here)"),
+        jax_cpu=_c("`jnp.linalg.cholesky(symmetrize_input=False)`: NaN for failing members",
+                   "under `jax.jit`: NaN, never an exception"),
+        jax_gpu=_c("`jnp.linalg.cholesky(symmetrize_input=False)`: NaN for failing members",
+                   "under `jax.jit`: NaN, never an exception"),
+        dask=_c("NumPy's cholesky on each block", _LAZY),
+    ),
+    "det": _native("the standard's `linalg.det`",
+                   numpy=_c("the gufunc behind `numpy.linalg.det`, in the input's precision")),
+    "slogdet": _native("the standard's `linalg.slogdet`",
+                       numpy=_c("the gufunc behind `numpy.linalg.slogdet`, in the input's precision")),
+    "eigh": _native("the standard's `linalg.eigh`, then a finite check",
+                    numpy=_c("the gufunc behind `numpy.linalg.eigh` (lower), in the input's precision"),
+                    jax_cpu=_c("`jnp.linalg.eigh(symmetrize_input=False)`", "under `jax.jit`: NaN, no error"),
+                    jax_gpu=_c("`jnp.linalg.eigh(symmetrize_input=False)`", "under `jax.jit`: NaN, no error")),
+    "eigvalsh": _native("the standard's `linalg.eigvalsh`, then a finite check",
+                        numpy=_c("the gufunc behind `numpy.linalg.eigvalsh` (lower), in the input's precision"),
+                        jax_cpu=_c("`jnp.linalg.eigh(symmetrize_input=False)`"),
+                        jax_gpu=_c("`jnp.linalg.eigh(symmetrize_input=False)`")),
+    "eig": _native("the standard's `linalg.eig`, cast to complex, then a finite check",
+                   numpy=_c("`np.linalg.eig`, cast to complex"),
+                   jax_gpu=_c("`jnp.linalg.eig`", "JAX computes eig on the host (not run here)")),
+    "eigvals": _native("the standard's `linalg.eigvals`, cast to complex, then a finite check",
+                       numpy=_c("`np.linalg.eigvals`, cast to complex"),
+                       jax_gpu=_c("`jnp.linalg.eigvals`", "JAX computes eig on the host (not run here)")),
+    "lstsq": _same("xlinalg's `svd` (reduced), then the standard's operations",
+                   dask=_c("xlinalg's `svd` (Dask's tall-and-skinny SVD for a chunked matrix), "
+                           "then Dask's operations", "lazy")),
+    "pinv": _same("xlinalg's `svd` (reduced), then the standard's operations",
+                  dask=_c("xlinalg's `svd` on Dask, then Dask's operations", "lazy")),
+    "matrix_rank": _same("xlinalg's `svdvals`, then a count above the tolerance",
+                         dask=_c("xlinalg's `svdvals` on Dask, then a count", "lazy")),
+    "matrix_norm": _same(
+        "the standard's `linalg.matrix_norm` for 'fro', 1, -1, inf, -inf; xlinalg's `svdvals` for 2, -2, 'nuc'",
+        _torch(_c("`torch.linalg.matrix_norm` for 'fro', 1, -1, inf, -inf; xlinalg's `svdvals` for 2, -2, 'nuc'")),
+        numpy=_c("`np.linalg.norm` for 'fro', 1, -1, inf, -inf; xlinalg's `svdvals` for 2, -2, 'nuc'"),
+        dask=_c("Dask's reductions; xlinalg's `svdvals` for 2, -2, 'nuc'", "lazy"),
+    ),
+    "vector_norm": _same(
+        "the standard's `linalg.vector_norm`",
+        _torch(_c("`torch.linalg.vector_norm`")),
+        dask=_c("Dask's reductions (the standard's operations)", "lazy"),
+    ),
+    "matrix_power": _same("the standard's `linalg.matrix_power`; a negative power of xlinalg's `inv`",
+                          _torch(_c("`torch.linalg.matrix_power`; a negative power of xlinalg's `inv`")),
+                          dask=_c("repeated squaring with Dask's `matmul`", "lazy")),
+    "matrix_transpose": _same("the standard's `matrix_transpose`"),
+    "diagonal": _same("the standard's `linalg.diagonal`"),
+    "trace": _same("the standard's `linalg.trace`"),
+    "outer": _same("the standard's `linalg.outer` after NumPy's promotion table"),
+    "tensordot": _same("the standard's `tensordot` after NumPy's promotion table"),
+    "vecdot": _same("the standard's `vecdot` after NumPy's promotion table",
+                    _torch(_c("`torch.linalg.vecdot` after NumPy's promotion table"))),
+    "cross": _same("the standard's `linalg.cross` after NumPy's promotion table",
+                   dask=_c("the standard's indexing and arithmetic, lazily")),
+}
+CAPABILITIES.update(_EXTENSION)
 
 
 def _cell(text: str) -> str:
