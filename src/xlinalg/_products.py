@@ -306,21 +306,18 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = No
     nd = max(x1.ndim, x2.ndim)
     if nd == 0 or not -nd <= k < nd:
         raise ValueError(f"vecdot: `axis` {k} is out of range for `x1` {ad.describe(x1)} and `x2` {ad.describe(x2)}")
-    try:
-        shape = _validate.broadcast_shapes(x1.shape, x2.shape)
-    except ValueError:
-        raise ValueError(f"vecdot: the shapes of `x1` {tuple(x1.shape)} and `x2` {tuple(x2.shape)} do not broadcast") from None
     kk = k % nd
     n1 = x1.shape[kk - nd + x1.ndim] if kk - nd + x1.ndim >= 0 else 1
     n2 = x2.shape[kk - nd + x2.ndim] if kk - nd + x2.ndim >= 0 else 1
     if _validate.sizes_differ(n1, n2):
         raise ValueError(f"vecdot: the vectors along axis {k} of `x1` ({n1}) and `x2` ({n2}) differ in length")
-    del shape
+    try:
+        _validate.broadcast_shapes(x1.shape, x2.shape)
+    except ValueError:
+        raise ValueError(f"vecdot: the shapes of `x1` {tuple(x1.shape)} and `x2` {tuple(x2.shape)} do not broadcast") from None
     xpn = ad.xp
-    if ad.library == "PyTorch":
-        t = ad.torch  # type: ignore[attr-defined]
-        b1, b2 = t.broadcast_tensors(x1, x2)
-        return t.linalg.vecdot(b1, b2, dim=k)
+    if ad.library == "PyTorch" and ad.kind(x1.dtype) in "fc":  # (torch's has no integer kernel)
+        return ad.torch.linalg.vecdot(x1, x2, dim=k)  # type: ignore[attr-defined]
     if k != -1:
         x1, x2 = xpn.broadcast_arrays(x1, x2)
         x1, x2 = xpn.moveaxis(x1, k, -1), xpn.moveaxis(x2, k, -1)
@@ -373,6 +370,8 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = Non
     except ValueError:
         raise ValueError(f"cross: the shapes of `x1` {tuple(x1.shape)} and `x2` {tuple(x2.shape)} do not broadcast") from None
     xpn = ad.xp
+    if k >= 0:  # (one number of dimensions: array-api-strict takes negative axes only)
+        k -= x1.ndim
     if not ad.lazy and hasattr(xpn.linalg, "cross"):
         return xpn.linalg.cross(x1, x2, axis=k)
     a = xpn.moveaxis(x1, k, -1)
@@ -383,7 +382,7 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = Non
          a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]],
         axis=-1,
     )
-    return xpn.moveaxis(c, -1, k if k < 0 else k - max(x1.ndim, x2.ndim))
+    return xpn.moveaxis(c, -1, k)
 
 
 def matrix_power(x: Array, n: int, /, *, errors: str = "raise", xp: Namespace | None = None) -> Array:
