@@ -28,19 +28,18 @@ from ._matrix import (
     real_dtype,
 )
 from .backends._base import Adapter
-from .backends._numpy import _np_raise, _NumPySingular
+from .backends._numpy import NUMPY
 
 __all__ = ["SlogdetResult", "cholesky", "det", "inv", "slogdet"]
 
 try:
     from numpy.linalg import _umath_linalg as _ul
 
-    _NP_INV: Any = _ul.inv
     _NP_CHOL: Any = _ul.cholesky_lo
     _NP_DET: Any = _ul.det
     _NP_SLOGDET: Any = _ul.slogdet
 except (ImportError, AttributeError):  # pragma: no cover - a NumPy without them
-    _NP_INV = _NP_CHOL = _NP_DET = _NP_SLOGDET = None
+    _NP_CHOL = _NP_DET = _NP_SLOGDET = None
 
 _NP = np.ndarray
 # the gufuncs' loops in the input's own precision (numpy.linalg computes float32 in
@@ -105,34 +104,50 @@ def inv(x: Array, /, *, errors: str = "raise", xp: Namespace | None = None) -> A
     if (
         type(x) is _NP
         and xp is None
-        and errors == "raise"
         and x.ndim == 2
-        and (sig := _SIG1.get(x.dtype.char)) is not None
+        and x.dtype.char in _SIG1
         and x.shape[0] == x.shape[1] != 0
         and x.dtype.isnative
-    ):
-        try:  # numpy.linalg.inv's own call, in the input's precision
-            with np.errstate(call=_np_raise, invalid="call", over="ignore", divide="ignore", under="ignore"):
-                return _NP_INV(x, signature=sig)
-        except _NumPySingular:
-            pass  # named by the checked path
-    ad, x = matrix_input(x, "inv", xp, square=True)
+    ):  # one NumPy matrix: the checks below read nothing more
+        ad: Adapter = NUMPY
+        batch: tuple[int, ...] = ()
+    else:
+        ad, x = matrix_input(x, "inv", xp, square=True)
+        batch = tuple(x.shape[:-2])
+        if 0 in tuple(x.shape):
+            if errors != "raise":
+                _validate.check_errors(errors)
+            return ad.xp.zeros(tuple(x.shape), dtype=x.dtype, device=ad.device(x))
     if errors != "raise":
         _validate.check_errors(errors)
-    shape = tuple(x.shape)
-    if 0 in shape:
-        return ad.xp.zeros(shape, dtype=x.dtype, device=ad.device(x))
-    eye = ad.xp.eye(shape[-1], dtype=x.dtype, device=ad.device(x))
-    batch = shape[:-2]
     try:
+        # solve(x, I) through the backend's solve path: its singular-matrix rule
+        # (docs/semantics.md), as each library's own inv is computed
         if ad.lazy:
-            err = functools.partial(_inv_error, batch)
-            return ad.solve(x, eye, False, errors, err)  # type: ignore[call-arg]
-        return ad.solve(x, eye, False, errors)
+            return ad.solve(x, _eye(ad, x), False, errors, functools.partial(_inv_error, batch))  # type: ignore[call-arg]
+        return ad.solve(x, _eye(ad, x), False, errors)
     except LinAlgError as exc:
         if exc.indices and len(exc.indices[0]) == len(batch):
             raise member_error("inv", "singular", list(exc.indices), batch, _INV_FIX) from exc
         raise
+
+
+#: (n, dtype) -> a read-only NumPy identity (inv's right-hand side, made once)
+_NP_EYES: dict[tuple[int, Any], np.ndarray] = {}
+
+
+def _eye(ad: Adapter, x: Any) -> Any:
+    n = x.shape[-1]
+    if ad is NUMPY:
+        key = (n, x.dtype)
+        eye = _NP_EYES.get(key)
+        if eye is None:
+            eye = np.eye(n, dtype=x.dtype)
+            eye.flags.writeable = False
+            if n <= 64:  # small ones only: a cache of large identities would hold memory
+                _NP_EYES[key] = eye
+        return eye
+    return ad.xp.eye(n, dtype=x.dtype, device=ad.device(x))
 
 
 def _inv_error(batch: tuple[int, ...], indices: list[tuple[int, ...]]) -> LinAlgError:
@@ -213,8 +228,6 @@ def _np_cholesky(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _np_cholesky_block(x: np.ndarray, errors: str) -> np.ndarray:
-    from .backends._numpy import NUMPY
-
     low, failed = _np_cholesky(x)
     return fail_members(NUMPY, x, low, failed, errors, "cholesky", "not positive definite", _CHOL_FIX,
                         finite=finite_members(np, np.tril(x)))
