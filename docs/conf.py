@@ -6,13 +6,13 @@ Build it (warnings are errors; a broken link or cross-reference fails)::
     python -m sphinx -W --keep-going -b html docs docs/_build/html
 
 Pages are MyST Markdown; the API reference comes from the numpydoc docstrings.
-The bad-input matrix is rendered from its source (``tests/test_bad_input.py``)
-at every build, never copied by hand.
+The capabilities tables, the bad-input matrix and the API reference's list of
+operations are rendered from the operations' declarations at every build by the
+extension ``_ext/xlinalg_generated.py``; none of it is committed or copied by hand.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -21,6 +21,7 @@ from typing import Any
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(ROOT / "src"))  # the checkout's xlinalg, installed or not
+sys.path.insert(0, str(DOCS / "_ext"))  # the site's own extension
 
 import xlinalg  # noqa: E402
 
@@ -34,11 +35,12 @@ extensions = [
     "numpydoc",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "xlinalg_generated",
 ]
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
-exclude_patterns = ["_build", "conftest.py"]
+exclude_patterns = ["_build", "_ext", "conftest.py"]
 
 # Every cross-reference must resolve (with -W, a dangling one fails the build).
 nitpicky = True
@@ -71,23 +73,6 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
 }
 html_static_path: list[str] = []
-
-
-# ---------------------------------------------------------------------- generated pages
-def _render_bad_input_matrix() -> None:
-    """docs/bad-input-matrix.md from tests/test_bad_input.py (written when it changed)."""
-    spec = importlib.util.spec_from_file_location("_gen_bad_input_table", ROOT / "tools" / "gen_bad_input_table.py")
-    assert spec is not None
-    assert spec.loader is not None
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    text = gen.render()
-    target = DOCS / "bad-input-matrix.md"
-    if not target.exists() or target.read_text(encoding="utf-8") != text:
-        target.write_text(text, encoding="utf-8")
-
-
-_render_bad_input_matrix()
 
 
 # ---------------------------------------------------------------------- links out of docs/

@@ -4,6 +4,7 @@ array-api-strict's flags and devices, ``jax.jit`` and Dask laziness."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
@@ -19,37 +20,58 @@ import xlinalg as xl
 from conftest import SELECTED, BackendCase, random, require_backend, well_conditioned
 from xlinalg import backends as registry
 from xlinalg._capabilities import ELEMENTWISE, LINALG
+from xlinalg._lib._declare import OPERATIONS
 
-LIBRARY_WORDS = {
-    "numpy": "NumPy",
-    "torch-cpu": "PyTorch",
-    "torch-cuda": "PyTorch",
-    "cupy": "CuPy",
-    "jax-cpu": "JAX",
-    "jax-gpu": "JAX",
-    "dask": "Dask",
-    "array-api-strict": "array-api-strict",
-}
 
-# one call per array function (xlinalg._capabilities: a test checks every one has
-# a call), on arrays made by `mk` (a backend's from_numpy)
-CALLS = {
-    "solve": lambda mk: (xl.solve, (mk(np.eye(3) * 2), mk(np.ones(3)))),
-    "matmul": lambda mk: (xl.matmul, (mk(np.eye(3)), mk(np.ones((3, 2))))),
-    "svd": lambda mk: (xl.svd, (mk(np.eye(3)),)),
-    "svdvals": lambda mk: (xl.svdvals, (mk(np.eye(3)),)),
-    "qr": lambda mk: (xl.qr, (mk(np.eye(3)),)),
-    "add": lambda mk: (xl.add, (mk(np.ones(3)), mk(np.ones(3)))),
-    "subtract": lambda mk: (xl.subtract, (mk(np.ones(3)), mk(np.ones(3)))),
-    "multiply": lambda mk: (xl.multiply, (mk(np.ones(3)), mk(np.ones(3)))),
-    "divide": lambda mk: (xl.divide, (mk(np.ones(3)), mk(np.ones(3)))),
-    "exp": lambda mk: (xl.exp, (mk(np.ones(3)),)),
-    "sigmoid": lambda mk: (xl.sigmoid, (mk(np.ones(3)),)),
-}
+def _library_words(names: tuple[str, ...]) -> dict[str, str]:
+    """backend id -> how messages name its library (the backends' own declarations)."""
+    return {n: registry.get_backend(n).library_word for n in names}
+
+
+LIBRARY_WORDS = _library_words(tuple(xl.BACKEND_NAMES))
+
+
+def _call(name: str):
+    """The call of a declared operation on its sample, on arrays made by `mk`."""
+    op = OPERATIONS[name]
+    sample = op.sample_args()
+    fn = functools.partial(getattr(xl, name), **op.kwargs) if op.kwargs else getattr(xl, name)  # (matrix_power's n)
+    return lambda mk: (fn, tuple(mk(a) for a in sample))
+
+
+# one call per array function, from its declaration (xlinalg._lib._declare), on
+# arrays made by `mk` (a backend's from_numpy)
+CALLS = {name: _call(name) for name in (*LINALG, *ELEMENTWISE)}
 
 
 def test_every_array_function_has_a_call() -> None:
     assert list(CALLS) == [*LINALG, *ELEMENTWISE]
+    assert set(CALLS) <= set(xl.__all__)
+    for name in CALLS:
+        assert OPERATIONS[name].func is getattr(xl, name), f"{name}: the declared function is not the public one"
+
+
+def test_a_new_backend_has_library_words_without_an_edit_here(monkeypatch) -> None:
+    # the table comes from the backends: a backend the registry lists, with or
+    # without an adapter class, has its words (collection never meets a KeyError)
+    from xlinalg.backends import Backend
+    from xlinalg.backends._numpy import NumPyAdapter
+
+    class Bare(Backend):
+        name = "bare"
+        module = "numpy"
+
+    class Own(Backend):
+        name = "own-cpu"
+        module = "numpy"
+        adapter_class = type("OwnAdapter", (NumPyAdapter,), {"library": "OwnLib"})
+
+    monkeypatch.setattr(registry, "_REGISTRY", {**registry._REGISTRY, "bare": Bare(), "own-cpu": Own()})
+    words = _library_words((*xl.BACKEND_NAMES, "bare", "own-cpu"))
+    assert words["bare"] == "bare"
+    assert words["own-cpu"] == "OwnLib"
+    assert words["torch-cpu"] == words["torch-cuda"] == "PyTorch"
+    assert len(set(words.values())) == len(words) - 2  # torch and JAX: one word for two devices
 
 
 @pytest.mark.parametrize("fn", list(CALLS))

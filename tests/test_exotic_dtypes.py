@@ -20,9 +20,9 @@ import pytest
 import xlinalg as xl
 from conftest import require_backend
 from xlinalg._capabilities import ELEMENTWISE, LINALG
+from xlinalg._lib._declare import OPERATIONS
 
 FUNCTIONS = (*LINALG, *ELEMENTWISE)
-TWO = ("matmul", "add", "subtract", "multiply", "divide")
 NARROW = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3b11fnuz", "float8_e4m3fnuz", "float8_e5m2fnuz",
           "float4_e2m1fn", "float6_e2m3fn", "int2", "uint2", "int4", "uint4", "bfloat16",
           "uint16", "uint32", "uint64")
@@ -34,11 +34,8 @@ STANDARD = ("float32", "float64", "complex64", "complex128", "int32", "int64")
 
 def _call(fn: str, x: Any) -> Any:
     f = getattr(xl, fn)
-    if fn == "solve":
-        return f(x, x[:, 0])
-    if fn in TWO:
-        return f(x, x)
-    return f(x)
+    # the second argument by its declared kind: a right-hand side is a vector
+    return f(x, *(x[:, 0] if kind == "rhs" else x for _, kind in OPERATIONS[fn].args[1:]))
 
 
 def _torch_arrays() -> list[tuple[str, Any]]:

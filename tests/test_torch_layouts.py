@@ -13,12 +13,13 @@ import pytest
 
 import xlinalg as xl
 from xlinalg._capabilities import ELEMENTWISE, LINALG
+from xlinalg._lib._declare import OPERATIONS
 
 # (a module-level skip: conftest's require_backend skips inside a test only)
 torch = pytest.importorskip("torch", reason="torch is not installed: no sparse or nested tensors to test")
 
 FUNCTIONS = (*LINALG, *ELEMENTWISE)
-TWO = ("solve", "matmul", "add", "subtract", "multiply", "divide")
+TWO = tuple(fn for fn in FUNCTIONS if OPERATIONS[fn].arity == 2)  # from the declarations
 A = torch.eye(3, dtype=torch.float64) * 2 + 1
 
 
@@ -38,7 +39,8 @@ LAYOUTS = {
 def _args(fn: str, x: Any, where: str) -> tuple[Any, ...]:
     if fn not in TWO:
         return (x,)
-    dense = A[0] if fn == "solve" else A.float()  # float32: the checked path, not torch's own call
+    # a right-hand side is a vector; else float32: the checked path, not torch's own call
+    dense = A[0] if OPERATIONS[fn].arg_kinds[1] == "rhs" else A.float()
     return (x, dense) if where == "first" else (A, x)
 
 
@@ -50,13 +52,13 @@ CASES = [(fn, where) for fn in FUNCTIONS for where in (("first", "second") if fn
 def test_result_or_named_error(layout: str, fn: str, where: str) -> None:
     make, pattern = LAYOUTS[layout]
     x = make()
-    name = {"solve": "ab", "matmul": "ab"}.get(fn, "x1x2" if fn in TWO else "x")
-    arg = (name[:len(name) // 2] if where == "first" else name[len(name) // 2:]) if fn in TWO else "x"
+    names = OPERATIONS[fn].arg_names
+    arg = names[0] if where == "first" else names[1]
     err: TypeError | None = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = getattr(xl, fn)(*_args(fn, x, where))
+            out = getattr(xl, fn)(*_args(fn, x, where), **OPERATIONS[fn].kwargs)
     except TypeError as e:
         err = e
     if err is not None:
@@ -64,7 +66,7 @@ def test_result_or_named_error(layout: str, fn: str, where: str) -> None:
         assert str(err).startswith(f"{fn}: "), str(err)
         return
     # torch computed it (e.g. sparse @ dense): the values are those of the dense input
-    ref = getattr(xl, fn)(*_args(fn, A if layout != "nested" else torch.stack([A, A]), where))
+    ref = getattr(xl, fn)(*_args(fn, A if layout != "nested" else torch.stack([A, A]), where), **OPERATIONS[fn].kwargs)
     got = out.to_dense() if out.layout is not torch.strided else out
     if got.is_nested:
         got = torch.stack(got.unbind())

@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._lib._declare import BadInput, Raises, declare
+from ._lib._errors import LinAlgError
 from ._lib._typing import Array, Namespace
 from ._matrix import (
     complex_dtype,
@@ -52,6 +54,99 @@ class EigResult(NamedTuple):
 
     eigenvalues: Array
     eigenvectors: Array
+
+
+def _hermitian_lower(x: np.ndarray) -> np.ndarray:
+    """The Hermitian matrix whose lower triangle is `x`'s (what eigh reads)."""
+    low = np.tril(x)
+    return low + np.conj(np.swapaxes(np.tril(x, -1), -1, -2))
+
+
+def _eigh_reference(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    w, v = np.linalg.eigh(x)
+    return w, v
+
+
+def _compare_eigh(got: tuple[np.ndarray, ...], ref: tuple[np.ndarray, ...], args: tuple[np.ndarray, ...],
+                  dtype: np.dtype) -> None:
+    """Eigenvalues as NumPy's (ascending, real); eigenvectors unique up to phase:
+    ``H @ v == v * w`` for H built from `x`'s lower triangle, and orthonormal."""
+    from xlinalg.testing import compare_values
+
+    tol = 1e-3 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-9
+    w, v = got
+    assert w.dtype == np.empty(0, dtype).real.dtype, w.dtype
+    assert v.dtype == dtype, v.dtype
+    compare_values(w, np.asarray(ref[0]), rtol=tol * 10)
+    h = _hermitian_lower(np.asarray(args[0]).astype(np.complex128))
+    # (LAPACK reads the real part of the diagonal)
+    h = h - 1j * np.eye(h.shape[-1]) * np.diagonal(h, axis1=-2, axis2=-1).imag[..., None, :]
+    scale = max(1.0, float(np.abs(h).max(initial=0)))
+    compare_values(h @ v, v * w[..., None, :], rtol=tol * 10, scale=scale)
+
+
+def _compare_eigvals(got: tuple[np.ndarray, ...], ref: tuple[np.ndarray, ...], args: tuple[np.ndarray, ...],
+                     dtype: np.dtype) -> None:
+    """Complex eigenvalues equal NumPy's as a multiset per member (no order promised)."""
+    w = got[0]
+    assert w.dtype == np.result_type(dtype, np.complex64), w.dtype
+    r = np.asarray(ref[0]).astype(np.complex128)
+    assert w.shape == r.shape
+    if not w.size:
+        return
+    tol = 1e-3 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-8
+    scale = max(1.0, float(np.abs(r).max(initial=0)))
+    for gm, rm in zip(w.reshape(-1, w.shape[-1]), r.reshape(-1, r.shape[-1])):
+        left = list(rm)
+        for z in gm:
+            j = int(np.argmin([abs(z - y) for y in left]))
+            assert abs(z - left[j]) <= tol * scale, (gm, rm)
+            left.pop(j)
+
+
+def _compare_eig(got: tuple[np.ndarray, ...], ref: tuple[np.ndarray, ...], args: tuple[np.ndarray, ...],
+                 dtype: np.dtype) -> None:
+    """Eigenvalues as a set (:func:`_compare_eigvals`); ``x @ v == v * w``, unit columns."""
+    from xlinalg.testing import compare_values
+
+    _compare_eigvals(got[:1], ref[:1], args, dtype)
+    w, v = got
+    assert v.dtype == w.dtype
+    x = np.asarray(args[0]).astype(np.complex128)
+    tol = 1e-3 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-8
+    scale = max(1.0, float(np.abs(x).max(initial=0)))
+    compare_values(x @ v, v * w[..., None, :], rtol=tol * 10, scale=scale)
+
+
+def _eig_reference(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    w, v = np.linalg.eig(x)
+    return w.astype(np.complex128), v.astype(np.complex128)
+
+
+def _eigvals_reference(x: np.ndarray) -> np.ndarray:
+    return np.linalg.eigvals(x).astype(np.complex128)
+
+
+def _sym(rng: np.random.Generator) -> tuple[np.ndarray]:
+    m = rng.standard_normal((3, 3))
+    return (m + m.T,)
+
+
+def _fails(fn: str) -> BadInput:
+    msg = rf"{fn}: the eigendecomposition of `x` did not converge: `x` contains NaN or inf"
+    return BadInput(Raises(LinAlgError, msg, msg.replace("\\", "")), note="Dask: when computed. Under `jax.jit`: NaN.")
+
+
+_EIGH_CELLS: dict[str, str | tuple[str, str]] = {
+    "numpy": "the gufunc behind `numpy.linalg.eigh` (lower triangle), in the input's precision",
+    "jax": ("`jnp.linalg.eigh(symmetrize_input=False)`", "under `jax.jit`: NaN, no error"),
+    "dask": ("NumPy's on each matrix (a gufunc over the batch)", "lazy"),
+}
+_EIG_CELLS: dict[str, str | tuple[str, str]] = {
+    "numpy": "`np.linalg.eig`, cast to complex",
+    "jax-gpu": ("`jnp.linalg.eig`", "not run on a device here"),
+    "dask": ("NumPy's on each matrix (a gufunc over the batch)", "lazy"),
+}
 
 
 def _np_eigh(x: np.ndarray, values_only: bool) -> Any:
@@ -100,6 +195,10 @@ def _native_eigh(ad: Adapter, x: Any, fn: str, values_only: bool) -> Any:
     return out
 
 
+@declare(
+    "linalg", args={"x": "square"}, reference=_eigh_reference, dtypes="linalg", sample=_sym, compare=_compare_eigh,
+    how="the standard's `linalg.eigh` (lower triangle), then a finite check", backends=_EIGH_CELLS,
+)
 def eigh(x: Array, /, *, xp: Namespace | None = None) -> EighResult:
     """Compute the eigenvalues and eigenvectors of a Hermitian (real symmetric) matrix or stack.
 
@@ -150,6 +249,10 @@ def eigh(x: Array, /, *, xp: Namespace | None = None) -> EighResult:
     return EighResult(w, v)
 
 
+@declare(
+    "linalg", args={"x": "square"}, reference=np.linalg.eigvalsh, dtypes="linalg", sample=_sym,
+    how="the standard's `linalg.eigvalsh` (lower triangle), then a finite check", backends=_EIGH_CELLS,
+)
 def eigvalsh(x: Array, /, *, xp: Namespace | None = None) -> Array:
     """Compute the eigenvalues of a Hermitian (real symmetric) matrix or stack, ascending.
 
@@ -235,6 +338,11 @@ def _native_eig(ad: Adapter, x: Any, fn: str, values_only: bool) -> Any:
     return out
 
 
+@declare(
+    "linalg", args={"x": "square"}, reference=_eig_reference, dtypes="linalg", compare=_compare_eig,
+    how="the standard's `linalg.eig`, cast to complex, after a finite check of `x`", backends=_EIG_CELLS,
+    bad_input={"nan": _fails("eig"), "inf": _fails("eig")},
+)
 def eig(x: Array, /, *, xp: Namespace | None = None) -> EigResult:
     """Compute the eigenvalues and right eigenvectors of a general square matrix or stack.
 
@@ -285,6 +393,11 @@ def eig(x: Array, /, *, xp: Namespace | None = None) -> EigResult:
     return EigResult(w, v)
 
 
+@declare(
+    "linalg", args={"x": "square"}, reference=_eigvals_reference, dtypes="linalg", compare=_compare_eigvals,
+    how="the standard's `linalg.eigvals`, cast to complex, after a finite check of `x`", backends=_EIG_CELLS,
+    bad_input={"nan": _fails("eigvals"), "inf": _fails("eigvals")},
+)
 def eigvals(x: Array, /, *, xp: Namespace | None = None) -> Array:
     """Compute the eigenvalues of a general square matrix or stack (complex, unordered).
 

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ._lib import _dispatch, _validate
+from ._lib._declare import Raises, declare
 from ._lib._typing import Array, Namespace
 from .backends._base import Adapter
 from .backends._numpy import NUMPY, int_text
@@ -295,6 +296,19 @@ def _binary_op(name: str) -> Callable[[_F], _F]:
     return decorate
 
 
+_BINARY_HOW = "the standard's `{op}` after NumPy's promotion table (the checked path)"
+
+
+def _binary_cells(op: str) -> dict[str, str]:
+    """The capability cells of add, subtract and multiply: a native kernel for one dtype."""
+    native = (f"the library's own `{op}` directly for two arrays of one dtype; else the standard's "
+              f"`{op}` after NumPy's promotion table")
+    return {"torch": native, "jax": native,
+            "numpy": f"the ufunc `np.{op}` directly for two arrays of one dtype; else NumPy's promotion"}
+
+
+@declare("elementwise", args={"x1": "any", "x2": "any"}, reference=np.add, dtypes="promote",
+         how=_BINARY_HOW.format(op="add"), backends=_binary_cells("add"))
 @_binary_op("add")
 def add(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     """Elementwise ``x1 + x2`` with broadcasting.
@@ -327,6 +341,13 @@ def add(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     """
 
 
+@declare(
+    "elementwise", args={"x1": "any", "x2": "any"}, reference=np.subtract, dtypes="promote",
+    how=_BINARY_HOW.format(op="subtract"), backends=_binary_cells("subtract"),
+    bad_input={"bool": Raises(TypeError, r"subtract: `x1` and `x2` are both bool",
+                              "subtract: `x1` and `x2` are both bool, for which subtract is not defined; "
+                              "use logical_xor …")},
+)
 @_binary_op("subtract")
 def subtract(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     """Elementwise ``x1 - x2`` with broadcasting (see :func:`add`).
@@ -351,6 +372,8 @@ def subtract(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     """
 
 
+@declare("elementwise", args={"x1": "any", "x2": "any"}, reference=np.multiply, dtypes="promote",
+         how=_BINARY_HOW.format(op="multiply"), backends=_binary_cells("multiply"))
 @_binary_op("multiply")
 def multiply(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     """Elementwise ``x1 * x2`` with broadcasting (see :func:`add`).
@@ -375,6 +398,15 @@ def multiply(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     """
 
 
+@declare(
+    "elementwise", args={"x1": "any", "x2": "any"}, reference=np.divide, dtypes="float", silent=True,
+    how="the standard's `divide` after NumPy's promotion table; integers in the default float dtype",
+    backends={
+        "numpy": "`np.divide` under `np.errstate` (division by zero and invalid ignored): IEEE inf/NaN, no warning",
+        "dask": ("`np.divide` on each block (`elemwise`), warnings off", "lazy"),
+        "array-api-strict": "the standard's `divide` under `np.errstate` (NumPy inside), no warning",
+    },
+)
 def divide(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     """Elementwise true division ``x1 / x2`` with broadcasting.
 
@@ -410,6 +442,15 @@ def divide(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
         return _binary("divide", x1, x2, xp, to_float=True)
 
 
+@declare(
+    "elementwise", args={"x": "any"}, reference=np.exp, dtypes="float", silent=True,
+    how="the standard's `exp`; integers and bools in the default float dtype",
+    backends={
+        "numpy": "`np.exp` under `np.errstate` (overflow ignored): IEEE inf, no warning",
+        "dask": ("`np.exp` on each block (`map_blocks`), warnings off", "lazy"),
+        "array-api-strict": "the standard's `exp` under `np.errstate` (NumPy inside), no warning",
+    },
+)
 def exp(x: Array, /, *, xp: Namespace | None = None) -> Array:
     """Elementwise exponential; integer and bool input computes in float64.
 
@@ -441,6 +482,22 @@ def exp(x: Array, /, *, xp: Namespace | None = None) -> Array:
             _validate.reraise(ad, "exp", e, ("x", x))
 
 
+def _sigmoid_reference(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+@declare(
+    "elementwise", args={"x": "any"}, reference=_sigmoid_reference, dtypes="float", silent=True,
+    how="the two-branch formula on `exp(-|x|)` from the standard's operations (never overflows)",
+    backends={
+        "torch": "`torch.sigmoid`",
+        "jax": ("`jax.nn.sigmoid`", "complex input: JAX is more careful for large negative real parts"),
+        "numpy": "`scipy.special.expit` for float32 and float64 when SciPy is installed; "
+                 "else the two-branch formula",
+        "cupy": "`cupyx.scipy.special.expit` for real floats; else the two-branch formula",
+        "dask": ("NumPy's sigmoid on each block (`map_blocks`)", "lazy"),
+    },
+)
 def sigmoid(x: Array, /, *, xp: Namespace | None = None) -> Array:
     """The logistic function ``1 / (1 + exp(-x))``, numerically stable.
 

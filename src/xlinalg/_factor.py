@@ -16,6 +16,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._lib import _validate
+from ._lib._declare import (
+    BadInput,
+    Raises,
+    Returns,
+    all_nan,
+    declare,
+    finite_and_huge,
+    some_nonfinite,
+)
 from ._lib._errors import LinAlgError
 from ._lib._typing import Array, Namespace
 from ._matrix import (
@@ -61,6 +70,38 @@ class SlogdetResult(NamedTuple):
     logabsdet: Array
 
 
+_TH = np.pi / 6
+_Q = np.array([[np.cos(_TH), -np.sin(_TH)], [np.sin(_TH), np.cos(_TH)]])
+_NEAR = _Q @ np.diag([1.0, 1e-17]) @ _Q.T  # the bad-input matrix's "numerically singular" input
+_JIT_NAN = "Dask: when computed. `errors=\"nan\"`: NaN. Under `jax.jit`: NaN."
+
+
+def _spd(rng: np.random.Generator) -> tuple[np.ndarray]:
+    m = rng.standard_normal((3, 3))
+    return (m @ m.T + 3 * np.eye(3),)
+
+
+@declare(
+    "linalg", args={"x": "square"}, reference=np.linalg.inv, dtypes="linalg",
+    how="`solve(x, I)` through the backend's solve path (what each library's own `inv` computes): "
+        "singular members as `solve` reports them",
+    backends={
+        "numpy": "NumPy's solve gufunc with a cached identity, as `solve`",
+        "jax": ("`solve(x, I)` as for `solve`", "under `jax.jit`: NaN for singular members"),
+        "dask": ("NumPy's solve with I on each block (`map_blocks`)", "lazy: raises when the block is computed"),
+    },
+    bad_input={
+        "singular": BadInput(Raises(LinAlgError, r"inv: `x` is singular", "inv: `x` is singular; pass errors=\"nan\" …",
+                                    members=(0,)), note=_JIT_NAN),
+        "singular-member": BadInput(Raises(
+            LinAlgError, r"inv: `x` has 1 singular matrix in its batch of shape \(2,\), at batch index 1",
+            "inv: `x` has 1 singular matrix in its batch of shape (2,), at batch index 1; …", members=(1,)),
+            note=_JIT_NAN),
+        "near-singular": Returns("finite garbage (~1e16): no zero pivot, no backend raises", finite_and_huge),
+        "nan": Returns("non-finite values, no error (NaN input is not a singular matrix)", some_nonfinite),
+        "inf": Returns("non-finite values, no error", some_nonfinite),
+    },
+)
 def inv(x: Array, /, *, errors: str = "raise", xp: Namespace | None = None) -> Array:
     """Inverse of a square matrix or of each matrix of a stack.
 
@@ -155,6 +196,39 @@ def _inv_error(batch: tuple[int, ...], indices: list[tuple[int, ...]]) -> LinAlg
     return member_error("inv", "singular", indices, batch, _INV_FIX, note)
 
 
+_NOT_PD = "cholesky: `x` is not positive definite"
+_NAN_DET = Returns("NaN for a member holding NaN or inf, no error (NumPy's LU may skip it: 1.0)", all_nan)
+
+
+def _finite(got: tuple[np.ndarray, ...], args: tuple[np.ndarray, ...]) -> None:
+    assert all(np.isfinite(g).all() for g in got), got
+
+
+@declare(
+    "linalg", args={"x": "square"}, reference=np.linalg.cholesky, dtypes="linalg", sample=_spd,
+    how="the standard's `linalg.cholesky` (lower triangle); a library that fails the whole batch is asked "
+        "member by member on the failure path",
+    backends={
+        "numpy": "the gufunc behind `numpy.linalg.cholesky` (lower), in the input's precision: NaN for failing members",
+        "torch-cpu": "`torch.linalg.cholesky_ex` (per-member info)",
+        "torch-cuda": ("`torch.linalg.cholesky_ex` (per-member info)", "`errors=\"raise\"` reads the info: a device sync"),
+        "cupy": ("the standard's `linalg.cholesky`, then a finite check",
+                 "CuPy may return finite garbage for a matrix that is not positive definite (not run on a device here)"),
+        "jax": ("`jnp.linalg.cholesky(symmetrize_input=False)`: NaN for failing members",
+                "under `jax.jit`: NaN, never an exception"),
+        "dask": ("NumPy's cholesky on each block", "lazy: raises when the block is computed"),
+    },
+    bad_input={
+        "singular": BadInput(Raises(LinAlgError, _NOT_PD, _NOT_PD + "; …", members=(0,)), note=_JIT_NAN),
+        "singular-member": BadInput(Raises(
+            LinAlgError, r"cholesky: `x` has 1 not positive definite matrix in its batch of shape \(2,\), at batch index 1",
+            "cholesky: `x` has 1 not positive definite matrix in its batch of shape (2,), at batch index 1; …",
+            members=(1,)), note=_JIT_NAN),
+        "near-singular": BadInput(Raises(LinAlgError, _NOT_PD, _NOT_PD + " (its smallest eigenvalue is below "
+                                         "rounding)", members=(0,)), args=(_NEAR,)),
+        "bool": Raises(LinAlgError, _NOT_PD, _NOT_PD + " ([[1, 0], [1, 1]] read as its lower triangle)"),
+    },
+)
 def cholesky(x: Array, /, *, upper: bool = False, errors: str = "raise", xp: Namespace | None = None) -> Array:
     """Cholesky factor of a Hermitian (symmetric) positive definite matrix or stack.
 
@@ -270,6 +344,14 @@ def _failing_members(ad: Adapter, x: Any) -> Any:
     return ad.asarray(mask, x, "x")
 
 
+@declare(
+    "linalg", args={"x": "square"}, reference=np.linalg.det, dtypes="linalg",
+    how="the standard's `linalg.det`",
+    backends={"numpy": "the gufunc behind `numpy.linalg.det`, in the input's precision",
+              "dask": ("NumPy's det on each matrix (a gufunc over the batch)", "lazy")},
+    bad_input={"nan": _NAN_DET, "inf": _NAN_DET,
+               "near-singular": Returns("a tiny finite value (rounding: which one is the library's)", _finite)},
+)
 def det(x: Array, /, *, xp: Namespace | None = None) -> Array:
     """Determinant of a square matrix or of each matrix of a stack.
 
@@ -305,16 +387,25 @@ def det(x: Array, /, *, xp: Namespace | None = None) -> Array:
     if 0 in shape:
         return _empty_det(ad, x, 1)
     if ad.library == "NumPy" and _NP_DET is not None:
-        with np.errstate(all="ignore"):
-            return _NP_DET(x, signature=_SIG1[x.dtype.char])
+        return _np_det_block(x)
     if ad.lazy:
         return dask_gufunc(ad, _np_det_block, "(m,m)->()", x, [(0, x.dtype)], {}, "det")
-    return ad.xp.linalg.det(x)
+    return _nan_where_not_finite(ad, x, ad.xp.linalg.det(x))
+
+
+def _nan_where_not_finite(ad: Adapter, x: Any, out: Any) -> Any:
+    """`out` (over the batch) with NaN for the members of `x` holding NaN or inf: LU
+    may never touch them (NumPy's det of [[1, nan], [0, 1]] is 1.0, torch's NaN)."""
+    return ad.fill_nan(ad.xp.logical_not(finite_members(ad.xp, x)), out)
 
 
 def _np_det_block(x: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
-        return _NP_DET(x, signature=_SIG1[x.dtype.char])
+        d = _NP_DET(x, signature=_SIG1[x.dtype.char])
+        bad = ~np.isfinite(x).all(axis=(-2, -1))
+    if bad.any():
+        d = np.where(bad, np.nan, d)
+    return d
 
 
 def _empty_det(ad: Adapter, x: Any, value: int, dtype: Any = None) -> Any:
@@ -328,6 +419,14 @@ def _empty_det(ad: Adapter, x: Any, value: int, dtype: Any = None) -> Any:
     return xp.zeros(batch, dtype=dt, device=ad.device(x))
 
 
+@declare(
+    "linalg", args={"x": "square"}, reference=np.linalg.slogdet, dtypes="linalg",
+    how="the standard's `linalg.slogdet`",
+    backends={"numpy": "the gufunc behind `numpy.linalg.slogdet`, in the input's precision",
+              "dask": ("NumPy's slogdet on each matrix (a gufunc over the batch)", "lazy")},
+    bad_input={"nan": _NAN_DET, "inf": _NAN_DET,
+               "near-singular": Returns("finite (log of a tiny determinant: which one is the library's)", _finite)},
+)
 def slogdet(x: Array, /, *, xp: Namespace | None = None) -> SlogdetResult:
     """Sign and natural logarithm of the absolute determinant (no overflow).
 
@@ -370,10 +469,13 @@ def slogdet(x: Array, /, *, xp: Namespace | None = None) -> SlogdetResult:
         )
         return SlogdetResult(sign, logabs)
     sign, logabs = ad.xp.linalg.slogdet(x)
-    return SlogdetResult(sign, logabs)
+    return SlogdetResult(_nan_where_not_finite(ad, x, sign), _nan_where_not_finite(ad, x, logabs))
 
 
 def _np_slogdet_block(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(all="ignore"):
         sign, logabs = _NP_SLOGDET(x, signature=_SIG_SLOGDET[x.dtype.char])
+        bad = ~np.isfinite(x).all(axis=(-2, -1))
+    if bad.any():
+        sign, logabs = np.where(bad, np.nan, sign), np.where(bad, np.nan, logabs)
     return sign, logabs

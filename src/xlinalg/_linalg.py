@@ -14,8 +14,20 @@ import numpy as np
 
 from . import _unrolled
 from ._lib import _dispatch, _validate
+from ._lib._declare import (
+    NA,
+    BadInput,
+    Raises,
+    Returns,
+    all_nan,
+    declare,
+    finite_and_huge,
+    reconstructs,
+    some_nonfinite,
+)
 from ._lib._dispatch import adapter1 as _adapter1
 from ._lib._dispatch import adapter2 as _adapter2
+from ._lib._errors import LinAlgError
 from ._lib._typing import Array, Namespace
 from .backends._base import MISSING as _MISSING
 from .backends._base import Adapter
@@ -45,6 +57,65 @@ class QRResult(NamedTuple):
     R: Array
 
 
+def _solve_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """NumPy's solve with the standard's right-hand-side rule (a vector only when 1-D)."""
+    if b.ndim == 1:
+        return np.linalg.solve(a, b[..., None])[..., 0]
+    return np.linalg.solve(a, b)
+
+
+_SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])
+_EYE2 = 2 * np.eye(2)
+_TH = np.pi / 6
+_ROT = np.array([[np.cos(_TH), -np.sin(_TH)], [np.sin(_TH), np.cos(_TH)]])
+#: cond ~ 3e16 and no zero pivot: LAPACK solves it into garbage
+_NEAR_SINGULAR = _ROT @ np.diag([1.0, 1e-17]) @ _ROT.T
+_JAX_SOLVE_NOTE = "under `jax.jit`: NaN for singular members, never an exception"
+_TORCH_SOLVE = "`torch.linalg.solve`; `torch.linalg.solve_ex` for `errors=\"nan\"`"
+
+
+@declare(
+    "linalg", args={"a": "square", "b": "rhs"}, reference=_solve_reference, dtypes="linalg",
+    how="the standard's `linalg.solve` (its error for a singular matrix becomes xlinalg's)",
+    backends={
+        "numpy": "NumPy's solve gufunc (behind `numpy.linalg.solve`) under its floating-point trap: a zero "
+                 "pivot is detected as NumPy detects it",
+        "torch-cpu": (_TORCH_SOLVE, "`b` of shape `a.shape[:-1]` is given a leading unit axis (torch alone "
+                                    "would read a batch of vectors)"),
+        "torch-cuda": (_TORCH_SOLVE, "`b` as on torch-cpu; `errors=\"raise\"` synchronizes the device (torch's "
+                                     "own check), `errors=\"nan\"` does not"),
+        "cupy": ("`cupy.linalg.solve` on explicitly broadcast operands, then an `isfinite` check",
+                 "`errors=\"raise\"` synchronizes the device"),
+        "jax-cpu": ("`jnp.linalg.solve`, then a zero-copy host look at the result; one jitted call for "
+                    "`errors=\"nan\"`", _JAX_SOLVE_NOTE),
+        "jax-gpu": ("one jitted call returning the solution and a non-finite flag; reading the flag waits "
+                    "(`errors=\"raise\"`)", _JAX_SOLVE_NOTE),
+        "dask": ("NumPy's solve on each block (`map_blocks`), one task a chunk",
+                 "lazy: a singular member raises when its block is computed"),
+    },
+    bad_input={
+        "mismatched": BadInput(
+            Raises(ValueError, r"solve: `b` must have 3 rows to match `a`",
+                   "solve: `b` must have 3 rows to match `a` of shape (3, 3), got shape (2,)"),
+            args=(np.eye(3), np.ones(2))),
+        "singular": BadInput(
+            Raises(LinAlgError, r"`a` is singular", "`a` is singular: solve needs an invertible matrix",
+                   members=(0,)),
+            args=(_SINGULAR, np.ones(2)),
+            note="Dask: when computed. `errors=\"nan\"`: NaN. Under `jax.jit`: NaN."),
+        "singular-member": BadInput(
+            Raises(LinAlgError, r"`a` has 1 singular matrix in its batch of shape \(3,\), at batch index 1",
+                   "`a` has 1 singular matrix in its batch of shape (3,), at batch index 1; pass "
+                   "errors=\"nan\" …; `.members == (1,)`", members=(1,)),
+            args=(np.stack([np.eye(2), _SINGULAR, _EYE2]), np.ones(2)),
+            note="Dask: when computed. `errors=\"nan\"`: NaN for member 1 only. Under `jax.jit`: NaN for member 1."),
+        "near-singular": BadInput(
+            Returns("finite garbage (here ~1e16): LAPACK meets no zero pivot, no backend raises", finite_and_huge),
+            args=(_NEAR_SINGULAR, np.ones(2))),
+        "nan": Returns("all NaN, no error (NaN input is not a singular matrix)", all_nan),
+        "inf": Returns("non-finite values (NaN), no error", some_nonfinite),
+    },
+)
 def solve(a: Array, b: Array, /, *, errors: str = "raise", method: str = "auto", xp: Namespace | None = None) -> Array:
     """Solve ``a @ x = b`` for `x`, on whichever library owns `a` and `b`.
 
@@ -170,6 +241,27 @@ def _solve_checked(
     return ad.solve(a, b, vector, errors)
 
 
+@declare(
+    "linalg", args={"a": "operand", "b": "operand"}, reference=np.matmul, dtypes="promote",
+    how="the standard's `matmul`",
+    backends={
+        "torch": ("`torch.matmul` directly for one dtype; mixed dtypes promoted first",
+                  "torch refuses mixed dtypes; xlinalg promotes them as NumPy does"),
+        "jax": "`jnp.matmul` directly for one dtype",
+        "numpy": "`np.matmul`",
+    },
+    bad_input={
+        "non-square": NA("any M×K @ K×N is valid"),
+        "mismatched": BadInput(
+            Raises(ValueError, r"matmul: `a` has 3 columns but `b` has 2 rows",
+                   "matmul: `a` has 3 columns but `b` has 2 rows (shapes (3, 3) and (2, 1))"),
+            args=(np.ones((3, 3)), np.ones((2, 1)))),
+        "bool": Raises(TypeError, r"matmul: operands must be numeric, got `a` .*bool",
+                       "matmul: operands must be numeric, got `a` … bool and `b` … bool"),
+        "0-d": Raises(ValueError, r"matmul: operands must have at least one dimension, got `a`",
+                      "matmul: operands must have at least one dimension, got `a` … shape () …"),
+    },
+)
 def matmul(a: Array, b: Array, /, *, xp: Namespace | None = None) -> Array:
     """Matrix product with the standard's broadcasting rules.
 
@@ -288,6 +380,37 @@ def _eye_stack(ad: Adapter, batch: tuple[int, ...], n: int, x: Any) -> Any:
     return xp.zeros((*batch, n, n), dtype=x.dtype, device=ad.device(x)) + eye if batch else eye
 
 
+def _svd_rebuild(u: np.ndarray, s: np.ndarray, vh: np.ndarray) -> np.ndarray:
+    k = s.shape[-1]
+    return (u[..., :k] * s[..., None, :]) @ vh[..., :k, :]
+
+
+def _svd_fails(fn: str) -> BadInput:
+    return BadInput(Raises(LinAlgError, rf"{fn}: the SVD of `x` did not converge: `x` contains NaN or inf",
+                           f"{fn}: the SVD of `x` did not converge: `x` contains NaN or inf"),
+                    note="Dask: when computed. Under `jax.jit`: NaN.")
+
+
+_SVD_ON_DEVICE = ("the standard's `linalg.svd`, then a finite check of `S`", "reading `S` synchronizes the device")
+
+
+@declare(
+    "linalg", args={"x": "matrix"}, reference=np.linalg.svd, dtypes="linalg",
+    compare=reconstructs(_svd_rebuild, unique=(1,)),
+    how="the standard's `linalg.svd`, then a finite check of `S`",
+    backends={
+        "numpy": "`np.linalg.svd`, then a finite check of `S`",
+        "torch-cuda": _SVD_ON_DEVICE,
+        "cupy": _SVD_ON_DEVICE,
+        "jax-cpu": ("`jnp.linalg.svd`, then a finite check of `S`", "under `jax.jit`: NaN, no error"),
+        "jax-gpu": ("`jnp.linalg.svd`, then a finite check of `S`", "reading `S` waits; under `jax.jit`: NaN, no error"),
+        "dask": ("NumPy's SVD on each matrix (a gufunc over the batch) when a matrix is in one chunk or fits one "
+                 "automatic chunk; Dask's tall-and-skinny SVD (`da.linalg.svd`) for a larger chunked matrix",
+                 "a chunked non-square matrix larger than one automatic chunk with `full_matrices=True` raises "
+                 "`ValueError`"),
+    },
+    bad_input={"nan": _svd_fails("svd"), "inf": _svd_fails("svd")},
+)
 def svd(
     x: Array, /, *, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
     xp: Namespace | None = None,
@@ -375,6 +498,23 @@ def svd(
     return SVDResult(*ad.svd(x, bool(full_matrices)))
 
 
+def _svdvals_reference(x: np.ndarray) -> np.ndarray:
+    return np.linalg.svd(x, compute_uv=False)
+
+
+@declare(
+    "linalg", args={"x": "matrix"}, reference=_svdvals_reference, dtypes="linalg",
+    how="the standard's `linalg.svdvals`, then a finite check",
+    backends={
+        "numpy": "`np.linalg.svd(..., compute_uv=False)`, then a finite check",
+        "torch-cpu": "`torch.linalg.svdvals`, then a finite check",
+        "torch-cuda": ("`torch.linalg.svdvals`, then a finite check", "reading the values synchronizes the device"),
+        "cupy": ("the standard's `linalg.svdvals`, then a finite check", "reading the values synchronizes the device"),
+        "dask": "NumPy's singular values on each matrix (a gufunc) when a matrix is in one chunk or fits one "
+                "automatic chunk; `S` of Dask's tall-and-skinny SVD for a larger chunked matrix",
+    },
+    bad_input={"nan": _svd_fails("svdvals"), "inf": _svd_fails("svdvals")},
+)
 def svdvals(x: Array, /, *, xp: Namespace | None = None) -> Array:
     """Singular values of `x` (without computing singular vectors).
 
@@ -418,6 +558,25 @@ def svdvals(x: Array, /, *, xp: Namespace | None = None) -> Array:
 _QR_MODES = ("reduced", "complete", "r")
 
 
+def _qr_rebuild(q: np.ndarray, r: np.ndarray) -> np.ndarray:
+    return q @ r
+
+
+_QR_NONFINITE = Returns("non-finite Q and R, no error (which entries: LAPACK-dependent)", some_nonfinite)
+
+
+@declare(
+    "linalg", args={"x": "matrix"}, reference=np.linalg.qr, dtypes="linalg", compare=reconstructs(_qr_rebuild),
+    how="the standard's `linalg.qr`",
+    backends={
+        "numpy": "`np.linalg.qr`",
+        "dask": ("NumPy's QR on each matrix (a gufunc) when a matrix is in one chunk or fits one automatic chunk; "
+                 "Dask's tall-and-skinny QR (`da.linalg.qr`) for a larger chunked matrix",
+                 "a chunked tall matrix larger than one automatic chunk with `mode=\"complete\"` raises "
+                 "`ValueError`"),
+    },
+    bad_input={"nan": _QR_NONFINITE, "inf": _QR_NONFINITE},
+)
 def qr(x: Array, /, *, mode: str = "reduced", xp: Namespace | None = None) -> Any:
     """QR decomposition ``x = Q @ R``.
 

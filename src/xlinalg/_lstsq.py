@@ -14,7 +14,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._lib import _validate
+from ._lib._declare import BadInput, Raises, declare
 from ._lib._dispatch import adapter2
+from ._lib._errors import LinAlgError
 from ._lib._typing import Array, Namespace
 from ._linalg import matmul, svd, svdvals
 from ._matrix import matrix_input, real_dtype
@@ -30,6 +32,39 @@ class LstsqResult(NamedTuple):
     residuals: Array
     rank: Array
     singular_values: Array
+
+
+def _svd_fails(fn: str) -> BadInput:
+    return BadInput(Raises(LinAlgError, rf"{fn}: the SVD of `x` did not converge",
+                           "svd's error: the SVD of `x` did not converge: `x` contains NaN or inf"),
+                    note="Dask: when computed. Under `jax.jit`: NaN.")
+
+
+def _pinv_reference(x: np.ndarray) -> np.ndarray:
+    return np.linalg.pinv(x, rtol=max(x.shape[-2:]) * np.finfo(x.dtype).eps)
+
+
+def _lstsq_reference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+    """NumPy's lstsq, its residuals always computed (xlinalg's shape), the standard's
+    vector rule, and one matrix at a time (NumPy's lstsq takes no stacks)."""
+    vector = b.ndim == 1
+    bm = b[..., None] if vector else b
+    batch = np.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
+    a2 = np.broadcast_to(a, (*batch, *a.shape[-2:]))
+    b2 = np.broadcast_to(bm, (*batch, *bm.shape[-2:]))
+    xs, rs, ranks, ss = [], [], [], []
+    for ix in np.ndindex(*batch):
+        x, _, rank, s = np.linalg.lstsq(a2[ix], b2[ix], rcond=None)
+        xs.append(x)
+        rs.append((np.abs(b2[ix] - a2[ix] @ x) ** 2).sum(axis=0))
+        ranks.append(rank)
+        ss.append(s)
+    m, n = a.shape[-2:]
+    x = np.reshape(xs, (*batch, n, bm.shape[-1]))
+    r = np.reshape(rs, (*batch, bm.shape[-1])).real
+    rank = np.reshape(np.asarray(ranks, dtype=np.int64), batch)
+    s = np.reshape(ss, (*batch, min(m, n)))
+    return (x[..., 0] if vector else x), (r[..., 0] if vector else r), rank, s
 
 
 def _eps(ad: Adapter, x: Any) -> float:
@@ -58,6 +93,12 @@ def _default_int(ad: Adapter, x: Any) -> Any:
     return ad.xp.asarray(0, device=ad.device(x)).dtype
 
 
+@declare(
+    "linalg", args={"x": "matrix"}, reference=_pinv_reference, dtypes="linalg",
+    how="xlinalg's `svd` (reduced), then the standard's operations",
+    backends={"dask": ("xlinalg's `svd` on Dask, then Dask's operations", "lazy")},
+    bad_input={"nan": _svd_fails("svd"), "inf": _svd_fails("svd")},
+)
 def pinv(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -> Array:
     """Moore-Penrose pseudo-inverse of a matrix or of each matrix of a stack.
 
@@ -112,6 +153,12 @@ def _cutoff_check(rtol: Any) -> None:
         raise ValueError(f"`rtol` must be a non-negative number, got {rtol!r}")
 
 
+@declare(
+    "linalg", args={"x": "matrix"}, reference=np.linalg.matrix_rank, dtypes="linalg",
+    how="xlinalg's `svdvals`, then a count above the tolerance",
+    backends={"dask": ("xlinalg's `svdvals` on Dask, then a count", "lazy")},
+    bad_input={"nan": _svd_fails("svdvals"), "inf": _svd_fails("svdvals")},
+)
 def matrix_rank(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -> Array:
     """Rank of a matrix or of each matrix of a stack: its singular values above a tolerance.
 
@@ -155,6 +202,17 @@ def matrix_rank(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -
     return xpn.sum(xpn.astype(s > _cutoff(ad, x, s, rtol, "matrix_rank"), it), axis=-1)
 
 
+@declare(
+    "linalg", args={"a": "matrix", "b": "rhs"}, reference=_lstsq_reference, dtypes="linalg",
+    how="xlinalg's `svd` (reduced), then the standard's operations",
+    backends={"dask": ("xlinalg's `svd` (Dask's tall-and-skinny SVD for a chunked matrix), then Dask's "
+                       "operations", "lazy")},
+    bad_input={
+        "mismatched": Raises(ValueError, r"lstsq: `b` must have 3 rows to match `a`",
+                             "lstsq: `b` must have 3 rows to match `a` of shape (3, 3), got shape (2,)"),
+        "nan": _svd_fails("svd"), "inf": _svd_fails("svd"),
+    },
+)
 def lstsq(a: Array, b: Array, /, *, rcond: Any = None, xp: Namespace | None = None) -> LstsqResult:
     """Solve ``a @ x = b`` in the least-squares sense: the `x` minimizing ``||b - a @ x||``.
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._lib import _dispatch, _validate
+from ._lib._declare import declare
 from ._lib._errors import LinAlgError
 from ._lib._typing import Array, Namespace
 from ._linalg import _solve_checked, solve
@@ -56,6 +57,27 @@ def _key(ad: Adapter, x: Any) -> tuple[Any, ...]:
     return (tuple(x.shape), x.dtype, ad.device(x))
 
 
+def _solve_many_reference(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> list[np.ndarray]:
+    return [np.linalg.solve(ai, bi[..., None])[..., 0] if bi.ndim == 1 else np.linalg.solve(ai, bi)
+            for ai, bi in zip(a, b)]
+
+
+_GROUPED = "systems grouped by shapes and dtypes; "
+
+
+@declare(
+    "sequence", args={"a": "sequence", "b": "sequence"}, reference=_solve_many_reference, dtypes="linalg",
+    how=_GROUPED + "each group stacked with the standard's `stack` and solved by one batched `solve`",
+    backends={
+        "torch": _GROUPED + "`torch.stack`, one batched `solve` a group",
+        "numpy": _GROUPED + "a group of C-contiguous arrays is stacked by joining their bytes; one batched "
+                            "`solve` a group",
+        "jax-cpu": _GROUPED + "stacked through NumPy (zero-copy reads), one batched `solve` a group",
+        "dask": (_GROUPED + "stacked lazily, one batched `solve` a group",
+                 "a singular system is reported when a result is computed"),
+    },
+    sample=([np.eye(2) * 2, np.eye(3)], [np.ones(2), np.ones(3)]),
+)
 def solve_many(
     a: Sequence[Array], b: Sequence[Array], /, *, errors: str = "raise", xp: Namespace | None = None
 ) -> list[Array]:

@@ -13,6 +13,7 @@ import operator
 from typing import Any
 
 from ._lib import _validate
+from ._lib._declare import declare
 from ._lib._dispatch import adapter1
 from ._lib._typing import Array, Namespace
 from ._linalg import svdvals
@@ -38,6 +39,27 @@ def _matrix_ord(ord: Any) -> Any:
     )
 
 
+def _matrix_norm_reference(x: Any) -> Any:
+    import numpy as np
+
+    return np.linalg.norm(x, axis=(-2, -1))
+
+
+def _vector_norm_reference(x: Any) -> Any:
+    import numpy as np
+
+    return np.linalg.vector_norm(x)
+
+
+@declare(
+    "linalg", args={"x": "matrix"}, reference=_matrix_norm_reference, dtypes="linalg",
+    how="the standard's `linalg.matrix_norm` for 'fro', 1, -1, inf, -inf; xlinalg's `svdvals` for 2, -2, 'nuc'",
+    backends={
+        "numpy": "`np.linalg.norm` for 'fro', 1, -1, inf, -inf; xlinalg's `svdvals` for 2, -2, 'nuc'",
+        "torch": "`torch.linalg.matrix_norm` for 'fro', 1, -1, inf, -inf; xlinalg's `svdvals` for 2, -2, 'nuc'",
+        "dask": ("Dask's reductions; xlinalg's `svdvals` for 2, -2, 'nuc'", "lazy"),
+    },
+)
 def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: Any = "fro", xp: Namespace | None = None) -> Array:
     """Matrix norm of a matrix or of each matrix of a stack.
 
@@ -167,6 +189,11 @@ def _axes(axis: Any, ndim: int, ad: Adapter, x: Any) -> tuple[int, ...]:
     return tuple(out)
 
 
+@declare(
+    "linalg", args={"x": "vector"}, reference=_vector_norm_reference, dtypes="linalg", batched=False,
+    how="the standard's `linalg.vector_norm`",
+    backends={"torch": "`torch.linalg.vector_norm`", "dask": ("Dask's reductions (the standard's operations)", "lazy")},
+)
 def vector_norm(x: Array, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2,
                 xp: Namespace | None = None) -> Array:
     """Vector norm over `axis` (all axes by default) of an array.

@@ -12,8 +12,11 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import numpy as np
+
 from ._factor import inv
 from ._lib import _validate
+from ._lib._declare import BadInput, Raises, Returns, declare
 from ._lib._dispatch import adapter1, adapter2
 from ._lib._typing import Array, Namespace
 from ._linalg import matmul
@@ -21,6 +24,30 @@ from ._matrix import matrix_input
 from .backends._base import Adapter
 
 __all__ = ["cross", "diagonal", "matrix_power", "matrix_transpose", "outer", "tensordot", "trace", "vecdot"]
+
+
+def _numeric(fn: str, names: str = "`x1`") -> Raises:
+    return Raises(TypeError, rf"{fn}: operands must be numeric|{fn}: `x` must be numeric",
+                  f"{fn}: operands must be numeric, got {names} … bool …")
+
+
+_VEC_BATCH = np.ones((2, 3)), np.ones((4, 3))
+_NO_F16 = tuple(n for n in ("numpy", "torch-cpu", "torch-cuda", "cupy", "jax-cpu", "jax-gpu", "dask"))
+
+
+def _vectors(n: int, text: str = "as NumPy") -> dict[str, BadInput]:
+    """The generic cells whose default arguments are matrices, given as vectors of `n`."""
+    from ._lib._badinput import L, ReadOnly
+
+    v, w = np.arange(1.0, n + 1), np.ones(n)
+    h = np.ones(n, np.float16)
+    return {
+        "list": BadInput(Returns(f"{text}: the list follows the other argument's backend"), args=(L(v), w)),
+        "read-only": BadInput(Returns("the same result as for writeable arrays"), args=(ReadOnly(v), ReadOnly(w)),
+                              only=("numpy",), only_why="NumPy arrays only"),
+        "float16": BadInput(Returns("float16, computed natively"), args=(h, h), only=_NO_F16,
+                            only_why="array-api-strict has no float16"),
+    }
 
 
 def _pair(x1: Any, x2: Any, fn: str, xp: Any) -> tuple[Adapter, Any, Any]:
@@ -63,6 +90,10 @@ def _int(v: Any, fn: str, name: str) -> int:
         raise TypeError(f"{fn}: `{name}` must be an int, got {type(v).__name__} {v!r:.80}") from None
 
 
+@declare(
+    "linalg", args={"x": "matrix"}, reference=lambda x: np.swapaxes(x, -1, -2), dtypes="promote",
+    how="the standard's `matrix_transpose`",
+)
 def matrix_transpose(x: Array, /, *, xp: Namespace | None = None) -> Array:
     """Transpose of each matrix (the last two axes swapped; no conjugation).
 
@@ -93,6 +124,10 @@ def matrix_transpose(x: Array, /, *, xp: Namespace | None = None) -> Array:
     return ad.xp.matrix_transpose(x)
 
 
+@declare(
+    "linalg", args={"x": "matrix"}, reference=lambda x: np.diagonal(x, axis1=-2, axis2=-1), dtypes="promote",
+    how="the standard's `linalg.diagonal`",
+)
 def diagonal(x: Array, /, *, offset: int = 0, xp: Namespace | None = None) -> Array:
     """The diagonal of each matrix.
 
@@ -128,6 +163,11 @@ def diagonal(x: Array, /, *, offset: int = 0, xp: Namespace | None = None) -> Ar
     return ad.xp.linalg.diagonal(x, offset=k)
 
 
+@declare(
+    "linalg", args={"x": "matrix"}, reference=lambda x: np.trace(x, axis1=-2, axis2=-1), dtypes="promote",
+    how="the standard's `linalg.trace`",
+    bad_input={"bool": _numeric("trace", "`x`")},
+)
 def trace(x: Array, /, *, offset: int = 0, dtype: Any = None, xp: Namespace | None = None) -> Array:
     """Sum of the diagonal of each matrix.
 
@@ -167,6 +207,20 @@ def trace(x: Array, /, *, offset: int = 0, dtype: Any = None, xp: Namespace | No
     return ad.xp.linalg.trace(x, offset=k, dtype=dtype)
 
 
+@declare(
+    "linalg", args={"x1": "vector", "x2": "vector"}, reference=np.outer, dtypes="promote", batched=False,
+    how="the standard's `linalg.outer` after NumPy's promotion table",
+    bad_input={
+        **_vectors(2),
+        "bool": _numeric("outer"),
+        "batch": BadInput(Raises(ValueError, r"outer: `x1` and `x2` must be vectors",
+                                 "outer: `x1` and `x2` must be vectors (1 dimension), got …"), args=_VEC_BATCH),
+        "zero-batch": Raises(ValueError, r"outer: `x1` and `x2` must be vectors",
+                             "outer: `x1` and `x2` must be vectors (1 dimension), got …"),
+        "0-d": Raises(ValueError, r"outer: `x1` and `x2` must be vectors",
+                      "outer: `x1` and `x2` must be vectors (1 dimension), got …"),
+    },
+)
 def outer(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     """Outer product of two vectors: ``out[i, j] = x1[i] * x2[j]``.
 
@@ -205,6 +259,24 @@ def outer(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     return ad.xp.linalg.outer(x1, x2)
 
 
+@declare(
+    "linalg", args={"x1": "vector", "x2": "vector"}, reference=np.tensordot,
+    dtypes="promote", kwargs={"axes": 1}, batched=False,
+    how="the standard's `tensordot` after NumPy's promotion table",
+    bad_input={
+        **_vectors(2),
+        "bool": _numeric("tensordot"),
+        "mismatched": Raises(ValueError, r"tensordot: axis 0 of `x1` \(size 3\) and axis 0 of `x2` \(size 2\)",
+                             "tensordot: axis 0 of `x1` (size 3) and axis 0 of `x2` (size 2) are contracted but differ"),
+        "batch": BadInput(Raises(ValueError, r"tensordot: axis 1 of `x1` \(size 3\) and axis 0 of `x2` \(size 4\)",
+                                 "tensordot: axis 1 of `x1` (size 3) and axis 0 of `x2` (size 4) are contracted but "
+                                 "differ"), args=_VEC_BATCH),
+        "zero-batch": Raises(ValueError, r"tensordot: axis 1 of `x1` \(size 3\) and axis 0 of `x2` \(size 0\)",
+                             "tensordot: axis 1 of `x1` (size 3) and axis 0 of `x2` (size 0) are contracted but differ"),
+        "0-d": Raises(ValueError, r"tensordot: `axes`=1 must be between 0 and the smaller number of dimensions",
+                      "tensordot: `axes`=1 must be between 0 and the smaller number of dimensions …"),
+    },
+)
 def tensordot(x1: Array, x2: Array, /, *, axes: Any = 2, xp: Namespace | None = None) -> Array:
     """Tensor contraction of `x1` and `x2` over `axes` (the standard's ``tensordot``).
 
@@ -269,6 +341,21 @@ def tensordot(x1: Array, x2: Array, /, *, axes: Any = 2, xp: Namespace | None = 
     return ad.xp.tensordot(x1, x2, axes=axes if isinstance(axes, int) else pairs)
 
 
+@declare(
+    "linalg", args={"x1": "vector", "x2": "vector"}, reference=np.vecdot, dtypes="promote",
+    how="the standard's `vecdot` after NumPy's promotion table",
+    backends={"torch": "`torch.linalg.vecdot` (floating dtypes) after NumPy's promotion table"},
+    bad_input={
+        "bool": _numeric("vecdot"),
+        "mismatched": Raises(ValueError, r"vecdot: the vectors along axis -1 of `x1` \(3\) and `x2` \(2\) differ",
+                             "vecdot: the vectors along axis -1 of `x1` (3) and `x2` (2) differ in length"),
+        "batch": BadInput(Raises(ValueError, r"vecdot: the shapes of `x1` \(2, 3\) and `x2` \(4, 3\) do not broadcast",
+                                 "vecdot: the shapes of `x1` (2, 3) and `x2` (4, 3) do not broadcast"),
+                          args=_VEC_BATCH),
+        "0-d": Raises(ValueError, r"vecdot: the vectors along axis -1 of `x1` \(1\) and `x2` \(2\) differ",
+                      "vecdot: the vectors along axis -1 of `x1` (1) and `x2` (2) differ in length"),
+    },
+)
 def vecdot(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = None) -> Array:
     """Dot product of vectors along `axis`: ``sum(conj(x1) * x2, axis)``, broadcast.
 
@@ -324,6 +411,24 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = No
     return xpn.vecdot(x1, x2, axis=-1)
 
 
+@declare(
+    "linalg", args={"x1": "vector", "x2": "vector"}, reference=np.cross, dtypes="promote",
+    how="the standard's `linalg.cross` after NumPy's promotion table",
+    backends={"dask": "the standard's indexing and arithmetic, lazily"},
+    bad_input={
+        **_vectors(3),
+        "bool": _numeric("cross"),
+        "mismatched": Raises(ValueError, r"cross: `x2` must have size 3 along axis -1",
+                             "cross: `x2` must have size 3 along axis -1, got …"),
+        "batch": BadInput(Raises(ValueError, r"cross: the shapes of `x1` \(2, 3\) and `x2` \(4, 3\) do not broadcast",
+                                 "cross: the shapes of `x1` (2, 3) and `x2` (4, 3) do not broadcast"),
+                          args=_VEC_BATCH),
+        "0x0": Raises(ValueError, r"cross: `x1` must have size 3 along axis -1",
+                      "cross: `x1` must have size 3 along axis -1, got …"),
+        "0-d": Raises(ValueError, r"cross: `x1` must have size 3 along axis -1",
+                      "cross: `x1` must have size 3 along axis -1, got …"),
+    },
+)
 def cross(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = None) -> Array:
     """Cross product of 3-element vectors along `axis`, broadcast.
 
@@ -385,7 +490,13 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = Non
     return xpn.moveaxis(c, -1, k)
 
 
-def matrix_power(x: Array, n: int, /, *, errors: str = "raise", xp: Namespace | None = None) -> Array:
+@declare(
+    "linalg", args={"x": "square"}, reference=np.linalg.matrix_power, dtypes="linalg", kwargs={"n": 3},
+    how="the standard's `linalg.matrix_power`; a negative power of xlinalg's `inv`",
+    backends={"torch": "`torch.linalg.matrix_power`; a negative power of xlinalg's `inv`",
+              "dask": ("repeated squaring with Dask's `matmul`", "lazy")},
+)
+def matrix_power(x: Array, /, n: int, *, errors: str = "raise", xp: Namespace | None = None) -> Array:
     """The integer power ``x @ x @ ... @ x`` (`n` factors) of a square matrix or stack.
 
     Parameters

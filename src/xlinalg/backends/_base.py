@@ -88,6 +88,9 @@ class Backend:
     #: backend stands for: ``"NumPy"`` or ``"PyTorch CPU"``; empty for the others.
     #: The report's article comparison asks the registry, never a backend id.
     article_role: str = ""
+    #: the class of its library's adapter (what :meth:`make_adapter` makes): its
+    #: ``library`` is how messages name the library (:attr:`library_word`)
+    adapter_class: type[Adapter] | None = None
 
     _cached_reason: str | None = None
     _checked: bool = False
@@ -335,6 +338,13 @@ class Backend:
         (PyTorch's sparse and nested tensors), else None; None: every array of this
         type is dense (called once per type; see :meth:`Adapter.dense_error`)."""
         return None
+
+    @property
+    def library_word(self) -> str:
+        """How messages name this backend's library ("PyTorch" for torch-cpu and
+        torch-cuda): its adapter class's ``library``; the backend id where the
+        backend declares no adapter class (each library then counts as its own)."""
+        return self.adapter_class.library if self.adapter_class is not None else self.name
 
     def make_adapter(self) -> Adapter:
         """A new adapter of this library (:meth:`adapter` keeps the one made)."""

@@ -93,6 +93,7 @@ class CuPyBackend(Backend):
     distributions = (("cupy", ("cupy", "cupy-cuda12x", "cupy-cuda11x", "cupy-cuda13x")),)
     gpu = True
     library = "cupy"
+    adapter_class = CuPyAdapter
     namespace_names = ("array_api_compat.cupy", "cupy")
     writable_arrays = True
     extra_float_dtypes = ("float16",)

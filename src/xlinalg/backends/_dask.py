@@ -365,6 +365,7 @@ class DaskBackend(Backend):
     lazy = True
     uses_dask_scheduler = True
     library = "dask"
+    adapter_class = DaskAdapter
     namespace_names = ("array_api_compat.dask.array", "dask.array")
     numpy_host = True  # NumPy chunks
     numpy_buffers = True

@@ -284,6 +284,7 @@ class JaxBackend(Backend):
     install = 'pip install "jax[cpu]"  (GPU: pip install "jax[cuda12]")'
     distributions = (("jax", ("jax",)), ("jaxlib", ("jaxlib",)))
     library = "jax"
+    adapter_class = JaxAdapter
     namespace_names = ("jax.numpy",)
     # each result of a timed block has its own readiness (asynchronous dispatch)
     fence_every_result = True

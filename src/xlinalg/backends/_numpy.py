@@ -284,6 +284,7 @@ class NumPyBackend(Backend):
     install = "pip install numpy"
     distributions = (("numpy", ("numpy",)), ("scipy", ("scipy",)))  # SciPy: its BLAS, expit
     library = "numpy"
+    adapter_class = NumPyAdapter
     namespace_names = ("array_api_compat.numpy", "numpy")
     numpy_host = True
     numpy_buffers = True

@@ -58,6 +58,7 @@ class StrictBackend(Backend):
     install = "pip install array-api-strict"
     distributions = (("array-api-strict", ("array-api-strict",)),)
     library = "array_api_strict"
+    adapter_class = StrictAdapter
     numpy_buffers = True  # a NumPy array inside each array
 
     def from_numpy(self, arr: np.ndarray) -> Any:

@@ -162,6 +162,7 @@ class TorchBackend(Backend):
     install = "pip install torch  (CPU build: pip install torch==2.13.0)"
     distributions = (("torch", ("torch",)),)
     library = "torch"
+    adapter_class = TorchAdapter
     namespace_names = ("array_api_compat.torch", "torch")
     writable_arrays = True
     extra_float_dtypes = ("float16", "bfloat16")
