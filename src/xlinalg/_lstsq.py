@@ -214,7 +214,7 @@ def matrix_rank(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -
     },
 )
 def lstsq(a: Array, b: Array, /, *, rcond: Any = None, xp: Namespace | None = None) -> LstsqResult:
-    """Solve ``a @ x = b`` in the least-squares sense: the `x` minimizing ``||b - a @ x||``.
+    """Solve ``a @ x = b`` in the least-squares sense (minimizing the 2-norm of the residual).
 
     The minimum-norm solution from the SVD of `a` (NumPy's ``gelsd`` answer), on
     every backend, batched; on Dask a tall matrix in several chunks runs Dask's

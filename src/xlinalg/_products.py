@@ -497,7 +497,7 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = Non
               "dask": ("repeated squaring with Dask's `matmul`", "lazy")},
 )
 def matrix_power(x: Array, /, n: int, *, errors: str = "raise", xp: Namespace | None = None) -> Array:
-    """The integer power ``x @ x @ ... @ x`` (`n` factors) of a square matrix or stack.
+    """Raise a square matrix (or each of a stack) to the integer power `n` by matrix products.
 
     Parameters
     ----------
