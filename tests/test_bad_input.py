@@ -387,7 +387,9 @@ def _xp_functions() -> list[tuple[str, Callable[..., Any], Callable[[Any], tuple
     two = lambda m: (m, m)  # noqa: E731
     one = lambda m: (m,)  # noqa: E731
     args = {"solve": two, "matmul": two, "add": two, "subtract": two, "multiply": two, "divide": two,
-            "solve_many": lambda m: ([m], [m])}
+            "solve_many": lambda m: ([m], [m]), "lstsq": two, "outer": lambda m: (m[0, ...], m[0, ...]),
+            "tensordot": two, "vecdot": two, "cross": lambda m: (xl.to(np.ones(3), xl.backend_of(m)),) * 2,
+            "matrix_power": lambda m: (m, 2)}
     out = []
     for name in xl.__all__:
         f = getattr(xl, name)

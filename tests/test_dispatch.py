@@ -4,6 +4,7 @@ array-api-strict's flags and devices, ``jax.jit`` and Dask laziness."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
@@ -34,7 +35,8 @@ def _call(name: str):
     """The call of a declared operation on its sample, on arrays made by `mk`."""
     op = OPERATIONS[name]
     sample = op.sample_args()
-    return lambda mk: (getattr(xl, name), tuple(mk(a) for a in sample))
+    fn = functools.partial(getattr(xl, name), **op.kwargs) if op.kwargs else getattr(xl, name)  # (matrix_power's n)
+    return lambda mk: (fn, tuple(mk(a) for a in sample))
 
 
 # one call per array function, from its declaration (xlinalg._lib._declare), on

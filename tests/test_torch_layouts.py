@@ -58,7 +58,7 @@ def test_result_or_named_error(layout: str, fn: str, where: str) -> None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = getattr(xl, fn)(*_args(fn, x, where))
+            out = getattr(xl, fn)(*_args(fn, x, where), **OPERATIONS[fn].kwargs)
     except TypeError as e:
         err = e
     if err is not None:
@@ -66,7 +66,7 @@ def test_result_or_named_error(layout: str, fn: str, where: str) -> None:
         assert str(err).startswith(f"{fn}: "), str(err)
         return
     # torch computed it (e.g. sparse @ dense): the values are those of the dense input
-    ref = getattr(xl, fn)(*_args(fn, A if layout != "nested" else torch.stack([A, A]), where))
+    ref = getattr(xl, fn)(*_args(fn, A if layout != "nested" else torch.stack([A, A]), where), **OPERATIONS[fn].kwargs)
     got = out.to_dense() if out.layout is not torch.strided else out
     if got.is_nested:
         got = torch.stack(got.unbind())

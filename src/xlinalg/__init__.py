@@ -1,41 +1,82 @@
 """xlinalg: linear algebra written once against the array API standard.
 
-``solve``, ``matmul``, ``svd``, ``svdvals``, ``qr`` and elementwise functions run on
+``solve``, ``matmul``, ``svd``, ``qr``, the rest of the array API standard's linalg
+extension (``inv``, ``cholesky``, ``det``, ``eigh``, norms, ...), ``lstsq`` and
+elementwise functions run on
 whichever library owns their inputs (NumPy, PyTorch, CuPy, JAX, Dask,
 array-api-strict) with one set of semantics; see ``docs/semantics.md``.
 """
 
+from ._eig import EighResult, EigResult, eig, eigh, eigvals, eigvalsh
 from ._elementwise import add, divide, exp, multiply, sigmoid, subtract
+from ._factor import SlogdetResult, cholesky, det, inv, slogdet
 from ._lib._errors import LinAlgError, XlinalgWarning
 from ._lib._public import publish as _publish
 from ._linalg import QRResult, SVDResult, matmul, qr, solve, svd, svdvals
+from ._lstsq import LstsqResult, lstsq, matrix_rank, pinv
 from ._many import solve_many
+from ._norms import matrix_norm, vector_norm
+from ._products import (
+    cross,
+    diagonal,
+    matrix_power,
+    matrix_transpose,
+    outer,
+    tensordot,
+    trace,
+    vecdot,
+)
 from ._version import __version__
 from .backends import BACKEND_NAMES, available_backends, backend_of, synchronize, to
 
 __all__ = [
     "BACKEND_NAMES",
+    "EigResult",
+    "EighResult",
     "LinAlgError",
+    "LstsqResult",
     "QRResult",
     "SVDResult",
+    "SlogdetResult",
     "XlinalgWarning",
     "__version__",
     "add",
     "available_backends",
     "backend_of",
+    "cholesky",
+    "cross",
+    "det",
+    "diagonal",
     "divide",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
     "exp",
+    "inv",
+    "lstsq",
     "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "matrix_transpose",
     "multiply",
+    "outer",
+    "pinv",
     "qr",
     "sigmoid",
+    "slogdet",
     "solve",
     "solve_many",
     "subtract",
     "svd",
     "svdvals",
     "synchronize",
+    "tensordot",
     "to",
+    "trace",
+    "vecdot",
+    "vector_norm",
 ]
 
 _publish(__name__, globals())  # xlinalg.LinAlgError, not xlinalg._lib._errors.LinAlgError

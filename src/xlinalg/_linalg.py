@@ -32,6 +32,7 @@ from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from .backends._base import MISSING as _MISSING
 from .backends._base import Adapter
+from .backends._numpy import NUMPY as NUMPY_ADAPTER
 
 __all__ = ["QRResult", "SVDResult", "matmul", "qr", "solve", "svd", "svdvals"]
 
@@ -413,7 +414,10 @@ _SVD_ON_DEVICE = ("the standard's `linalg.svd`, then a finite check of `S`", "re
     },
     bad_input={"nan": _svd_fails("svd"), "inf": _svd_fails("svd")},
 )
-def svd(x: Array, /, *, full_matrices: bool = True, xp: Namespace | None = None) -> SVDResult:
+def svd(
+    x: Array, /, *, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
+    xp: Namespace | None = None,
+) -> Any:
     """Singular value decomposition ``x = U @ diag(S) @ Vh``.
 
     Parameters
@@ -428,13 +432,24 @@ def svd(x: Array, /, *, full_matrices: bool = True, xp: Namespace | None = None)
         only: pass ``False`` there (``True`` raises ValueError unless M == N or
         the matrix fits one automatic chunk); stacks run NumPy's SVD per matrix
         (docs/dask.md). A bool (or 0/1); anything else raises TypeError.
+    compute_uv : bool, optional
+        NumPy's keyword: ``False`` returns the singular values alone (an array,
+        as NumPy does; the same as :func:`svdvals`). Default ``True``.
+    hermitian : bool, optional
+        NumPy's keyword: ``True`` says `x` is Hermitian (real symmetric; square),
+        and its SVD is computed from :func:`eigh` (only the lower triangle is
+        read): ``S = |eigenvalues|`` in descending order, ``U`` the eigenvectors,
+        ``Vh`` their conjugate transpose with the eigenvalues' signs (a zero
+        eigenvalue counts as positive, so ``U @ diag(S) @ Vh == x`` always holds;
+        NumPy gives a zero row of ``Vh`` there). Default ``False``.
     xp : namespace, optional
         The array namespace; inferred by default.
 
     Returns
     -------
     SVDResult
-        NamedTuple ``(U, S, Vh)``; `S` is real, descending, shape ``(..., K)``.
+        NamedTuple ``(U, S, Vh)``; `S` is real, descending, shape ``(..., K)``
+        (with ``compute_uv=False``: `S` alone).
         Singular vectors are unique only up to sign (phase), which differs
         between backends and devices; compare reconstructions, not vectors.
 
@@ -461,6 +476,16 @@ def svd(x: Array, /, *, full_matrices: bool = True, xp: Namespace | None = None)
         raise TypeError(
             f"svd: `full_matrices` must be a bool, got {type(full_matrices).__name__} {full_matrices!r:.80}"
         )
+    if not isinstance(compute_uv, (bool, np.bool_)):
+        raise TypeError(f"svd: `compute_uv` must be a bool, got {type(compute_uv).__name__} {compute_uv!r:.80}")
+    if not isinstance(hermitian, (bool, np.bool_)):
+        raise TypeError(f"svd: `hermitian` must be a bool, got {type(hermitian).__name__} {hermitian!r:.80}")
+    if hermitian:
+        from ._eig import hermitian_svd
+
+        return hermitian_svd(x, bool(compute_uv), xp)
+    if not compute_uv:
+        return svdvals(x, xp=xp)
     ad, x = _decomp_input(x, "svd", xp)
     m, n = x.shape[-2:]
     if 0 in tuple(x.shape):
@@ -533,7 +558,7 @@ def svdvals(x: Array, /, *, xp: Namespace | None = None) -> Array:
     return keep_subclass(ad.svdvals(x), x)
 
 
-_QR_MODES = ("reduced", "complete")
+_QR_MODES = ("reduced", "complete", "r")
 
 
 def _qr_rebuild(q: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -555,16 +580,17 @@ _QR_NONFINITE = Returns("non-finite Q and R, no error (which entries: LAPACK-dep
     },
     bad_input={"nan": _QR_NONFINITE, "inf": _QR_NONFINITE},
 )
-def qr(x: Array, /, *, mode: str = "reduced", xp: Namespace | None = None) -> QRResult:
+def qr(x: Array, /, *, mode: str = "reduced", xp: Namespace | None = None) -> Any:
     """QR decomposition ``x = Q @ R``.
 
     Parameters
     ----------
     x : array, shape ``(..., M, N)``
         Matrix or stack of matrices.
-    mode : {"reduced", "complete"}, optional
+    mode : {"reduced", "complete", "r"}, optional
         ``"reduced"``: `Q` is ``(..., M, K)``, `R` ``(..., K, N)`` with
-        ``K = min(M, N)``; ``"complete"``: `Q` is ``(..., M, M)``, `R` ``(..., M, N)``.
+        ``K = min(M, N)``; ``"complete"``: `Q` is ``(..., M, M)``, `R` ``(..., M, N)``;
+        ``"r"`` (NumPy's): `R` alone, ``(..., K, N)``, returned as an array.
         On Dask, a tall matrix in several chunks runs Dask's TSQR (``"reduced"``
         only: ``"complete"`` raises ValueError there unless the matrix fits one
         automatic chunk; docs/dask.md).
@@ -574,7 +600,8 @@ def qr(x: Array, /, *, mode: str = "reduced", xp: Namespace | None = None) -> QR
     Returns
     -------
     QRResult
-        NamedTuple ``(Q, R)``: `Q` has orthonormal columns, `R` is upper triangular.
+        NamedTuple ``(Q, R)``: `Q` has orthonormal columns, `R` is upper triangular
+        (``mode="r"``: `R` alone).
 
     Raises
     ------
@@ -599,5 +626,11 @@ def qr(x: Array, /, *, mode: str = "reduced", xp: Namespace | None = None) -> QR
         k = m if mode == "complete" else min(m, n)
         Q = _eye_stack(ad, batch, m, x)[..., :k]
         R = ad.xp.zeros((*batch, k, n), dtype=x.dtype, device=ad.device(x))
+        if mode == "r":
+            return keep_subclass(R, x)
         return QRResult(keep_subclass(Q, x), keep_subclass(R, x))
+    if mode == "r":
+        if ad is NUMPY_ADAPTER:  # NumPy's own mode="r" skips forming Q
+            return keep_subclass(np.linalg.qr(x, mode="r"), x)
+        return keep_subclass(ad.qr(x, "reduced")[1], x)
     return QRResult(*ad.qr(x, "complete" if mode == "complete" else "reduced"))  # validated above

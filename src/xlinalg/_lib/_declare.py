@@ -227,6 +227,8 @@ def _output_dtype(dtype: np.dtype, ref: np.ndarray) -> np.dtype | None:
         return None
     if dtype.kind == "c" and ref.dtype.kind == "f":
         return np.empty(0, dtype).real.dtype
+    if dtype.kind == "f" and ref.dtype.kind == "c":  # a complex output of real input (eig)
+        return np.result_type(dtype, np.complex64)
     return dtype
 
 

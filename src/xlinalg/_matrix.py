@@ -1,0 +1,201 @@
+"""What the linalg-extension functions share: input checks, member errors, Dask blocks.
+
+The functions of ``_factor``, ``_eig``, ``_norms``, ``_products`` and ``_lstsq``
+are written once against the array API standard through the arguments' adapter;
+this module holds the parts they have in common:
+
+* :func:`matrix_input`: the argument checks of a function of one matrix (the
+  library, dense, at least 2-D, square where asked) and xlinalg's dtype rule;
+* :func:`member_error`: the one :class:`LinAlgError` naming failing batch members;
+* :func:`fail_members`: raise for, or NaN, the members a native call failed on;
+* :func:`dask_gufunc` and :func:`dask_members`: a NumPy kernel over the blocks
+  of a Dask array (lazy; a block's error names global batch indices).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._lib import _validate
+from ._lib._dispatch import adapter1
+from ._lib._errors import LinAlgError
+from .backends._base import Adapter
+
+__all__ = [
+    "converge_check",
+    "dask_gufunc",
+    "dask_members",
+    "fail_members",
+    "finite_members",
+    "matrix_input",
+    "member_error",
+    "real_dtype",
+]
+
+
+def matrix_input(x: Any, fn: str, xp: Any, *, square: bool = False, name: str = "x") -> tuple[Adapter, Any]:
+    """The adapter of `x` and `x` in the dtype it is computed in (xlinalg's rule:
+    float32/float64/complex64/complex128 kept, integers and bool in float64,
+    float16/bfloat16 and long double refused with a ``TypeError`` naming `name`)."""
+    ad, x = adapter1(x, name, xp)
+    if (err := ad.dense_error(x, name, fn)) is not None:
+        raise err
+    _validate.matrix(ad, x, name, fn, square=square)
+    dt = _validate.linalg_dtype(ad, x, name, fn)
+    if isinstance(dt, np.dtype) and not dt.isnative:  # big-endian NumPy data: LAPACK's order
+        dt = dt.newbyteorder("=")
+    return ad, ad.astype(x, dt)
+
+
+def real_dtype(ad: Adapter, x: Any) -> Any:
+    """The real dtype of `x`'s (floating) dtype: float64 for complex128."""
+    if ad.kind(x.dtype) != "c":
+        return x.dtype
+    return ad.xp.real(ad.xp.zeros((), dtype=x.dtype, device=ad.device(x))).dtype
+
+
+def complex_dtype(ad: Adapter, x: Any) -> Any:
+    """The complex dtype of `x`'s (floating) dtype: complex128 for float64."""
+    xp = ad.xp
+    if ad.kind(x.dtype) == "c":
+        return x.dtype
+    return xp.complex64 if x.dtype == xp.float32 else xp.complex128
+
+
+def finite_members(xp: Any, x: Any) -> Any:
+    """Boolean array over the batch of `x` (..., M, N): True where the member is all finite."""
+    return xp.all(xp.isfinite(x), axis=(-2, -1))
+
+
+def _indices(mask: np.ndarray, batch: tuple[int, ...]) -> tuple[list[tuple[int, ...]], list[int]]:
+    m = np.asarray(mask, dtype=bool).reshape(batch)
+    if not batch:
+        return ([()], [0]) if bool(m) else ([], [])
+    idx = [tuple(int(i) for i in ix) for ix in zip(*np.nonzero(m))]
+    return idx, [int(i) for i in np.flatnonzero(m)]
+
+
+def member_error(fn: str, what: str, indices: list[tuple[int, ...]], batch: tuple[int, ...],
+                 fix: str, note: str = "") -> LinAlgError:
+    """xlinalg's error for failing members of `x` (batch shape `batch`).
+
+    `what`: the failure, as an adjective of a matrix ("singular", "not positive
+    definite"); `fix`: what to do about it. The members are named by their batch
+    indices (at most ten shown), as :attr:`LinAlgError.indices` and ``.members``.
+    """
+    members = [int(np.ravel_multi_index(ix, batch)) for ix in indices] if batch else [0] * len(indices)
+    if not batch:
+        msg = f"{fn}: `x` is {what}; {fix}"
+    else:
+        shown = ", ".join(str(ix if len(ix) > 1 else ix[0]) for ix in indices[:10])
+        more = f" and {len(indices) - 10} more" if len(indices) > 10 else ""
+        k = len(indices)
+        msg = (
+            f"{fn}: `x` has {k} {what} matri{'x' if k == 1 else 'ces'} in its batch of shape "
+            f"{batch}, at batch index {shown}{more}{note}; {fix}"
+        )
+    return LinAlgError(msg, indices=indices, members=members)
+
+
+def fail_members(ad: Adapter, x: Any, out: Any, failed: Any, errors: str, fn: str, what: str,
+                 fix: str, finite: Any = None) -> Any:
+    """`out` with NaN for the members in `failed`; or the error naming them.
+
+    `failed` (over the batch): where the native call failed. A member whose input
+    is not all finite (`finite`: the mask of those that are, by default over all
+    of `x`) is never reported: NaN in, NaN out. With ``errors="raise"`` the others
+    raise :func:`member_error`, except where no exception is possible (a traced
+    `x`: ``jax.jit``, ``torch.compile``): NaN there.
+    """
+    xp = ad.xp
+    if errors == "raise" and not ad.traced(x) and not ad.traced(out):
+        if finite is None:
+            finite = finite_members(xp, x)
+        bad = xp.logical_and(failed, finite)
+        if bool(xp.any(bad)):
+            batch = tuple(x.shape[:-2])
+            idx, _ = _indices(ad.to_host(bad), batch)
+            raise member_error(fn, what, idx, batch, fix)
+    return ad.fill_nan(failed[..., None, None], out)
+
+
+def converge_check(ad: Adapter, x: Any, vals: Any, fn: str, what: str) -> None:
+    """Raise the error of a decomposition that did not converge: non-finite `vals`
+    from an `x` holding NaN or inf (or NaN `vals` from any `x`). Nothing under a trace."""
+    xp = ad.xp
+    if ad.traced(vals) or ad.traced(x) or ad.lazy:
+        return
+    if not bool(xp.all(xp.isfinite(vals))) and (
+        bool(xp.any(xp.isnan(vals))) or not bool(xp.all(xp.isfinite(x)))
+    ):
+        raise not_converged(ad, x, fn, what)
+
+
+def not_converged(ad: Adapter, x: Any, fn: str, what: str) -> LinAlgError:
+    xp = ad.xp
+    try:
+        finite = bool(xp.all(xp.isfinite(x)))
+    except Exception:  # pragma: no cover - a library without isfinite on this dtype
+        finite = True
+    why = "" if finite else ": `x` contains NaN or inf"
+    return LinAlgError(f"{fn}: the {what} of `x` did not converge{why}")
+
+
+# ---------------------------------------------------------------------- Dask
+def numpy_chunks(ad: Adapter, x: Any, fn: str, name: str = "x") -> None:
+    """Refuse a Dask array whose chunks are not NumPy arrays (named for `fn`)."""
+    from .backends._dask import _numpy_chunks
+
+    _numpy_chunks(x, fn, name)
+
+
+def dask_gufunc(ad: Adapter, kernel: Callable[..., Any], sig: str, x: Any, metas: list[tuple[int, Any]],
+                sizes: dict[str, Any], fn: str) -> Any:
+    """``kernel`` (a NumPy function of one stack) over the blocks of Dask array `x`.
+
+    `sig`: the gufunc signature (``"(m,m)->()"``); `metas`: (core ndim, dtype) of
+    each output. The matrix axes are made one chunk; the batch keeps its chunks.
+    Lazy: nothing is computed here.
+    """
+    numpy_chunks(ad, x, fn)
+    if any(isinstance(s, float) and math.isnan(s) for s in x.shape[-2:]):
+        raise ValueError(
+            f"{fn}: `x` is {ad.describe(x)}: its matrix axes have an unknown (NaN) size; "
+            "call `x.compute_chunk_sizes()` first"
+        )
+    nb = x.ndim - 2
+    core = dict.fromkeys(range(nb, x.ndim), -1)
+    xw = x.rechunk(core) if any(len(c) > 1 for c in x.chunks[-2:]) else x
+    m = [np.empty((0,) * (nb + k), dtype=d) for k, d in metas]
+    return ad.da.apply_gufunc(  # type: ignore[attr-defined]
+        kernel, sig, xw, meta=tuple(m) if len(m) > 1 else m[0], output_sizes=sizes or None,
+        allow_rechunk=False,
+    )
+
+
+def dask_members(ad: Adapter, x: Any, kernel: Callable[[np.ndarray, str], np.ndarray], errors: str,
+                 fn: str, what: str, fix: str) -> Any:
+    """``kernel(block, errors)`` (NumPy; result of the block's shape) over the blocks
+    of Dask array `x`, lazily; a block's :class:`LinAlgError` (block indices) is
+    raised at compute with the member's global batch index."""
+    numpy_chunks(ad, x, fn)
+    batch = tuple(x.shape[:-2])
+    make_error = functools.partial(_global_error, fn, what, fix, batch)
+    # the solve's blockwise machinery (one task a chunk, global member indices),
+    # with `x` as its own right-hand side: the kernel reads only its first block
+    return ad.map_solve(x, x, False, errors, functools.partial(_one, kernel), make_error)  # type: ignore[attr-defined]
+
+
+def _one(kernel: Callable[[np.ndarray, str], np.ndarray], ab: np.ndarray, bb: np.ndarray, vector: bool,
+         errors: str) -> np.ndarray:
+    return kernel(ab, errors)
+
+
+def _global_error(fn: str, what: str, fix: str, batch: tuple[int, ...], indices: list[tuple[int, ...]]) -> LinAlgError:
+    note = " (in the chunk computed: Dask checks each chunk as it computes it)"
+    return member_error(fn, what, indices, batch, fix, note)

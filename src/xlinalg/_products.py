@@ -1,0 +1,575 @@
+"""Products and views: outer, tensordot, vecdot, cross, trace, diagonal,
+matrix_transpose, matrix_power.
+
+Two operands follow :func:`xlinalg.matmul`'s rules: one library, one device,
+numeric dtypes (bool refused), mixed dtypes promoted by NumPy's table on every
+backend. ``matrix_power`` follows the linear-algebra dtype rule (integers in
+float64) and its negative powers :func:`xlinalg.inv`'s singular-matrix contract.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ._factor import inv
+from ._lib import _validate
+from ._lib._declare import BadInput, Raises, Returns, declare
+from ._lib._dispatch import adapter1, adapter2
+from ._lib._typing import Array, Namespace
+from ._linalg import matmul
+from ._matrix import matrix_input
+from .backends._base import Adapter
+
+__all__ = ["cross", "diagonal", "matrix_power", "matrix_transpose", "outer", "tensordot", "trace", "vecdot"]
+
+
+def _numeric(fn: str, names: str = "`x1`") -> Raises:
+    return Raises(TypeError, rf"{fn}: operands must be numeric|{fn}: `x` must be numeric",
+                  f"{fn}: operands must be numeric, got {names} … bool …")
+
+
+_VEC_BATCH = np.ones((2, 3)), np.ones((4, 3))
+_NO_F16 = tuple(n for n in ("numpy", "torch-cpu", "torch-cuda", "cupy", "jax-cpu", "jax-gpu", "dask"))
+
+
+def _vectors(n: int, text: str = "as NumPy") -> dict[str, BadInput]:
+    """The generic cells whose default arguments are matrices, given as vectors of `n`."""
+    from ._lib._badinput import L, ReadOnly
+
+    v, w = np.arange(1.0, n + 1), np.ones(n)
+    h = np.ones(n, np.float16)
+    return {
+        "list": BadInput(Returns(f"{text}: the list follows the other argument's backend"), args=(L(v), w)),
+        "read-only": BadInput(Returns("the same result as for writeable arrays"), args=(ReadOnly(v), ReadOnly(w)),
+                              only=("numpy",), only_why="NumPy arrays only"),
+        "float16": BadInput(Returns("float16, computed natively"), args=(h, h), only=_NO_F16,
+                            only_why="array-api-strict has no float16"),
+    }
+
+
+def _pair(x1: Any, x2: Any, fn: str, xp: Any) -> tuple[Adapter, Any, Any]:
+    """Two numeric operands of one library and device, in their common dtype."""
+    ad, x1, x2 = adapter2(x1, x2, "x1", "x2", xp)
+    for n, v in (("x1", x1), ("x2", x2)):
+        if (err := ad.dense_error(v, n, fn)) is not None:
+            raise err
+    k1, k2 = ad.kind(x1.dtype), ad.kind(x2.dtype)
+    if "b" in (k1, k2) or "?" in (k1, k2):
+        raise TypeError(f"{fn}: operands must be numeric, got `x1` {ad.describe(x1)} and `x2` {ad.describe(x2)}")
+    ad.check_same_device(x1, x2, "x1", "x2")
+    if x1.dtype != x2.dtype:
+        dt = _validate.mixed_dtype(ad, x1, x2)
+        if dt is None:
+            dt = ad.xp.result_type(x1.dtype, x2.dtype)
+        x1, x2 = ad.astype(x1, dt), ad.astype(x2, dt)
+    return ad, x1, x2
+
+
+def _one(x: Any, fn: str, xp: Any, *, min_ndim: int = 0, numeric: bool = False) -> tuple[Adapter, Any]:
+    ad, x = adapter1(x, "x", xp)
+    if (err := ad.dense_error(x, "x", fn)) is not None:
+        raise err
+    if x.ndim < min_ndim:
+        raise ValueError(
+            f"{fn}: `x` must be a matrix or a stack of matrices (at least 2 dimensions), got {ad.describe(x)}"
+        )
+    if numeric and ad.kind(x.dtype) in "b?":
+        raise TypeError(f"{fn}: `x` must be numeric, got {ad.describe(x)}")
+    return ad, x
+
+
+def _int(v: Any, fn: str, name: str) -> int:
+    if isinstance(v, bool):
+        raise TypeError(f"{fn}: `{name}` must be an int, got bool {v!r}")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{fn}: `{name}` must be an int, got {type(v).__name__} {v!r:.80}") from None
+
+
+@declare(
+    "linalg", args={"x": "matrix"}, reference=lambda x: np.swapaxes(x, -1, -2), dtypes="promote",
+    how="the standard's `matrix_transpose`",
+)
+def matrix_transpose(x: Array, /, *, xp: Namespace | None = None) -> Array:
+    """Transpose of each matrix (the last two axes swapped; no conjugation).
+
+    Parameters
+    ----------
+    x : array, shape ``(..., M, N)``
+        Any dtype.
+    xp : namespace, optional
+        The array namespace; inferred by default.
+
+    Returns
+    -------
+    array, shape ``(..., N, M)``
+        `x`'s dtype, library and device (a view where the library makes one).
+
+    Raises
+    ------
+    ValueError
+        If `x` has fewer than two dimensions.
+
+    Examples
+    --------
+    >>> import xlinalg as xl
+    >>> xl.matrix_transpose(xp.ones((2, 3))).shape
+    (3, 2)
+    """
+    ad, x = _one(x, "matrix_transpose", xp, min_ndim=2)
+    return ad.xp.matrix_transpose(x)
+
+
+@declare(
+    "linalg", args={"x": "matrix"}, reference=lambda x: np.diagonal(x, axis1=-2, axis2=-1), dtypes="promote",
+    how="the standard's `linalg.diagonal`",
+)
+def diagonal(x: Array, /, *, offset: int = 0, xp: Namespace | None = None) -> Array:
+    """The diagonal of each matrix.
+
+    Parameters
+    ----------
+    x : array, shape ``(..., M, N)``
+        Any dtype.
+    offset : int, optional
+        0 (default): the main diagonal; positive: above it; negative: below it.
+    xp : namespace, optional
+        The array namespace; inferred by default.
+
+    Returns
+    -------
+    array, shape ``(..., K)``
+        `x`'s dtype; ``K = 0`` for an offset beyond the matrix.
+
+    Raises
+    ------
+    ValueError
+        If `x` has fewer than two dimensions.
+    TypeError
+        If `offset` is not an int.
+
+    Examples
+    --------
+    >>> import xlinalg as xl
+    >>> xl.to(xl.diagonal(xp.asarray([[1.0, 2.0], [3.0, 4.0]])), "numpy")
+    array([1., 4.])
+    """
+    k = _int(offset, "diagonal", "offset")
+    ad, x = _one(x, "diagonal", xp, min_ndim=2)
+    return ad.xp.linalg.diagonal(x, offset=k)
+
+
+@declare(
+    "linalg", args={"x": "matrix"}, reference=lambda x: np.trace(x, axis1=-2, axis2=-1), dtypes="promote",
+    how="the standard's `linalg.trace`",
+    bad_input={"bool": _numeric("trace", "`x`")},
+)
+def trace(x: Array, /, *, offset: int = 0, dtype: Any = None, xp: Namespace | None = None) -> Array:
+    """Sum of the diagonal of each matrix.
+
+    Parameters
+    ----------
+    x : array, shape ``(..., M, N)``
+        Numeric (bool refused).
+    offset : int, optional
+        Which diagonal, as in :func:`diagonal`.
+    dtype : dtype, optional
+        The result's dtype; by default the standard's rule for sums (integers of
+        lower precision than the default integer become the default integer;
+        floating dtypes are kept).
+    xp : namespace, optional
+        The array namespace; inferred by default.
+
+    Returns
+    -------
+    array, shape ``(...)``
+        The sums, in `dtype` or the standard's dtype for a sum.
+
+    Raises
+    ------
+    ValueError
+        If `x` has fewer than two dimensions.
+    TypeError
+        For bool or non-numeric `x`, or an `offset` that is not an int.
+
+    Examples
+    --------
+    >>> import xlinalg as xl
+    >>> float(xl.trace(xp.asarray([[1.0, 2.0], [3.0, 4.0]])))
+    5.0
+    """
+    k = _int(offset, "trace", "offset")
+    ad, x = _one(x, "trace", xp, min_ndim=2, numeric=True)
+    return ad.xp.linalg.trace(x, offset=k, dtype=dtype)
+
+
+@declare(
+    "linalg", args={"x1": "vector", "x2": "vector"}, reference=np.outer, dtypes="promote", batched=False,
+    how="the standard's `linalg.outer` after NumPy's promotion table",
+    bad_input={
+        **_vectors(2),
+        "bool": _numeric("outer"),
+        "batch": BadInput(Raises(ValueError, r"outer: `x1` and `x2` must be vectors",
+                                 "outer: `x1` and `x2` must be vectors (1 dimension), got …"), args=_VEC_BATCH),
+        "zero-batch": Raises(ValueError, r"outer: `x1` and `x2` must be vectors",
+                             "outer: `x1` and `x2` must be vectors (1 dimension), got …"),
+        "0-d": Raises(ValueError, r"outer: `x1` and `x2` must be vectors",
+                      "outer: `x1` and `x2` must be vectors (1 dimension), got …"),
+    },
+)
+def outer(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
+    """Outer product of two vectors: ``out[i, j] = x1[i] * x2[j]``.
+
+    Parameters
+    ----------
+    x1, x2 : array, shape ``(N,)`` and ``(M,)``
+        Numeric; mixed dtypes are promoted by NumPy's table (as :func:`matmul`).
+    xp : namespace, optional
+        The array namespace; inferred by default.
+
+    Returns
+    -------
+    array, shape ``(N, M)``
+        In the operands' library and device, in their common dtype.
+
+    Raises
+    ------
+    ValueError
+        If an operand is not one-dimensional.
+    TypeError
+        For bool or non-numeric operands, or operands of two libraries.
+
+    Examples
+    --------
+    >>> import xlinalg as xl
+    >>> xl.to(xl.outer(xp.asarray([1.0, 2.0]), xp.asarray([3.0, 4.0])), "numpy")
+    array([[3., 4.],
+           [6., 8.]])
+    """
+    ad, x1, x2 = _pair(x1, x2, "outer", xp)
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError(
+            f"outer: `x1` and `x2` must be vectors (1 dimension), got `x1` {ad.describe(x1)} and "
+            f"`x2` {ad.describe(x2)}"
+        )
+    return ad.xp.linalg.outer(x1, x2)
+
+
+@declare(
+    "linalg", args={"x1": "vector", "x2": "vector"}, reference=np.tensordot,
+    dtypes="promote", kwargs={"axes": 1}, batched=False,
+    how="the standard's `tensordot` after NumPy's promotion table",
+    bad_input={
+        **_vectors(2),
+        "bool": _numeric("tensordot"),
+        "mismatched": Raises(ValueError, r"tensordot: axis 0 of `x1` \(size 3\) and axis 0 of `x2` \(size 2\)",
+                             "tensordot: axis 0 of `x1` (size 3) and axis 0 of `x2` (size 2) are contracted but differ"),
+        "batch": BadInput(Raises(ValueError, r"tensordot: axis 1 of `x1` \(size 3\) and axis 0 of `x2` \(size 4\)",
+                                 "tensordot: axis 1 of `x1` (size 3) and axis 0 of `x2` (size 4) are contracted but "
+                                 "differ"), args=_VEC_BATCH),
+        "zero-batch": Raises(ValueError, r"tensordot: axis 1 of `x1` \(size 3\) and axis 0 of `x2` \(size 0\)",
+                             "tensordot: axis 1 of `x1` (size 3) and axis 0 of `x2` (size 0) are contracted but differ"),
+        "0-d": Raises(ValueError, r"tensordot: `axes`=1 must be between 0 and the smaller number of dimensions",
+                      "tensordot: `axes`=1 must be between 0 and the smaller number of dimensions …"),
+    },
+)
+def tensordot(x1: Array, x2: Array, /, *, axes: Any = 2, xp: Namespace | None = None) -> Array:
+    """Tensor contraction of `x1` and `x2` over `axes` (the standard's ``tensordot``).
+
+    Parameters
+    ----------
+    x1, x2 : array
+        Numeric; mixed dtypes promoted as by :func:`matmul`.
+    axes : int or (sequence of ints, sequence of ints), optional
+        An int N: the last N axes of `x1` with the first N of `x2`; two sequences:
+        those axes, pairwise. Default 2.
+    xp : namespace, optional
+        The array namespace; inferred by default.
+
+    Returns
+    -------
+    array
+        The non-contracted axes of `x1`, then those of `x2`.
+
+    Raises
+    ------
+    ValueError
+        If the contracted axes differ in size, or `axes` does not fit the operands.
+    TypeError
+        For bool or non-numeric operands.
+
+    Examples
+    --------
+    >>> import xlinalg as xl
+    >>> xl.tensordot(xp.ones((2, 3, 4)), xp.ones((3, 4, 5))).shape
+    (2, 5)
+    """
+    ad, x1, x2 = _pair(x1, x2, "tensordot", xp)
+    if isinstance(axes, bool):
+        raise TypeError(f"tensordot: `axes` must be an int or a pair of sequences of ints, got {axes!r}")
+    if isinstance(axes, int) or hasattr(axes, "__index__"):
+        n = operator.index(axes)
+        if n < 0 or n > min(x1.ndim, x2.ndim):
+            raise ValueError(
+                f"tensordot: `axes`={n} must be between 0 and the smaller number of dimensions "
+                f"of `x1` {ad.describe(x1)} and `x2` {ad.describe(x2)}"
+            )
+        pairs = (list(range(x1.ndim - n, x1.ndim)), list(range(n)))
+    else:
+        try:
+            a1, a2 = axes
+            pairs = ([operator.index(i) for i in a1], [operator.index(i) for i in a2])
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"tensordot: `axes` must be an int or a pair of sequences of ints, got {axes!r:.80}"
+            ) from None
+        if len(pairs[0]) != len(pairs[1]):
+            raise ValueError(f"tensordot: `axes` pairs {len(pairs[0])} axes of `x1` with {len(pairs[1])} of `x2`")
+    for i, j in zip(*pairs):
+        for v, ax, nm in ((x1, i, "x1"), (x2, j, "x2")):
+            if not -v.ndim <= ax < v.ndim:
+                raise ValueError(f"tensordot: axis {ax} is out of range for `{nm}` {ad.describe(v)}")
+        if _validate.sizes_differ(x1.shape[i], x2.shape[j]):
+            raise ValueError(
+                f"tensordot: axis {i} of `x1` (size {x1.shape[i]}) and axis {j} of `x2` (size "
+                f"{x2.shape[j]}) are contracted but differ in size"
+            )
+    return ad.xp.tensordot(x1, x2, axes=axes if isinstance(axes, int) else pairs)
+
+
+@declare(
+    "linalg", args={"x1": "vector", "x2": "vector"}, reference=np.vecdot, dtypes="promote",
+    how="the standard's `vecdot` after NumPy's promotion table",
+    backends={"torch": "`torch.linalg.vecdot` (floating dtypes) after NumPy's promotion table"},
+    bad_input={
+        "bool": _numeric("vecdot"),
+        "mismatched": Raises(ValueError, r"vecdot: the vectors along axis -1 of `x1` \(3\) and `x2` \(2\) differ",
+                             "vecdot: the vectors along axis -1 of `x1` (3) and `x2` (2) differ in length"),
+        "batch": BadInput(Raises(ValueError, r"vecdot: the shapes of `x1` \(2, 3\) and `x2` \(4, 3\) do not broadcast",
+                                 "vecdot: the shapes of `x1` (2, 3) and `x2` (4, 3) do not broadcast"),
+                          args=_VEC_BATCH),
+        "0-d": Raises(ValueError, r"vecdot: the vectors along axis -1 of `x1` \(1\) and `x2` \(2\) differ",
+                      "vecdot: the vectors along axis -1 of `x1` (1) and `x2` (2) differ in length"),
+    },
+)
+def vecdot(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = None) -> Array:
+    """Dot product of vectors along `axis`: ``sum(conj(x1) * x2, axis)``, broadcast.
+
+    Parameters
+    ----------
+    x1, x2 : array
+        Numeric; their shapes broadcast; mixed dtypes promoted as by :func:`matmul`.
+        `x1` is conjugated (complex input), as the standard says.
+    axis : int, optional
+        The axis of the vectors (after broadcasting); default -1. Negative only
+        is what the standard requires of portable code.
+    xp : namespace, optional
+        The array namespace; inferred by default.
+
+    Returns
+    -------
+    array
+        The broadcast shape without `axis`.
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not broadcast, or the vectors differ in length.
+    TypeError
+        For bool or non-numeric operands.
+
+    Examples
+    --------
+    >>> import xlinalg as xl
+    >>> float(xl.vecdot(xp.asarray([1.0, 2.0]), xp.asarray([3.0, 4.0])))
+    11.0
+    """
+    k = _int(axis, "vecdot", "axis")
+    ad, x1, x2 = _pair(x1, x2, "vecdot", xp)
+    nd = max(x1.ndim, x2.ndim)
+    if nd == 0 or not -nd <= k < nd:
+        raise ValueError(f"vecdot: `axis` {k} is out of range for `x1` {ad.describe(x1)} and `x2` {ad.describe(x2)}")
+    kk = k % nd
+    n1 = x1.shape[kk - nd + x1.ndim] if kk - nd + x1.ndim >= 0 else 1
+    n2 = x2.shape[kk - nd + x2.ndim] if kk - nd + x2.ndim >= 0 else 1
+    if _validate.sizes_differ(n1, n2):
+        raise ValueError(f"vecdot: the vectors along axis {k} of `x1` ({n1}) and `x2` ({n2}) differ in length")
+    try:
+        _validate.broadcast_shapes(x1.shape, x2.shape)
+    except ValueError:
+        raise ValueError(f"vecdot: the shapes of `x1` {tuple(x1.shape)} and `x2` {tuple(x2.shape)} do not broadcast") from None
+    xpn = ad.xp
+    if ad.library == "PyTorch" and ad.kind(x1.dtype) in "fc":  # (torch's has no integer kernel)
+        return ad.torch.linalg.vecdot(x1, x2, dim=k)  # type: ignore[attr-defined]
+    if k != -1:
+        x1, x2 = xpn.broadcast_arrays(x1, x2)
+        x1, x2 = xpn.moveaxis(x1, k, -1), xpn.moveaxis(x2, k, -1)
+    return xpn.vecdot(x1, x2, axis=-1)
+
+
+@declare(
+    "linalg", args={"x1": "vector", "x2": "vector"}, reference=np.cross, dtypes="promote",
+    how="the standard's `linalg.cross` after NumPy's promotion table",
+    backends={"dask": "the standard's indexing and arithmetic, lazily"},
+    bad_input={
+        **_vectors(3),
+        "bool": _numeric("cross"),
+        "mismatched": Raises(ValueError, r"cross: `x2` must have size 3 along axis -1",
+                             "cross: `x2` must have size 3 along axis -1, got …"),
+        "batch": BadInput(Raises(ValueError, r"cross: the shapes of `x1` \(2, 3\) and `x2` \(4, 3\) do not broadcast",
+                                 "cross: the shapes of `x1` (2, 3) and `x2` (4, 3) do not broadcast"),
+                          args=_VEC_BATCH),
+        "0x0": Raises(ValueError, r"cross: `x1` must have size 3 along axis -1",
+                      "cross: `x1` must have size 3 along axis -1, got …"),
+        "0-d": Raises(ValueError, r"cross: `x1` must have size 3 along axis -1",
+                      "cross: `x1` must have size 3 along axis -1, got …"),
+    },
+)
+def cross(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = None) -> Array:
+    """Cross product of 3-element vectors along `axis`, broadcast.
+
+    Parameters
+    ----------
+    x1, x2 : array
+        Numeric, of size 3 along `axis`; the other axes broadcast; mixed dtypes
+        promoted as by :func:`matmul`.
+    axis : int, optional
+        The axis of the vectors; default -1.
+    xp : namespace, optional
+        The array namespace; inferred by default.
+
+    Returns
+    -------
+    array
+        The broadcast shape.
+
+    Raises
+    ------
+    ValueError
+        If `axis` does not have size 3 in both, or the shapes do not broadcast.
+    TypeError
+        For bool or non-numeric operands.
+
+    Examples
+    --------
+    >>> import xlinalg as xl
+    >>> xl.to(xl.cross(xp.asarray([1.0, 0.0, 0.0]), xp.asarray([0.0, 1.0, 0.0])), "numpy")
+    array([0., 0., 1.])
+    """
+    k = _int(axis, "cross", "axis")
+    ad, x1, x2 = _pair(x1, x2, "cross", xp)
+    for nm, v in (("x1", x1), ("x2", x2)):
+        if not -v.ndim <= k < v.ndim or v.shape[k] != 3:
+            raise ValueError(f"cross: `{nm}` must have size 3 along axis {k}, got {ad.describe(v)}")
+    if x1.ndim != x2.ndim and k >= 0:
+        raise ValueError(
+            f"cross: a non-negative `axis` ({k}) needs `x1` and `x2` of one number of dimensions, "
+            f"got {x1.ndim} and {x2.ndim}; pass a negative axis"
+        )
+    try:
+        _validate.broadcast_shapes(x1.shape, x2.shape)
+    except ValueError:
+        raise ValueError(f"cross: the shapes of `x1` {tuple(x1.shape)} and `x2` {tuple(x2.shape)} do not broadcast") from None
+    xpn = ad.xp
+    if k >= 0:  # (one number of dimensions: array-api-strict takes negative axes only)
+        k -= x1.ndim
+    if not ad.lazy and hasattr(xpn.linalg, "cross"):
+        return xpn.linalg.cross(x1, x2, axis=k)
+    a = xpn.moveaxis(x1, k, -1)
+    b = xpn.moveaxis(x2, k, -1)
+    c = xpn.stack(
+        [a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
+         a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
+         a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]],
+        axis=-1,
+    )
+    return xpn.moveaxis(c, -1, k)
+
+
+@declare(
+    "linalg", args={"x": "square"}, reference=np.linalg.matrix_power, dtypes="linalg", kwargs={"n": 3},
+    how="the standard's `linalg.matrix_power`; a negative power of xlinalg's `inv`",
+    backends={"torch": "`torch.linalg.matrix_power`; a negative power of xlinalg's `inv`",
+              "dask": ("repeated squaring with Dask's `matmul`", "lazy")},
+)
+def matrix_power(x: Array, /, n: int, *, errors: str = "raise", xp: Namespace | None = None) -> Array:
+    """Raise a square matrix (or each of a stack) to the integer power `n` by matrix products.
+
+    Parameters
+    ----------
+    x : array, shape ``(..., M, M)``
+        Integer and bool inputs are computed in float64 (the linear-algebra rule).
+    n : int
+        The power: 0 gives the identity (for every `x`); a negative power is that
+        power of :func:`inv` (``x``), with its singular-matrix contract.
+    errors : {"raise", "nan"}, optional
+        For negative `n`: what :func:`inv` does with singular members.
+    xp : namespace, optional
+        The array namespace; inferred by default.
+
+    Returns
+    -------
+    array, shape ``(..., M, M)``
+        In `x`'s library and device, in its floating dtype.
+
+    Raises
+    ------
+    LinAlgError
+        For a negative `n` and singular members (``errors="raise"``).
+    ValueError
+        If `x` is not square.
+    TypeError
+        If `n` is not an int; for float16/bfloat16 or non-numeric dtypes.
+
+    Examples
+    --------
+    >>> import xlinalg as xl
+    >>> xl.to(xl.matrix_power(xp.asarray([[1.0, 1.0], [0.0, 1.0]]), 3), "numpy")
+    array([[1., 3.],
+           [0., 1.]])
+    """
+    k = _int(n, "matrix_power", "n")
+    ad, x = matrix_input(x, "matrix_power", xp, square=True)
+    xpn = ad.xp
+    if k == 0 or 0 in tuple(x.shape):
+        eye = xpn.eye(x.shape[-1], dtype=x.dtype, device=ad.device(x))
+        return xpn.zeros(tuple(x.shape), dtype=x.dtype, device=ad.device(x)) + eye
+    if k < 0:
+        x = inv(x, errors=errors)
+        k = -k
+    elif errors != "raise":
+        _validate.check_errors(errors)
+    if not ad.lazy:
+        if ad.library == "PyTorch":
+            return ad.torch.linalg.matrix_power(x, k)  # type: ignore[attr-defined]
+        f = getattr(xpn.linalg, "matrix_power", None)
+        if f is not None:
+            return f(x, k)
+    result = None
+    base = x
+    while k:
+        if k & 1:
+            result = base if result is None else matmul(result, base)
+        k >>= 1
+        if k:
+            base = matmul(base, base)
+    return result
+
+
+def _refresh_bad_input_matrix() -> None:
+    """The bad-input matrix was built when :func:`_vectors` first imported it, before
+    the operations declared below it: build it again with every operation (a cell
+    left out would be a test left out)."""
+    import sys
+
+    mod = sys.modules.get("xlinalg._lib._badinput")
+    if mod is not None:
+        mod.SPEC.clear()
+        mod.SPEC.update(mod._spec())
+
+
+_refresh_bad_input_matrix()
