@@ -12,6 +12,8 @@ import math
 import operator
 from typing import Any
 
+import numpy as np
+
 from ._lib import _validate
 from ._lib._declare import declare
 from ._lib._dispatch import adapter1
@@ -32,7 +34,7 @@ def _matrix_ord(ord: Any) -> Any:
             return ord
     elif not isinstance(ord, bool) and isinstance(ord, (int, float)) and ord in (1, -1, 2, -2, _INF, -_INF):
         return int(ord) if math.isfinite(ord) else float(ord)
-    elif type(ord).__module__ == "numpy" and getattr(ord, "ndim", 1) == 0 and not isinstance(ord.item(), bool):
+    elif isinstance(ord, (np.generic, np.ndarray)) and ord.ndim == 0 and not isinstance(ord.item(), bool):
         return _matrix_ord(ord.item())
     raise ValueError(
         f"matrix_norm: `ord` must be one of 'fro', 'nuc', 1, -1, 2, -2, inf, -inf, got {ord!r:.80}"
@@ -163,7 +165,7 @@ def _bool(v: Any, fn: str, name: str) -> bool:
 
 
 def _vector_ord(ord: Any) -> float:
-    o = ord.item() if type(ord).__module__ == "numpy" and getattr(ord, "ndim", 1) == 0 else ord
+    o = ord.item() if isinstance(ord, (np.generic, np.ndarray)) and ord.ndim == 0 else ord
     if isinstance(o, bool) or not isinstance(o, (int, float)) or math.isnan(o):
         raise ValueError(f"vector_norm: `ord` must be a real number, inf or -inf, got {ord!r:.80}")
     return o

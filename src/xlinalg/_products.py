@@ -32,12 +32,11 @@ def _numeric(fn: str, names: str = "`x1`") -> Raises:
 
 
 _VEC_BATCH = np.ones((2, 3)), np.ones((4, 3))
-_NO_F16 = tuple(n for n in ("numpy", "torch-cpu", "torch-cuda", "cupy", "jax-cpu", "jax-gpu", "dask"))
 
 
 def _vectors(n: int, text: str = "as NumPy") -> dict[str, BadInput]:
     """The generic cells whose default arguments are matrices, given as vectors of `n`."""
-    from ._lib._badinput import L, ReadOnly
+    from ._lib._badinput import L, ReadOnly, with_float16
 
     v, w = np.arange(1.0, n + 1), np.ones(n)
     h = np.ones(n, np.float16)
@@ -45,8 +44,8 @@ def _vectors(n: int, text: str = "as NumPy") -> dict[str, BadInput]:
         "list": BadInput(Returns(f"{text}: the list follows the other argument's backend"), args=(L(v), w)),
         "read-only": BadInput(Returns("the same result as for writeable arrays"), args=(ReadOnly(v), ReadOnly(w)),
                               only=("numpy",), only_why="NumPy arrays only"),
-        "float16": BadInput(Returns("float16, computed natively"), args=(h, h), only=_NO_F16,
-                            only_why="array-api-strict has no float16"),
+        "float16": BadInput(Returns("float16, computed natively"), args=(h, h), only=with_float16(),
+                            only_why="no float16 arrays there"),
     }
 
 

@@ -157,7 +157,7 @@ def _backends() -> tuple[str, ...]:
     return tuple(BACKEND_NAMES)
 
 
-def _with_float16() -> tuple[str, ...]:
+def with_float16() -> tuple[str, ...]:
     """The backends whose library has float16 arrays (the backends say)."""
     from xlinalg.backends import get_backend
 
@@ -235,7 +235,7 @@ def _common(op: Operation, inp: str) -> Cell | None:
                     only=("numpy",), only_why=HOST_ALONE, host=True, derived=True)
     if inp == "float16":
         f16 = np.array([[1.0, 0.5], [0.25, 2.0]], np.float16)
-        only = _with_float16()
+        only = with_float16()
         if op.dtypes == "linalg":
             args = (f16, np.ones(2, np.float16)) if two else (f16,)
             return Cell(args, Raises(
