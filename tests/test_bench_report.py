@@ -817,7 +817,19 @@ def test_plot_colours_follow_the_backend_registry():
 
     colours = [_plots._color(b) for b in BACKEND_NAMES]
     assert len(set(colours)) == len(colours)  # every known backend its own colour
-    assert _plots._color("my-backend") == _plots._color("my-backend")
+    # a name the registry does not know: a palette colour from its characters, the
+    # same in every process (a colour from hash() would change with PYTHONHASHSEED)
+    import os
+    import subprocess
+    import sys
+
+    mine = _plots._color("my-backend")
+    assert mine in _plots._PALETTE
+    script = "from xlinalg.bench import _plots; print(_plots._color('my-backend'))"
+    for seed in ("1", "2"):
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}, timeout=120)
+        assert r.stdout.strip() == mine, r.stderr
 
 
 def test_committed_reports_link_every_plot_they_hold():

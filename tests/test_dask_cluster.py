@@ -547,28 +547,43 @@ def test_streams_a_batch_larger_than_a_worker(client) -> None:
     assert abs(total - 5 * n) < 1e-6 * n
 
 
-def test_survives_a_worker_killed_mid_run(client) -> None:
+def test_survives_a_worker_killed_mid_run(client, tmp_path) -> None:
+    """A worker killed while it holds tasks: the tasks wait on a gate the test opens
+    only after the kill, so the victim certainly dies mid-task and the result needs
+    its tasks run again elsewhere (no sleep racing the kill)."""
     import os
     import signal
     import time
 
+    gate = tmp_path / "gate"
     a, b = _well_posed(16 * 4_000, 4_000, 5)
-    x = xl.solve(a, b).map_blocks(_slowly, dtype=a.dtype)
+    x = xl.solve(a, b).map_blocks(_gated, gate=str(gate), dtype=a.dtype)
     future = client.compute(x.sum())
-    deadline = time.monotonic() + 60
-    while not client.processing() or not any(client.processing().values()):
+    deadline = time.monotonic() + 120
+    while True:  # a worker holding tasks (blocked at the gate)
+        busy = [w for w, tasks in client.processing().items() if tasks]
+        if busy:
+            break
         assert time.monotonic() < deadline, "the cluster never started the tasks"
         time.sleep(0.05)
-    victim = next(iter(client.scheduler_info()["workers"]))
+    victim = busy[0]
     pid = client.run(os.getpid, workers=[victim])[victim]
     os.kill(pid, signal.SIGKILL)  # (a worker of this module's cluster: its nanny starts a new one)
+    assert not future.done()  # nothing could finish: every task waits at the gate
+    gate.touch()
     assert abs(future.result(timeout=180) - 5 * 16 * 4_000) < 1e-6
     client.wait_for_workers(2, timeout=60)
     assert victim not in client.scheduler_info()["workers"]  # it did die (a new one took its place)
 
 
-def _slowly(x):
+def _gated(x, gate):
+    """`x`, once the file `gate` exists (the test creates it)."""
+    import os
     import time
 
-    time.sleep(0.2)  # (long enough to be killed during)
+    deadline = time.monotonic() + 300
+    while not os.path.exists(gate):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the gate {gate} was never opened")
+        time.sleep(0.01)
     return x

@@ -440,9 +440,26 @@ def test_synchronize(backend: BackendCase) -> None:
     backend.assert_close(x, np.ones(3))
 
 
-def test_synchronize_mixed_backends() -> None:
-    arrays = [require_backend(n).from_numpy(np.ones(2)) for n in SELECTED if registry.get_backend(n).is_available()]
-    xl.synchronize(*arrays)  # each group fenced on its own backend
+def test_synchronize_mixed_backends(monkeypatch) -> None:
+    """Each group of arrays is fenced once, on its own backend, with its arrays."""
+    names = [n for n in SELECTED if registry.get_backend(n).is_available()]
+    if len(names) < 2:
+        pytest.skip(f"needs two backends, has {names}")
+    arrays = {n: require_backend(n).from_numpy(np.ones(2)) for n in names}
+    calls: list[tuple[str, int]] = []
+    for n in names:
+        reg = registry.get_backend(n)
+        real = reg.synchronize
+
+        def spy(*group, _n=n, _real=real):
+            calls.append((_n, len(group)))
+            assert all(registry.backend_of(a) == _n for a in group)
+            return _real(*group)
+
+        monkeypatch.setattr(reg, "synchronize", spy)
+    first = names[0]
+    xl.synchronize(*arrays.values(), [arrays[first]], 1.5, None)
+    assert sorted(calls) == sorted((n, 2 if n == first else 1) for n in names)
 
 
 def test_synchronize_waits_for_a_jax_result() -> None:
@@ -562,22 +579,35 @@ import numpy as np
 from xlinalg import backends
 
 made = []
+entered = []  # threads inside backend_of
+overlap = []  # how many were inside while the first fill was under way
 real = backends._make_kind
+real_backend_of = backends.backend_of
 def slow(cls):
     made.append(cls)
-    time.sleep(0.05)  # widen the window between the miss and the fill
+    # the race by construction: the fill waits until every thread is inside
+    # backend_of (each then meets the empty cache or waits for the fill)
+    deadline = time.monotonic() + 60
+    while len(entered) < 8 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    overlap.append(len(entered))
+    time.sleep(0.05)  # and gives them time to reach the cache
     return real(cls)
+def counting(x):
+    entered.append(1)
+    return real_backend_of(x)
 backends._make_kind = slow
 barrier = threading.Barrier(8)
 out = []
 def work():
     barrier.wait()
-    out.append(backends.backend_of(np.float16(1)))
+    out.append(counting(np.float16(1)))
     backends.synchronize(np.float16(1))
 threads = [threading.Thread(target=work) for _ in range(8)]
 for t in threads: t.start()
-for t in threads: t.join(timeout=30)
+for t in threads: t.join(timeout=90)
 assert out == ["numpy"] * 8, out
+assert overlap and overlap[0] == 8, overlap  # all 8 met the type during its first fill
 assert made == [np.float16], made
 print("ok")
 """

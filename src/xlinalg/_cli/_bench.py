@@ -88,7 +88,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return _dry_run(config)
     progress = _Progress(enabled=not args.no_progress)
     try:
-        validate_options(config)  # before anything starts (a Dask cluster's processes)
+        # before anything starts (a Dask cluster's processes); --scheduler and
+        # --dask-workers set DASK_SCHEDULER_ADDRESS: run_benchmark checks it then
+        validate_options(config, environment=args.scheduler is None and args.dask_workers is None)
         if (args.dask_workers is not None or args.scheduler is not None) and not any(
             get_backend(b).uses_dask_scheduler for b in config.backends or ()
         ):

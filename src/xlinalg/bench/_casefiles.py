@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 
 from ._cases import load_case_file
-from ._cell import CellTimeout, alarm
+from ._cell import CellTimeout, ExitCalled, alarm, exit_guard
 
 __all__ = ["load_case_files"]
 
@@ -18,13 +18,13 @@ __all__ = ["load_case_files"]
 def load_case_files(paths: Sequence[str | os.PathLike[str]],
                     time_limit: float | None = None) -> list[str]:
     """:func:`load_case_file` for each path, with every failure as a one-line
-    ``ValueError``: a file that raises, calls ``sys.exit``, or (with
+    ``ValueError``: a file that raises, calls ``sys.exit`` or ``os._exit``, or (with
     `time_limit` seconds) does not finish importing in time. Ctrl-C still stops."""
     added: list[str] = []
     for f in paths:
         name = repr(str(f))
         try:
-            with alarm(time_limit):
+            with alarm(time_limit), exit_guard():
                 added += load_case_file(f)
         except KeyboardInterrupt:
             raise
@@ -34,7 +34,8 @@ def load_case_files(paths: Sequence[str | os.PathLike[str]],
             raise ValueError(f"case file {name} did not finish importing within "
                              f"{time_limit:g} s (the --time-limit)") from None
         except SystemExit as exc:
-            raise ValueError(f"case file {name} called sys.exit({exc.code!r}) while being "
+            how = "os._exit" if isinstance(exc, ExitCalled) else "sys.exit"
+            raise ValueError(f"case file {name} called {how}({exc.code!r}) while being "
                              "imported") from None
         except BaseException as exc:
             first = (str(exc).splitlines() or [""])[0]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import os
 import signal
 import threading
 import time
@@ -40,7 +41,8 @@ from ._timer import Measurement, Timer, TimerConfig
 if TYPE_CHECKING:
     from ..backends import Backend
 
-__all__ = ["CellTimeout", "check_result", "classify_error", "execute_cell", "make_cell"]
+__all__ = ["CellTimeout", "ExitCalled", "check_result", "classify_error", "execute_cell",
+           "exit_guard", "make_cell"]
 
 
 class CellTimeout(Exception):
@@ -258,6 +260,39 @@ def alarm(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
+# ---------------------------------------------------------------------- os._exit
+class ExitCalled(SystemExit):
+    """A case (or a case file being imported) called ``os._exit(code)`` in a process
+    that runs cells: raised in its place by :func:`exit_guard`. A SystemExit, so that
+    what lets ``sys.exit`` through lets this through too; ``str()`` says what happened."""
+
+    def __str__(self) -> str:
+        return f"called os._exit({self.code!r})"
+
+
+@contextlib.contextmanager
+def exit_guard() -> Iterator[None]:
+    """While user code (a case, a case file) runs, ``os._exit`` in this process raises
+    :class:`ExitCalled` instead of ending it without a word: the runner records the
+    cell as failed with the reason (in-process), or the worker reports it. A process
+    forked meanwhile (multiprocessing) exits as asked. A worker process that ends in
+    a way no Python code sees (``SIGKILL``, a C ``_exit``) is a failed cell all the
+    same: its runner sees the worker gone (``_workerproc``)."""
+    real = os._exit
+    pid = os.getpid()
+
+    def _exit(code: int) -> Any:
+        if os.getpid() != pid:
+            real(code)
+        raise ExitCalled(code)
+
+    os._exit = _exit  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real
+
+
 # ---------------------------------------------------------------------- the cell
 
 def execute_cell(
@@ -317,7 +352,7 @@ def execute_cell(
     timer: Timer | None = None
     backend: Backend | None = None
     try:
-        with alarm(time_limit):
+        with alarm(time_limit), exit_guard():
             backend = _backends.get_backend(backend_name)
             backend.require()
             # 1-3: identical inputs, cast once, reference from the cast values
@@ -425,7 +460,8 @@ def execute_cell(
         raise
     except BaseException as exc:  # SystemExit too: a case that calls sys.exit failed
         if isinstance(exc, SystemExit):
-            exc = RuntimeError(f"the case called sys.exit({exc.code!r})").with_traceback(
+            how = "os._exit" if isinstance(exc, ExitCalled) else "sys.exit"
+            exc = RuntimeError(f"the case called {how}({exc.code!r})").with_traceback(
                 exc.__traceback__)
         err = classify_error(exc)
         tb = traceback.extract_tb(exc.__traceback__)

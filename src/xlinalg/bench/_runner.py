@@ -234,10 +234,12 @@ def validate_config(config: RunConfig) -> RunConfig:
     return config
 
 
-def validate_options(config: RunConfig) -> RunConfig:
+def validate_options(config: RunConfig, *, environment: bool = True) -> RunConfig:
     """The checks that need no case file: values, option pairs, the backends' names
-    (all available ones when none is given). Idempotent; the command line runs it
-    before it starts anything (a Dask cluster). Raises BenchUsageError."""
+    (all available ones when none is given) and, with `environment`, the environment
+    variables their processes read (:func:`check_environment`). Idempotent; the command
+    line runs it before it starts anything (a Dask cluster; without `environment` when
+    ``--scheduler``/``--dask-workers`` replace the variable). Raises BenchUsageError."""
     from ..backends import BACKEND_NAMES, available_backends, get_backend
 
     if config.scale not in SCALES:
@@ -287,6 +289,8 @@ def validate_options(config: RunConfig) -> RunConfig:
             if name not in seen:
                 seen.append(name)
         config.backends = seen
+    if environment:
+        check_environment(config.backends)
     return config
 
 
@@ -297,6 +301,28 @@ def opt_in_backends() -> dict[str, str]:
 
     return {b: get_backend(b).bench_opt_in for b in available_backends()
             if get_backend(b).bench_opt_in}
+
+
+def check_environment(backends: Sequence[str]) -> None:
+    """Each environment variable the processes of `backends` read (docs/environment.md)
+    parses, else BenchUsageError naming it: found before any cell runs, not as a cell
+    of every backend that crashed on it."""
+    from .._lib._env import env_flag
+    from ..backends import get_backend
+
+    try:
+        if any(get_backend(b).uses_dask_scheduler for b in backends):
+            from . import _dask
+
+            try:
+                _dask.scheduler_address()
+            except ValueError as exc:
+                raise ValueError(f"{exc}; set it to the address of a running scheduler, or "
+                                 "unset it") from None
+        if any(get_backend(b).library == "torch" for b in backends):
+            env_flag("XLINALG_TORCH_COMPILE", True)
+    except ValueError as exc:
+        raise BenchUsageError(terminal(str(exc), 400)) from None
 
 
 def plan_cells(config: RunConfig) -> list[dict[str, Any]]:

@@ -447,18 +447,35 @@ def _headerless_warnings(p: Path, out: ResultsFile, lines: list[int]) -> None:
 # ---------------------------------------------------------------------- writing
 @contextlib.contextmanager
 def _signals_deferred() -> Iterator[None]:
-    """Block SIGINT/SIGTERM in the main thread while a record is written (POSIX)."""
-    sigs = {signal.SIGINT, signal.SIGTERM}
-    if not hasattr(signal, "pthread_sigmask") or (
-        threading.current_thread() is not threading.main_thread()
-    ):
-        yield
+    """Hold SIGINT/SIGTERM while a record is written (the main thread, POSIX).
+
+    Python runs a signal's handler in the main thread between bytecodes, whichever
+    thread the operating system delivered the signal to; blocking the signals in the
+    main thread alone (``pthread_sigmask``) only sends them to another thread (one of
+    OpenBLAS's) and the handler still runs inside the write. So for the write each
+    handler is replaced by one that notes the signal, and each noted signal is
+    raised again right after the line is written and synced, under the handler that
+    was there before (Ctrl-C then stops the run between two whole lines).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers run in the main thread only: nothing to hold here
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    pending: list[int] = []
+
+    def _note(signum: int, frame: Any) -> None:
+        pending.append(signum)
+
+    old: dict[int, Any] = {}
     try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(sig) is not None:  # None: a handler not set from Python
+                old[sig] = signal.signal(sig, _note)
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for num, handler in old.items():
+            signal.signal(num, handler)
+        for num in dict.fromkeys(pending):
+            signal.raise_signal(num)
 
 
 #: Why a symbolic link is not opened for writing (the results file, a report's files).

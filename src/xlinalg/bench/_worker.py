@@ -147,13 +147,14 @@ def main(argv: list[str] | None = None) -> int:
             resource.setrlimit(resource.RLIMIT_AS, (args.memory_limit, args.memory_limit))
         from ..backends import get_backend
         from ._cases import load_case_file
-        from ._cell import execute_cell
+        from ._cell import execute_cell, exit_guard
         from ._env import backend_state, configure_backend
 
         get_backend(args.backend).require()
         configure_backend(args.backend, threads=args.threads, allow_tf32=args.allow_tf32)
         for f in args.case_file:
-            load_case_file(f)
+            with exit_guard():  # os._exit at import: a reason, not a silent death
+                load_case_file(f)
         state = backend_state(args.backend, threads_requested=args.threads)
     except BaseException as exc:  # report why the worker cannot start
         _send(fd, {"event": "fatal", "error": f"{type(exc).__name__}: {exc}".splitlines()[0]})

@@ -126,6 +126,9 @@ class Worker:
                 how += " (the kernel's out-of-memory killer, if nothing else sent it)"
         else:
             how = f"exited with status {code}"
+            if code == 0:  # a worker exits only when asked: the case ended the process
+                how += (" without reporting the cell (did the case end its process: "
+                        "os._exit, a C exit()?)")
         return f"the {self.backend} worker process {how}{tail}"
 
     def _recv(self, timeout: float | None, *, starting: bool = False) -> dict[str, Any]:
