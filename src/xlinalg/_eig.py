@@ -458,21 +458,19 @@ def _order_hermitian(xp: Any, w: Any, v: Any) -> tuple[Any, Any, Any]:
     return u, s, vh
 
 
-def hermitian_svd(x: Any, compute_uv: bool, xp: Any) -> Any:
-    """``svd(x, hermitian=True)``: the SVD from :func:`eigh` (see :func:`xlinalg.svd`)."""
-    from ._linalg import SVDResult
-
+def hermitian_svd(x: Any, xp: Any) -> tuple[Any, Any, Any]:
+    """``svd(x, hermitian=True)``: ``(U, S, Vh)`` from :func:`eigh` (see :func:`xlinalg.svd`,
+    which wraps them in its ``SVDResult``)."""
     fn = "svd"
     ad, x = matrix_input(x, fn, xp, square=True)
     xpn = ad.xp
     if 0 in tuple(x.shape):
         w, v = eigh(x)
-        out = SVDResult(v, w, v)
-    elif ad.lazy:
+        return v, w, v
+    if ad.lazy:
         u, s, vh = dask_gufunc(ad, _np_hermitian_svd, "(m,m)->(m,m),(m),(m,m)", x,
                                [(2, x.dtype), (1, real_dtype(ad, x)), (2, x.dtype)], {}, fn)
-        out = SVDResult(u, s, vh)
-    else:
-        w, v = _native_eigh(ad, x, fn, False)
-        out = SVDResult(*_order_hermitian(xpn, w, v))
-    return out.S if not compute_uv else out
+        return u, s, vh
+    w, v = _native_eigh(ad, x, fn, False)
+    u, s, vh = _order_hermitian(xpn, w, v)
+    return u, s, vh

@@ -483,7 +483,8 @@ def svd(
     if hermitian:
         from ._eig import hermitian_svd
 
-        return hermitian_svd(x, bool(compute_uv), xp)
+        u, s, vh = hermitian_svd(x, xp)
+        return SVDResult(u, s, vh) if compute_uv else s
     if not compute_uv:
         return svdvals(x, xp=xp)
     ad, x = _decomp_input(x, "svd", xp)

@@ -80,6 +80,9 @@ class Backend:
     #: whether its work runs on a Dask scheduler (what ``--scheduler`` and
     #: ``--dask-workers`` set up: the command line refuses them for a run without one)
     uses_dask_scheduler: bool = False
+    #: the on/off environment variables its processes read (docs/environment.md):
+    #: ``xlinalg bench`` checks that each parses before any cell runs
+    env_flags: tuple[str, ...] = ()
     #: the packages a run's header records (``env.packages``): pairs of a key and
     #: the distribution names to try in turn (a library published under several
     #: names, one per CUDA version); the backends of one library declare the same

@@ -226,6 +226,7 @@ class TorchBackend(Backend):
     library = "torch"
     adapter_class = TorchAdapter
     namespace_names = ("array_api_compat.torch", "torch")
+    env_flags = ("XLINALG_TORCH_COMPILE",)  # whether the unrolled solver may torch.compile
     writable_arrays = True
     extra_float_dtypes = ("float16", "bfloat16")
     function_compiler = "torch.compile (Inductor)"

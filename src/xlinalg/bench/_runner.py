@@ -319,8 +319,8 @@ def check_environment(backends: Sequence[str]) -> None:
             except ValueError as exc:
                 raise ValueError(f"{exc}; set it to the address of a running scheduler, or "
                                  "unset it") from None
-        if any(get_backend(b).library == "torch" for b in backends):
-            env_flag("XLINALG_TORCH_COMPILE", True)
+        for name in sorted({v for b in backends for v in get_backend(b).env_flags}):
+            env_flag(name, True)
     except ValueError as exc:
         raise BenchUsageError(terminal(str(exc), 400)) from None
 
