@@ -557,18 +557,3 @@ def matrix_power(x: Array, /, n: int, *, errors: str = "raise", xp: Namespace | 
         if k:
             base = matmul(base, base)
     return result
-
-
-def _refresh_bad_input_matrix() -> None:
-    """The bad-input matrix was built when :func:`_vectors` first imported it, before
-    the operations declared below it: build it again with every operation (a cell
-    left out would be a test left out)."""
-    import sys
-
-    mod = sys.modules.get("xlinalg._lib._badinput")
-    if mod is not None:
-        mod.SPEC.clear()
-        mod.SPEC.update(mod._spec())
-
-
-_refresh_bad_input_matrix()

@@ -403,8 +403,53 @@ def _spec() -> dict[tuple[str, str], Cell]:
     return {(op.name, inp): spec(op, inp) for op in matrix_operations() for inp in INPUTS}
 
 
+class _LazySpec(dict):
+    """The matrix, built on first use: after every module has declared its operations
+    (built at import, it would miss those declared later and ask every backend about
+    its dtypes while ``import xlinalg`` runs)."""
+
+    _built = False
+
+    def _build(self) -> None:
+        if not self._built:
+            self._built = True
+            super().update(_spec())
+
+    def __getitem__(self, key: Any) -> Cell:
+        self._build()
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self._build()
+        return super().__contains__(key)
+
+    def __iter__(self) -> Any:
+        self._build()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._build()
+        return super().__len__()
+
+    def items(self) -> Any:
+        self._build()
+        return super().items()
+
+    def keys(self) -> Any:
+        self._build()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._build()
+        return super().values()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._build()
+        return super().get(key, default)
+
+
 #: (operation, input) -> :class:`Cell`, for every declared operation on arrays
-SPEC: dict[tuple[str, str], Cell] = _spec()
+SPEC: dict[tuple[str, str], Cell] = _LazySpec()
 
 
 def cells_for(backends: tuple[str, ...]) -> list[tuple[str, str, str]]:

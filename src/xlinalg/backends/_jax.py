@@ -394,9 +394,11 @@ class JaxBackend(Backend):
 
     # ---------------------------------------------------------------- conversion
     def dtype_refusal(self, name: str) -> str | None:
+        if name not in _X64:  # asking about other dtypes must not import JAX
+            return None
         import jax
 
-        if name in _X64 and not jax.config.read("jax_enable_x64"):
+        if not jax.config.read("jax_enable_x64"):
             return (
                 f"JAX is in its default 32-bit mode and would make it {_X64[name]}, changing "
                 'values. Call jax.config.update("jax_enable_x64", True) at start-up (or set '
