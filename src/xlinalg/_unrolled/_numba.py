@@ -141,6 +141,9 @@ def numba_problem() -> str | None:
 
 
 _LOCK = threading.Lock()
+#: numba's default threading layer (workqueue) must not be entered by two threads at
+#: once (it aborts the process): Dask's worker threads and users' threads take turns
+_CALL_LOCK = threading.Lock()
 _DISPATCHERS: dict[tuple[int, str], Any] = {}
 #: (n, dtype) -> seconds its compile (or load from numba's disk cache) took here
 COMPILE_S: dict[tuple[int, str], float] = {}
@@ -247,7 +250,8 @@ def make_kernel(n: int, dtype: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
         if threads != old:
             numba.set_num_threads(threads)
         try:
-            fn(a3, b3, x, bad, one, nan, tol)
+            with _CALL_LOCK:
+                fn(a3, b3, x, bad, one, nan, tol)
         finally:
             if threads != old:
                 numba.set_num_threads(old)
