@@ -72,3 +72,37 @@ def test_torch_compile_flag_bad_value_is_an_error() -> None:
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert "XLINALG_TORCH_COMPILE='maybe' is not a boolean" in proc.stderr
+
+
+@pytest.mark.parametrize("content", [None, "not json", '{"rules": 3}', '{"rules": [{"backend": "numpy"}]}', "[]"],
+                         ids=["missing", "not-json", "rules-not-a-list", "rule-missing-fields", "top-level-list"])
+def test_a_bad_selection_table_names_the_variable(content: str | None, tmp_path) -> None:
+    # the file is untrusted: `import xlinalg` still works, and the first solve that
+    # asks for the table says which variable to fix; the shipped table is never silently used
+    path = tmp_path / "table.json"
+    if content is not None:
+        path.write_text(content)
+    env = dict(os.environ, XLINALG_UNROLLED_SELECTION=str(path))
+    code = ("import numpy as np, xlinalg as xl\n"
+            "print('imported', flush=True)\n"
+            "xl.solve(np.ones((4096, 3, 3)) + np.eye(3), np.ones((4096, 3, 1)))\n")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.stdout.startswith("imported"), proc.stderr[-2000:]
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        f"ValueError: environment variable XLINALG_UNROLLED_SELECTION={str(path)!r} does not name a selection table"
+    ), proc.stderr[-2000:]
+
+
+def test_a_good_selection_table_is_used(tmp_path) -> None:
+    from xlinalg._unrolled import _selection
+
+    shipped = _selection._load_selection(None)
+    path = tmp_path / "table.json"
+    path.write_text('{"rules": []}')
+    env = dict(os.environ, XLINALG_UNROLLED_SELECTION=str(path))
+    code = "import xlinalg._unrolled as u; print(len(u.SELECTION))"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "0"
+    assert len(shipped) > 0

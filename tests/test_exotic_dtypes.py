@@ -33,9 +33,13 @@ STANDARD = ("float32", "float64", "complex64", "complex128", "int32", "int64")
 
 
 def _call(fn: str, x: Any) -> Any:
-    f = getattr(xl, fn)
-    # the second argument by its declared kind: a right-hand side is a vector
-    return f(x, *(x[:, 0] if kind == "rhs" else x for _, kind in OPERATIONS[fn].args[1:]))
+    """`fn` on `x` (a square matrix) or its first column, each argument by its declared
+    kind (a right-hand side or a vector is a column), with the declared keywords."""
+    op = OPERATIONS[fn]
+    args = [x[:, 0] if kind in ("rhs", "vector") else x for _, kind in op.args]
+    if op.args[0][1] in ("rhs", "vector"):
+        args[0] = x[0, :]
+    return getattr(xl, fn)(*args, **op.kwargs)
 
 
 def _torch_arrays() -> list[tuple[str, Any]]:
@@ -44,7 +48,7 @@ def _torch_arrays() -> list[tuple[str, Any]]:
     for name in sorted(n for n in dir(torch) if isinstance(getattr(torch, n), torch.dtype)):
         dt = getattr(torch, name)
         try:
-            x = (torch.eye(2) * 2 + 1).to(dt)
+            x = (torch.eye(3) * 2 + 1).to(dt)
         except (RuntimeError, TypeError):  # quantized and bit-packed dtypes: not made this way
             continue
         out.append((name, x))
@@ -59,7 +63,7 @@ def _jax_arrays() -> list[tuple[str, Any]]:
     for n in (*NARROW, *STANDARD):
         if hasattr(jnp, n):
             try:
-                out.append((n, (jnp.eye(2) * 2 + 1).astype(getattr(jnp, n))))
+                out.append((n, (jnp.eye(3) * 2 + 1).astype(getattr(jnp, n))))
             except Exception:  # a dtype this jaxlib cannot make (float6 on CPU)
                 continue
     return out
@@ -69,8 +73,8 @@ def _numpy_arrays() -> list[tuple[str, Any]]:
     ml_dtypes = pytest.importorskip("ml_dtypes")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 3.0 overflows the narrowest: a value is all it needs
-        out = [(n, (np.eye(2) * 2 + 1).astype(getattr(ml_dtypes, n))) for n in NARROW if hasattr(ml_dtypes, n)]
-        return out + [(n, (np.eye(2) * 2 + 1).astype(n)) for n in STANDARD]
+        out = [(n, (np.eye(3) * 2 + 1).astype(getattr(ml_dtypes, n))) for n in NARROW if hasattr(ml_dtypes, n)]
+        return out + [(n, (np.eye(3) * 2 + 1).astype(n)) for n in STANDARD]
 
 
 LIBRARIES: dict[str, Callable[[], list[tuple[str, Any]]]] = {
@@ -114,6 +118,27 @@ def test_torch_kernel_gaps_are_named() -> None:
     u32 = torch.ones((2, 2), dtype=torch.uint32)
     with pytest.raises(TypeError, match=r"matmul: PyTorch has no matmul for dtype uint32 .*`a` .*`b` "):
         xl.matmul(u32, u32)
+    # the products' native calls too: a sum over complex32, a cross of uint16 vectors
+    c32 = torch.eye(3).to(torch.complex32)
+    with pytest.raises(TypeError, match=r"trace: PyTorch has no trace for dtype complex32 .*got `x` .*xp\.astype\(x,"):
+        xl.trace(c32)
+    v16 = torch.ones(3, dtype=torch.uint16)
+    for fn in ("cross", "vecdot", "tensordot"):
+        with pytest.raises(TypeError, match=rf"{fn}: PyTorch has no {fn} for dtype uint16 .*`x1` .*`x2` "):
+            getattr(xl, fn)(v16, v16, **OPERATIONS[fn].kwargs)
+
+
+def test_narrow_integer_reductions_are_named() -> None:
+    # JAX's int4 trace reaches NumPy's "Invalid integer data type 'V'"; in NumPy itself
+    # ml_dtypes' int4 is not numeric to xlinalg
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    with pytest.raises(TypeError, match=r"trace: `x` must be numeric, got a NumPy array .*dtype int4"):
+        xl.trace(np.eye(3).astype(ml_dtypes.int4))
+    require_backend("jax-cpu")
+    import jax.numpy as jnp
+
+    with pytest.raises(TypeError, match=r"trace: JAX has no trace for dtype int4 \(.*Invalid integer data type.*got `x`"):
+        xl.trace(jnp.eye(3).astype(jnp.int4))
 
 
 def test_narrow_floats_are_low_precision_for_linear_algebra() -> None:

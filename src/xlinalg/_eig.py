@@ -330,6 +330,13 @@ def _native_eig(ad: Adapter, x: Any, fn: str, values_only: bool) -> Any:
     try:
         out = xp.linalg.eigvals(x) if values_only else tuple(xp.linalg.eig(x))
     except Exception as exc:
+        if "requires API version" in str(exc):
+            # array-api-strict gates eig/eigvals (standard 2025.12) behind its api_version flag
+            raise NotImplementedError(
+                f"{fn}: {ad.library} has no `linalg.{'eigvals' if values_only else 'eig'}` at the "
+                f"array API version it is set to ({exc}); `x` is {ad.describe(x)}. Set a newer "
+                f"version (array_api_strict.set_array_api_strict_flags(api_version='2025.12'))"
+            ) from exc
         if not _nonconvergence(exc):
             raise
         raise not_converged(ad, x, fn, "eigendecomposition") from exc

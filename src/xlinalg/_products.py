@@ -80,6 +80,16 @@ def _one(x: Any, fn: str, xp: Any, *, min_ndim: int = 0, numeric: bool = False) 
     return ad, x
 
 
+def _native(ad: Adapter, fn: str, call: Any, *named: tuple[str, Any]) -> Any:
+    """``call()``, the library's own kernel; a dtype it has no kernel for (torch's
+    float8, complex32 or uint16-64 sums, ml_dtypes' int4 in NumPy) is named with the
+    cast to make (:func:`xlinalg._lib._validate.native_error`)."""
+    try:
+        return call()
+    except Exception as e:
+        _validate.reraise(ad, fn, e, *named)
+
+
 def _int(v: Any, fn: str, name: str) -> int:
     if isinstance(v, bool):
         raise TypeError(f"{fn}: `{name}` must be an int, got bool {v!r}")
@@ -203,7 +213,7 @@ def trace(x: Array, /, *, offset: int = 0, dtype: Any = None, xp: Namespace | No
     """
     k = _int(offset, "trace", "offset")
     ad, x = _one(x, "trace", xp, min_ndim=2, numeric=True)
-    return ad.xp.linalg.trace(x, offset=k, dtype=dtype)
+    return _native(ad, "trace", lambda: ad.xp.linalg.trace(x, offset=k, dtype=dtype), ("x", x))
 
 
 @declare(
@@ -255,7 +265,7 @@ def outer(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
             f"outer: `x1` and `x2` must be vectors (1 dimension), got `x1` {ad.describe(x1)} and "
             f"`x2` {ad.describe(x2)}"
         )
-    return ad.xp.linalg.outer(x1, x2)
+    return _native(ad, "outer", lambda: ad.xp.linalg.outer(x1, x2), ("x1", x1), ("x2", x2))
 
 
 @declare(
@@ -337,7 +347,8 @@ def tensordot(x1: Array, x2: Array, /, *, axes: Any = 2, xp: Namespace | None = 
                 f"tensordot: axis {i} of `x1` (size {x1.shape[i]}) and axis {j} of `x2` (size "
                 f"{x2.shape[j]}) are contracted but differ in size"
             )
-    return ad.xp.tensordot(x1, x2, axes=axes if isinstance(axes, int) else pairs)
+    return _native(ad, "tensordot", lambda: ad.xp.tensordot(x1, x2, axes=axes if isinstance(axes, int) else pairs),
+                   ("x1", x1), ("x2", x2))
 
 
 @declare(
@@ -401,6 +412,10 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = No
         _validate.broadcast_shapes(x1.shape, x2.shape)
     except ValueError:
         raise ValueError(f"vecdot: the shapes of `x1` {tuple(x1.shape)} and `x2` {tuple(x2.shape)} do not broadcast") from None
+    return _native(ad, "vecdot", lambda: _vecdot(ad, x1, x2, k), ("x1", x1), ("x2", x2))
+
+
+def _vecdot(ad: Adapter, x1: Any, x2: Any, k: int) -> Any:
     xpn = ad.xp
     if ad.library == "PyTorch" and ad.kind(x1.dtype) in "fc":  # (torch's has no integer kernel)
         return ad.torch.linalg.vecdot(x1, x2, dim=k)  # type: ignore[attr-defined]
@@ -473,9 +488,13 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = Non
         _validate.broadcast_shapes(x1.shape, x2.shape)
     except ValueError:
         raise ValueError(f"cross: the shapes of `x1` {tuple(x1.shape)} and `x2` {tuple(x2.shape)} do not broadcast") from None
-    xpn = ad.xp
     if k >= 0:  # (one number of dimensions: array-api-strict takes negative axes only)
         k -= x1.ndim
+    return _native(ad, "cross", lambda: _cross(ad, x1, x2, k), ("x1", x1), ("x2", x2))
+
+
+def _cross(ad: Adapter, x1: Any, x2: Any, k: int) -> Any:
+    xpn = ad.xp
     if not ad.lazy and hasattr(xpn.linalg, "cross"):
         return xpn.linalg.cross(x1, x2, axis=k)
     a = xpn.moveaxis(x1, k, -1)

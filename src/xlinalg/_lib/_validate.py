@@ -32,7 +32,8 @@ def native_error(ad: Adapter, fn: str, exc: BaseException, *args: tuple[str, Any
       kernels and not others): the error naming it and ``to_dense()``.
     * A library without a kernel of `fn` for these dtypes: PyTorch has no arithmetic
       on float8 and no add or matmul on uint16-uint64 (NotImplementedError "add_stub
-      not implemented for 'UInt16'"); JAX and XLA answer "UNIMPLEMENTED". The error
+      not implemented for 'UInt16'"); JAX and XLA answer "UNIMPLEMENTED"; NumPy's
+      reductions call ml_dtypes' int2/int4 "Invalid integer data type". The error
       names each argument, its dtype and library, and the cast to make.
     """
     arrays = [(n, x) for n, x in args if hasattr(x, "dtype") and not isinstance(x, np.generic)]
@@ -41,6 +42,8 @@ def native_error(ad: Adapter, fn: str, exc: BaseException, *args: tuple[str, Any
             return err
     if not isinstance(exc, NotImplementedError) and not (
         type(exc).__name__ in ("JaxRuntimeError", "XlaRuntimeError") and str(exc).startswith("UNIMPLEMENTED")
+    ) and not (  # NumPy's reductions on ml_dtypes' int2/int4 (a 'V' void dtype to them)
+        isinstance(exc, (TypeError, ValueError)) and "Invalid integer data type" in str(exc)
     ):
         return None
     why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]

@@ -40,9 +40,9 @@ from ._cache import clear_cache, compiled_cache_info, is_warm
 from ._schedule import LAYOUTS, MAX_N, op_count
 from ._selection import (
     METHODS,
-    SELECTION,
     SelectionRule,
     prefer_unrolled,
+    selection,
     use_unrolled,
 )
 from ._solve import solve_adapter, solve_unrolled
@@ -63,8 +63,15 @@ __all__ = [
     "is_warm",
     "op_count",
     "prefer_unrolled",
+    "selection",
     "solve_adapter",
     "solve_unrolled",
     "torch_compile_available",
     "use_unrolled",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "SELECTION":  # loaded on first use: a bad $XLINALG_UNROLLED_SELECTION never fails the import
+        return selection()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

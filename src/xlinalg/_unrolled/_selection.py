@@ -83,11 +83,51 @@ def _load_selection(path: str | None = None) -> dict[tuple[str, str], SelectionR
     return table
 
 
-#: (backend, dtype) -> rule, from ``_unrolled_selection.json``. Absent: never
-#: automatic, only ``method="unrolled"`` (GPU backends: not yet measured; dask,
-#: array-api-strict: eager, never measured faster; float32 on numpy and torch:
-#: not measured).
-SELECTION: dict[tuple[str, str], SelectionRule] = _load_selection(os.environ.get("XLINALG_UNROLLED_SELECTION") or None)
+#: the environment variable naming a selection table to load instead of the shipped one
+ENV_VAR = "XLINALG_UNROLLED_SELECTION"
+
+#: (backend, dtype) -> rule, from ``_unrolled_selection.json`` (or $XLINALG_UNROLLED_SELECTION),
+#: loaded on first use (:func:`selection`). Absent: never automatic, only
+#: ``method="unrolled"`` (GPU backends: not yet measured; dask, array-api-strict:
+#: eager, never measured faster; float32 on numpy and torch: not measured).
+_SELECTION: dict[tuple[str, str], SelectionRule] | None = None
+
+
+def selection() -> dict[tuple[str, str], SelectionRule]:
+    """The selection table, loaded once, on first use (a bad file named by
+    ``$XLINALG_UNROLLED_SELECTION`` fails the first solve that asks, with an error
+    naming the variable, never ``import xlinalg``).
+
+    Raises
+    ------
+    ValueError
+        If ``$XLINALG_UNROLLED_SELECTION`` names a file that is missing, not JSON,
+        or not a selection table.
+    """
+    global _SELECTION
+    if _SELECTION is None:
+        with _LOCK:
+            if _SELECTION is None:
+                path = os.environ.get(ENV_VAR) or None
+                try:
+                    table = _load_selection(path)
+                except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+                    if path is None:
+                        raise
+                    raise ValueError(
+                        f"environment variable {ENV_VAR}={path[:200]!r} does not name a selection table "
+                        f"xlinalg can read ({type(e).__name__}: {str(e)[:200]}); write one with "
+                        f"`python benchmarks/unrolled.py --tune --table FILE`, or unset it for the shipped table"
+                    ) from None
+                _index_selection(table)
+                _SELECTION = table
+    return _SELECTION
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SELECTION":  # (the table, loaded on first use)
+        return selection()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _ASKED: dict[tuple[str, int, int, str], int] = {}
 
@@ -126,7 +166,7 @@ def prefer_unrolled(backend_name: str, n: int, batch: int, dtype_name: str) -> b
     >>> prefer_unrolled("numpy", 5, 100_000, "float64")
     False
     """
-    rule = SELECTION.get((backend_name, dtype_name))
+    rule = selection().get((backend_name, dtype_name))
     if rule is None or not 1 <= n <= rule.n_max or batch < rule.batch_min[n - 1]:
         return False
     extra = rule.extra_first_call_s[n - 1]
@@ -173,17 +213,14 @@ def _library(backend: str) -> str:
     return b.library or b.name
 
 
-def _index_selection() -> None:
-    """Fill the early-exit tables above from :data:`SELECTION` (which may be empty)."""
-    for (backend, _dtype), rule in SELECTION.items():
+def _index_selection(table: dict[tuple[str, str], SelectionRule]) -> None:
+    """Fill the early-exit tables above from `table` (which may be empty)."""
+    for (backend, _dtype), rule in table.items():
         lib = _library(backend)
         _AUTO_MIN_BATCH[lib] = min(_AUTO_MIN_BATCH.get(lib, 1 << 62), *rule.batch_min)
         _AUTO_MAX_N[lib] = max(_AUTO_MAX_N.get(lib, 0), rule.n_max)
         (_WARM_ONLY if rule.warm_only else _NOT_WARM_ONLY).add(lib)
     _WARM_ONLY.difference_update(_NOT_WARM_ONLY)
-
-
-_index_selection()
 
 
 def use_unrolled(ad: Adapter, a: Any, b: Any, vector: bool, method: str) -> bool:
@@ -199,6 +236,8 @@ def use_unrolled(ad: Adapter, a: Any, b: Any, vector: bool, method: str) -> bool
         If `method` is not one of :data:`METHODS`.
     """
     if method == "auto":
+        if _SELECTION is None:
+            selection()
         lib = _LIBRARY_OF.get(type(ad))
         if lib is None:
             lib = _LIBRARY_OF[type(ad)] = _library(ad.backend(a))
