@@ -1,11 +1,13 @@
-"""The standard-only adapter's result check (``Adapter._check_nonfinite`` and its
-``_bad_members``), run on the CPU (issue 34, point 21).
+"""The standard-only adapter's solve (``Adapter.solve``: the singular rule's verdict,
+the native solve with explicitly broadcast operands, then ``Adapter.finish``), run
+on the CPU (issue 34, point 21).
 
-Only CuPy reaches this path in the library (cuSOLVER returns inf/NaN for a singular
-matrix instead of raising), so no CPU backend would catch a bug in it. Here an
-adapter over NumPy is forced onto it: its native solve returns inf/NaN for a
-singular member, as cuSOLVER's does, and the result check must then give what
-the NumPy backend gives for the same batch, member by member.
+CuPy takes this path in the library (``solve_broadcasts``: cuSOLVER neither
+broadcasts batches nor reads ``(B, M)`` the standard's way), so no CPU backend
+would reach its broadcasting branch. Here an adapter over NumPy is forced onto it,
+and it must give what the NumPy backend gives for the same batch, member by
+member: NaN for singular members and for every member with NaN or inf in `a` or
+`b` (rule 2 of docs/semantics.md), the library's solution for the others.
 """
 
 from __future__ import annotations
@@ -14,46 +16,49 @@ import numpy as np
 import pytest
 
 import xlinalg as xl
-from xlinalg.backends._adapter import Adapter
+from xlinalg.backends._adapter import Adapter, nan_members, singular_members
 
 INF, NAN = np.inf, np.nan
 
 
-class _ResultCheckedAdapter(Adapter):
-    """The CuPy adapter's solve over NumPy: no exception for a singular member, its
-    solution is whatever the elimination gives (inf/NaN), then the result check."""
+class _BroadcastingAdapter(Adapter):
+    """The CuPy adapter's solve over NumPy (``solve_broadcasts``)."""
 
     def __init__(self) -> None:
         import array_api_compat.numpy as xc
 
         super().__init__(xc)
+        self.solve_broadcasts = True
+        self.native_shapes: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        outer = self
 
-    def solve(self, a, b, vector, errors):
-        bm = b[..., None] if vector else b
-        batch = np.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
-        a_b = np.broadcast_to(a, (*batch, *a.shape[-2:]))
-        b_b = np.broadcast_to(bm, (*batch, *bm.shape[-2:]))
-        x = np.empty(np.broadcast_shapes(a_b.shape[:-1] + (1,), b_b.shape), dtype=a.dtype)
-        with np.errstate(all="ignore"):
-            for i in np.ndindex(*batch):
-                try:
-                    x[i] = np.linalg.solve(a_b[i], b_b[i])
-                except np.linalg.LinAlgError:  # what cuSOLVER hands back instead
-                    x[i] = NAN
-            x = self._check_nonfinite(a_b, b_b, x, errors, tuple(a.shape[:-2]))
-        return x[..., 0] if vector else x
+        class _Linalg:
+            @staticmethod
+            def solve(a, b):
+                outer.native_shapes.append((a.shape, b.shape))
+                return xc.linalg.solve(a, b)
+
+        class _NS:
+            def __getattr__(self, name):
+                return _Linalg if name == "linalg" else getattr(xc, name)
+
+        self.xp = _NS()
 
 
 # member: (a, b) of a batch of 2x2 systems
 MEMBERS = {
     "regular": ([[2.0, 1.0], [1.0, 3.0]], [1.0, 2.0]),
     "singular": ([[1.0, 2.0], [2.0, 4.0]], [1.0, 1.0]),
+    "near singular": ([[1.0, 1.0], [1.0, 1.0 + 2.0**-52]], [1.0, 2.0]),
     "inf in b": ([[1.0, 2.0], [3.0, 4.0]], [INF, 1.0]),
     "nan in b": ([[2.0, 0.0], [0.0, 1.0]], [NAN, 1.0]),
     "inf in b, singular a": ([[1.0, 2.0], [2.0, 4.0]], [INF, 1.0]),
     "nan in a": ([[NAN, 1.0], [1.0, 1.0]], [1.0, 1.0]),
+    "inf in a": ([[INF, 1.0], [1.0, 1.0]], [1.0, 1.0]),
     "zero": ([[0.0, 0.0], [0.0, 0.0]], [0.0, 0.0]),
 }
+NAN_MEMBERS = {"singular", "near singular", "inf in b", "nan in b", "inf in b, singular a", "nan in a",
+               "inf in a", "zero"}
 
 
 def _batch(names):
@@ -63,50 +68,54 @@ def _batch(names):
 
 
 @pytest.mark.parametrize("k", [1, 2], ids=["one column", "two columns"])
-def test_result_check_agrees_with_the_numpy_backend_member_by_member(k) -> None:
+def test_standard_path_agrees_with_the_numpy_backend_member_by_member(k) -> None:
     names = list(MEMBERS)
     a, b = _batch(names)
     bb = np.repeat(b[..., None], k, axis=-1)
+    ad = _BroadcastingAdapter()
     with np.errstate(all="ignore"):
         want = np.asarray(xl.solve(a, bb, errors="nan"))
-        got = _ResultCheckedAdapter().solve(a, bb, False, "nan")
+        got = ad.solve(a, bb, False, "nan")
     for i, name in enumerate(names):
         np.testing.assert_array_equal(got[i], want[i], err_msg=name)
-    # what the rule means: finite input that is singular gives all NaN; non-finite b
-    # keeps the library's own non-finite solution (not replaced by NaN: not singular)
-    assert np.isnan(got[names.index("singular")]).all()
-    assert np.isnan(got[names.index("zero")]).all()
-    inf_b = got[names.index("inf in b")]
-    assert np.isinf(inf_b).any(), inf_b  # the library's inf, kept
-    assert np.isfinite(got[names.index("regular")]).all()
+        assert np.isnan(got[i]).all() == (name in NAN_MEMBERS), name
+        assert np.isfinite(got[i]).all() == (name not in NAN_MEMBERS), name
 
 
-def test_bad_members_reads_a_b_and_x() -> None:
-    """The mask itself: a member is reported only when x is not finite while a AND b
-    are finite (a bug that ignores b, or a, or x, changes one of these rows)."""
-    ad = _ResultCheckedAdapter()
-    a_ok, a_bad = np.eye(2), np.array([[NAN, 0.0], [0.0, 1.0]])
-    b_ok, b_bad = np.ones((2, 1)), np.array([[INF], [1.0]])
-    x_ok, x_bad = np.ones((2, 1)), np.array([[NAN], [1.0]])
-    cases = [  # (a, b, x, reported)
-        (a_ok, b_ok, x_ok, False),
-        (a_ok, b_ok, x_bad, True),
-        (a_ok, b_bad, x_bad, False),
-        (a_bad, b_ok, x_bad, False),
-        (a_bad, b_bad, x_bad, False),
-        (a_ok, b_bad, x_ok, False),
-    ]
-    a = np.stack([c[0] for c in cases])
-    b = np.stack([c[1] for c in cases])
-    x = np.stack([c[2] for c in cases])
-    assert ad._bad_members(a, b, x).tolist() == [c[3] for c in cases]
+def test_standard_path_broadcasts_for_the_library() -> None:
+    # one shared `a` against a batch of b, and a vector b: the library gets equal
+    # batch shapes and a matrix right-hand side
+    ad = _BroadcastingAdapter()
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    b = np.arange(12.0).reshape(3, 2, 2)
+    x = ad.solve(a, b, False, "raise")
+    assert ad.native_shapes == [((3, 2, 2), (3, 2, 2))]
+    np.testing.assert_allclose(x, np.linalg.solve(a, b))
+    ad.native_shapes.clear()
+    a3 = np.stack([a, 2 * a])
+    x = ad.solve(a3, np.array([1.0, 2.0]), True, "raise")
+    assert ad.native_shapes == [((2, 2, 2), (2, 2, 1))]
+    np.testing.assert_allclose(x, np.linalg.solve(a3, np.array([1.0, 2.0])[:, None])[..., 0])
 
 
-def test_result_check_raises_for_the_singular_members_only() -> None:
-    names = ["regular", "inf in b", "singular", "nan in b", "zero"]
+def test_member_masks_read_a_and_b() -> None:
+    """The masks themselves: a member is reported singular only when its `a` is
+    singular and `a` AND `b` are finite; NaN for singular or non-finite members (a
+    bug that ignores b, or a, changes one of these rows)."""
+    sing = np.array([False, True, True, True, False, False])
+    scale = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [NAN, 1.0], [1.0, INF], [1.0, 1.0]])
+    b = np.ones((6, 2, 1))
+    b[2, 0, 0] = INF
+    b[5, 1, 0] = NAN
+    assert singular_members(np, sing, scale, b).tolist() == [False, True, False, False, False, False]
+    assert nan_members(np, sing, scale, b).tolist() == [False, True, True, True, True, True]
+
+
+def test_standard_path_raises_for_the_singular_members_only() -> None:
+    names = ["regular", "inf in b", "singular", "nan in b", "zero", "near singular"]
     a, b = _batch(names)
     with np.errstate(all="ignore"), pytest.raises(xl.LinAlgError) as info:
-        _ResultCheckedAdapter().solve(a, b[..., None], False, "raise")
+        _BroadcastingAdapter().solve(a, b[..., None], False, "raise")
     with np.errstate(all="ignore"), pytest.raises(xl.LinAlgError) as native:
         xl.solve(a, b[..., None])
-    assert info.value.members == native.value.members == (2, 4)
+    assert info.value.members == native.value.members == (2, 4, 5)

@@ -458,7 +458,7 @@ _HARNESS = """
 #include <cmath>
 using std::fabs;
 #define KERNEL(NAME, TYPE, BODY) \\
-extern "C" void NAME(const TYPE* a, const TYPE* b, const TYPE* nanv, long long nb, long long k, \\
+extern "C" void NAME(const TYPE* a, const TYPE* b, const TYPE* nanv, const TYPE* tolv, long long nb, long long k, \\
                      TYPE* x, bool* bad) { typedef TYPE T; for (long long i = 0; i < nb; ++i) { BODY } }
 """
 
@@ -489,6 +489,8 @@ def test_cuda_kernel_source_on_cpu(c_kernels, rng: np.random.Generator, n, layou
     a[7] = 0.0
     if n > 1:
         a[9, :, 1] = 0.0  # a zero column stays zero under row operations: exact zero pivot
+        # dependent columns: a pivot of rounding size, singular by the rule (not exactly 0)
+        a[11, :, 1] = a[11, :, 0] / 3.0
     b = rng.standard_normal((nb, n, k))
     a, b = a.astype(dtype), b.astype(dtype)
     if layout == "batch-first":
@@ -499,13 +501,14 @@ def test_cuda_kernel_source_on_cpu(c_kernels, rng: np.random.Generator, n, layou
         x = np.empty((n, k, nb), dtype)
     bad = np.zeros(nb, np.bool_)
     nanv = np.array([np.nan], dtype)
+    tolv = np.array([n * np.finfo(dtype).eps], dtype)  # the rule's tolerance (_lib/_singular.py)
     fn = getattr(c_kernels, f"k_{n}_{layout.replace('-', '_')}_{'double' if dtype == np.float64 else 'float'}")
     p = ctypes.c_void_p
-    fn(p(ac.ctypes.data), p(bc.ctypes.data), p(nanv.ctypes.data), ctypes.c_longlong(nb),
+    fn(p(ac.ctypes.data), p(bc.ctypes.data), p(nanv.ctypes.data), p(tolv.ctypes.data), ctypes.c_longlong(nb),
        ctypes.c_longlong(k), p(x.ctypes.data), p(bad.ctypes.data))
     if layout == "batch-last":
         x = x.transpose(2, 0, 1)
-    sing = {7} | ({9} if n > 1 else set())
+    sing = {7} | ({9, 11} if n > 1 else set())
     assert set(np.flatnonzero(bad)) == sing
     ok = np.array([i not in sing for i in range(nb)])
     assert np.isnan(x[~ok]).all()

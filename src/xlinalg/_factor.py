@@ -22,8 +22,6 @@ from ._lib._declare import (
     Returns,
     all_nan,
     declare,
-    finite_and_huge,
-    some_nonfinite,
 )
 from ._lib._errors import LinAlgError
 from ._lib._typing import Array, Namespace
@@ -97,9 +95,11 @@ def _spd(rng: np.random.Generator) -> tuple[np.ndarray]:
             LinAlgError, r"inv: `x` has 1 singular matrix in its batch of shape \(2,\), at batch index 1",
             "inv: `x` has 1 singular matrix in its batch of shape (2,), at batch index 1; …", members=(1,)),
             note=_JIT_NAN),
-        "near-singular": Returns("finite garbage (~1e16): no zero pivot, no backend raises", finite_and_huge),
-        "nan": Returns("non-finite values, no error (NaN input is not a singular matrix)", some_nonfinite),
-        "inf": Returns("non-finite values, no error", some_nonfinite),
+        "near-singular": BadInput(Raises(LinAlgError, r"inv: `x` is singular",
+                                         "inv: `x` is singular; pass errors=\"nan\" … (a pivot <= n·eps·its "
+                                         "column's scale: solve's rule)", members=(0,)), note=_JIT_NAN),
+        "nan": Returns("all NaN, no error (NaN input is not a singular matrix)", all_nan),
+        "inf": Returns("all NaN, no error (inf input is not a singular matrix)", all_nan),
     },
 )
 def inv(x: Array, /, *, errors: str = "raise", xp: Namespace | None = None) -> Array:
@@ -110,12 +110,13 @@ def inv(x: Array, /, *, errors: str = "raise", xp: Namespace | None = None) -> A
     x : array, shape ``(..., M, M)``
         Integer and bool inputs are computed in float64.
     errors : {"raise", "nan"}, optional
-        ``"raise"`` (default): an exactly singular member raises
+        ``"raise"`` (default): a singular member raises
         :class:`xlinalg.LinAlgError` naming the failing batch members, on every
         backend (JAX and CuPy would return inf/NaN silently). ``"nan"``: NaN for
         those members and the inverses of the others. Singular means what
-        :func:`solve` reports: an exact zero pivot of LU with partial pivoting; a
-        member holding NaN or inf is never reported (its inverse is NaN). Under
+        :func:`solve` reports: an LU pivot ``|u_kk| <= n * eps * max_i |a_ik|``
+        (docs/semantics.md); a member holding NaN or inf is never reported (its
+        whole inverse is NaN). Under
         ``jax.jit`` (and on Dask before ``compute()``) no exception is possible:
         NaN there (Dask raises when computed).
     xp : namespace, optional

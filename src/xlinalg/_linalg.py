@@ -21,7 +21,6 @@ from ._lib._declare import (
     Returns,
     all_nan,
     declare,
-    finite_and_huge,
     reconstructs,
     some_nonfinite,
 )
@@ -69,28 +68,31 @@ _SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])
 _EYE2 = 2 * np.eye(2)
 _TH = np.pi / 6
 _ROT = np.array([[np.cos(_TH), -np.sin(_TH)], [np.sin(_TH), np.cos(_TH)]])
-#: cond ~ 3e16 and no zero pivot: LAPACK solves it into garbage
+#: cond ~ 3e16: a pivot of rounding size, singular by the rule
 _NEAR_SINGULAR = _ROT @ np.diag([1.0, 1e-17]) @ _ROT.T
 _JAX_SOLVE_NOTE = "under `jax.jit`: NaN for singular members, never an exception"
-_TORCH_SOLVE = "`torch.linalg.solve`; `torch.linalg.solve_ex` for `errors=\"nan\"`"
 
 
 @declare(
     "linalg", args={"a": "square", "b": "rhs"}, reference=_solve_reference, dtypes="linalg",
-    how="the standard's `linalg.solve` (its error for a singular matrix becomes xlinalg's)",
+    how="the singular rule's LU vectorized over the batch (the standard's functions), then the "
+        "standard's `linalg.solve` with singular members replaced by I",
     backends={
-        "numpy": "NumPy's solve gufunc (behind `numpy.linalg.solve`) under its floating-point trap: a zero "
-                 "pivot is detected as NumPy detects it",
-        "torch-cpu": (_TORCH_SOLVE, "`b` of shape `a.shape[:-1]` is given a leading unit axis (torch alone "
-                                    "would read a batch of vectors)"),
-        "torch-cuda": (_TORCH_SOLVE, "`b` as on torch-cpu; `errors=\"raise\"` synchronizes the device (torch's "
-                                     "own check), `errors=\"nan\"` does not"),
-        "cupy": ("`cupy.linalg.solve` on explicitly broadcast operands, then an `isfinite` check",
-                 "`errors=\"raise\"` synchronizes the device"),
-        "jax-cpu": ("`jnp.linalg.solve`, then a zero-copy host look at the result; one jitted call for "
-                    "`errors=\"nan\"`", _JAX_SOLVE_NOTE),
-        "jax-gpu": ("one jitted call returning the solution and a non-finite flag; reading the flag waits "
-                    "(`errors=\"raise\"`)", _JAX_SOLVE_NOTE),
+        "numpy": ("one matrix: SciPy's `getrf` and `getrs` with the same factors (where SciPy is installed); "
+                  "stacks: the rule's LU vectorized over the batch, then NumPy's solve gufunc",
+                  "the singular rule on every path (docs/semantics.md)"),
+        "torch-cpu": ("`torch.linalg.lu_factor_ex` and `lu_solve` with those factors; the rule on the pivots",
+                      "`b` of shape `a.shape[:-1]` is given a leading unit axis (torch alone would read a "
+                      "batch of vectors)"),
+        "torch-cuda": ("`torch.linalg.lu_factor_ex` and `lu_solve`; the rule on the pivots",
+                       "`b` as on torch-cpu; `errors=\"raise\"` synchronizes the device (one bool), "
+                       "`errors=\"nan\"` does not"),
+        "cupy": ("the rule's LU vectorized over the batch, then `cupy.linalg.solve` on explicitly broadcast "
+                 "operands", "`errors=\"raise\"` synchronizes the device"),
+        "jax-cpu": ("one jitted call: `jnp.linalg.solve` and the rule on `lax.linalg.lu`'s pivots (XLA merges "
+                    "the two factorizations), then a zero-copy host look at the result", _JAX_SOLVE_NOTE),
+        "jax-gpu": ("one jitted call returning the solution (NaN for the rule's members) and a non-finite flag; "
+                    "reading the flag waits (`errors=\"raise\"`)", _JAX_SOLVE_NOTE),
         "dask": ("NumPy's solve on each block (`map_blocks`), one task a chunk",
                  "lazy: a singular member raises when its block is computed"),
     },
@@ -111,10 +113,13 @@ _TORCH_SOLVE = "`torch.linalg.solve`; `torch.linalg.solve_ex` for `errors=\"nan\
             args=(np.stack([np.eye(2), _SINGULAR, _EYE2]), np.ones(2)),
             note="Dask: when computed. `errors=\"nan\"`: NaN for member 1 only. Under `jax.jit`: NaN for member 1."),
         "near-singular": BadInput(
-            Returns("finite garbage (here ~1e16): LAPACK meets no zero pivot, no backend raises", finite_and_huge),
-            args=(_NEAR_SINGULAR, np.ones(2))),
+            Raises(LinAlgError, r"`a` is singular",
+                   "`a` is singular: solve needs an invertible matrix (an LU pivot <= n·eps·its column's "
+                   "scale: one rule, every backend and method)", members=(0,)),
+            args=(_NEAR_SINGULAR, np.ones(2)),
+            note="Dask: when computed. `errors=\"nan\"`: NaN. Under `jax.jit`: NaN."),
         "nan": Returns("all NaN, no error (NaN input is not a singular matrix)", all_nan),
-        "inf": Returns("non-finite values (NaN), no error", some_nonfinite),
+        "inf": Returns("all NaN, no error (inf input is not a singular matrix)", all_nan),
     },
 )
 def solve(a: Array, b: Array, /, *, errors: str = "raise", method: str = "auto", xp: Namespace | None = None) -> Array:
@@ -131,7 +136,9 @@ def solve(a: Array, b: Array, /, *, errors: str = "raise", method: str = "auto",
         against those of `a`. A ``(B, M)`` `b` therefore means one ``B×M``
         matrix on every backend (PyTorch and CuPy would read it as B vectors).
     errors : {"raise", "nan"}, optional
-        What to do with exactly singular matrices. ``"raise"`` (default) raises
+        What to do with singular matrices: those whose LU with partial pivoting
+        meets a pivot ``|u_kk| <= n * eps * max_i |a_ik|`` (one rule on every
+        backend and method: docs/semantics.md). ``"raise"`` (default) raises
         :class:`xlinalg.LinAlgError` naming the failing batch members (on CUDA and
         JAX this waits for the result). ``"nan"`` returns NaN for those members
         and the solutions of the others, without waiting. Under ``jax.jit`` and
@@ -158,7 +165,8 @@ def solve(a: Array, b: Array, /, *, errors: str = "raise", method: str = "auto",
     Raises
     ------
     LinAlgError
-        If a matrix in `a` is exactly singular and ``errors="raise"``.
+        If a matrix in `a` is singular by that rule and ``errors="raise"``. A member
+        with NaN or inf in its `a` or `b` is never singular: its solution is NaN.
     ValueError
         If `a` is not square, or the shapes of `a` and `b` do not match.
     TypeError

@@ -24,9 +24,9 @@ The package, along its seams:
   package data file ``_unrolled_selection.json``.
 
 Semantics are :func:`xlinalg.solve`'s: the standard's right-hand-side rule,
-batch broadcasting, the dtype rule, and exactly singular members (a zero pivot
-after partial pivoting, i.e. every pivot candidate of a column is 0, LAPACK's
-criterion) reported per member: ``LinAlgError`` naming them (``errors="raise"``,
+batch broadcasting, the dtype rule, and singular members (a pivot after partial
+pivoting ``<= n * eps *`` the largest modulus of its column: xlinalg's one rule,
+``_lib/_singular.py``, applied to the pivots in hand) reported per member: ``LinAlgError`` naming them (``errors="raise"``,
 eager), or NaN for those members (``errors="nan"``, under ``jax.jit`` or
 ``torch.compile``, where no exception is possible). See ``docs/unrolled.md`` for
 the measurements and the selection rule (:func:`prefer_unrolled`).

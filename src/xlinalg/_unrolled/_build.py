@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._lib import _validate
+from .._lib import _singular, _validate
 from ._schedule import _assemble, _python_function, _std_namespace
 
 
@@ -77,16 +77,16 @@ def _flatten(ns: Any, a: Any, bm: Any, n: int) -> tuple[Any, Any, tuple[int, ...
     return a, bm, batch, nb, k
 
 
-def _eager_run(ns: Any, core: Callable[..., Any], n: int, layout: str, consts: Callable[[Any], tuple[Any, Any]], assemble_inside: bool) -> Callable[[Any, Any], tuple[Any, Any]]:
+def _eager_run(ns: Any, core: Callable[..., Any], n: int, layout: str, consts: Callable[[Any], tuple[Any, Any, Any]], assemble_inside: bool) -> Callable[[Any, Any], tuple[Any, Any]]:
     """Wrap a generated (possibly compiled) core: flatten, solve, assemble, unflatten."""
 
     def run(a: Any, bm: Any) -> tuple[Any, Any]:
         a3, b3, batch, _nb, k = _flatten(ns, a, bm, n)
-        one, nan = consts(a)
+        one, nan, tol = consts(a)
         if assemble_inside:
-            x3, bad = core(a3, b3, one, nan)
+            x3, bad = core(a3, b3, one, nan, tol)
         else:
-            rows, bad = core(a3, b3, one, nan)
+            rows, bad = core(a3, b3, one, nan, tol)
             x3 = _assemble(ns, rows, layout)
         if len(batch) != 1:
             x3 = ns.reshape(x3, (*batch, n, k))
@@ -102,7 +102,8 @@ def _make_generic(ad: Any, n: int, layout: str, dtype: Any, device: Any) -> Call
     core = _python_function(n, layout, ns)
     one = xp.asarray(1, dtype=dtype, device=device)
     nan = xp.asarray(float("nan"), dtype=dtype, device=device)
-    return _eager_run(ns, core, n, layout, lambda a: (one, nan), False)
+    tol = xp.abs(one) * _singular.tolerance(xp, dtype, n)  # real
+    return _eager_run(ns, core, n, layout, lambda a: (one, nan, tol), False)
 
 
 def _chunks(nb: int, target: int) -> tuple[int, int]:

@@ -74,6 +74,9 @@ class _OpEmitter(_Emitter):
     def eq0(self, x: str) -> str:
         return self._node("eq0", x)
 
+    def le(self, x: str, y: str) -> str:
+        return self._node("le", x, y)
+
     def or_(self, x: str, y: str) -> str:
         return self._node("or", x, y)
 
@@ -87,9 +90,9 @@ class _OpEmitter(_Emitter):
         return self._node("div", x, y)
 
 
-_UFUNC = {"abs": "_abs", "gt": "_greater", "or": "_or", "mul": "_multiply", "sub": "_subtract",
+_UFUNC = {"abs": "_abs", "gt": "_greater", "le": "_less_equal", "or": "_or", "mul": "_multiply", "sub": "_subtract",
           "div": "_divide"}
-_CONSTANTS = ("one", "nan")
+_CONSTANTS = ("one", "nan", "tol")
 
 
 class _Plan(NamedTuple):
@@ -104,17 +107,19 @@ class _Plan(NamedTuple):
 
 
 def _kind(op: str, arg_kinds: list[str]) -> str:
-    if op in ("gt", "eq0", "or"):
+    if op in ("gt", "le", "eq0", "or"):
         return "B"
     if op == "abs":
         return "R"
     if op == "where":
         return arg_kinds[1] if arg_kinds[1] != "C" else arg_kinds[2]
+    if all(k in ("R", "C") for k in arg_kinds):  # tol * |a_ik|: real
+        return "R"
     return "T"
 
 
 def _plan(n: int) -> _Plan:
-    """Render the schedule for ``n`` over chunks: ``fn(at, bt, xt, bad, one, nan, buf)``.
+    """Render the schedule for ``n`` over chunks: ``fn(at, bt, xt, bad, one, nan, tol, buf)``.
 
     `at` ``(n*n, C)`` and `bt` ``(n, K, C)`` are the chunk's inputs, batch last,
     copies the program may overwrite; `xt` ``(n, K, C)`` and `bad` ``(C,)`` receive
@@ -206,7 +211,7 @@ def _plan(n: int) -> _Plan:
         lines.append(f"    _copyto(xt[{r}], {where_is[x]})")
     lines.append(f"    _copyto(bad, {where_is[f.zero]})")
     name = f"_unrolled_solve_inplace_n{n}"
-    head = f"def {name}(at, bt, xt, bad, one, nan, buf):"
+    head = f"def {name}(at, bt, xt, bad, one, nan, tol, buf):"
     return _Plan(name, "\n".join([head, *lines]) + "\n", buffers)
 
 
@@ -223,7 +228,7 @@ def inplace_function(n: int, ns: Any) -> tuple[Callable[..., None], list[tuple[s
     code = compile(plan.source, f"<{modname}: unrolled solve n={n}, in place>", "exec")
     mod = types.ModuleType(modname)
     mod.__dict__.update(
-        _abs=ns.abs, _greater=ns.greater, _equal=ns.equal, _or=ns.logical_or,
+        _abs=ns.abs, _greater=ns.greater, _less_equal=ns.less_equal, _equal=ns.equal, _or=ns.logical_or,
         _multiply=ns.multiply, _subtract=ns.subtract, _divide=ns.divide, _copyto=ns.copyto,
     )
     sys.modules.setdefault(modname, mod)

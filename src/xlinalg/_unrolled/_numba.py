@@ -54,24 +54,16 @@ class _ScalarEmitter(_Emitter):
     def where(self, c: str, x: str, y: str) -> str:
         return f"_sel({c}, {x}, {y})"
 
-    def eq0(self, x: str) -> str:
-        # the schedule asks "is this pivot exactly 0" once per column, of the pivot
-        self.pivots.append(x)
-        return super().eq0(x)
-
-    def __init__(self) -> None:
-        super().__init__()
-        #: the names of the pivots u_kk, in order (for the singular rule)
-        self.pivots: list[str] = []
 
 
 def _function_source(n: int) -> str:
     """``solve_n{n}(a, b, x, bad, one, nan, tol)``: `a` ``(B, n, n)``, `b` ``(B, n, K)``
     in, `x` ``(B, n, K)`` and `bad` ``(B,)`` out; `tol` the rule's ``n * eps``.
 
-    xlinalg's singular rule (``xlinalg._lib._singular``, docs/semantics.md) with the
-    pivots in hand: a member is singular when some pivot ``|u_kk| <= tol * c_k``,
-    ``c_k`` the largest modulus of column k of `a`; a member with NaN or inf in its
+    xlinalg's singular rule (``xlinalg._lib._singular``, docs/semantics.md), decided
+    by the schedule itself (``_schedule._factor``, as every unrolled kernel): a member
+    is singular when some pivot ``|u_kk| <= tol * c_k``, ``c_k`` the largest modulus
+    of column k of `a`; a member with NaN or inf in its
     `a` or `b` is never singular and its whole solution is NaN; singular members'
     solutions are NaN too. (``v - v == 0``: v is finite, real or complex.)
     """
@@ -79,13 +71,10 @@ def _function_source(n: int) -> str:
     A = [[e.let(f"a{i}{j}", f"a[i, {i}, {j}]") for j in range(n)] for i in range(n)]
     a0_names = [list(row) for row in A]
     f = _factor(e, A)
-    assert len(e.pivots) == n
     rule = [
         *(f"        fa{i} = {' & '.join(f'({v} - {v} == 0)' for v in a0_names[i])}" for i in range(n)),
         f"        fa = {' & '.join(f'fa{i}' for i in range(n))}",
-        *(f"        c{k} = max({', '.join(f'abs({a0_names[i][k]})' for i in range(n))})" if n > 1
-          else f"        c{k} = abs({a0_names[0][k]})" for k in range(n)),
-        f"        sg = {' | '.join(f'(abs({p}) <= tol * c{k})' for k, p in enumerate(e.pivots))}",
+        f"        sg = {f.zero}",
         "        fb = True",
         "        for col in range(b.shape[2]):",
         *(f"            fb = fb & (b[i, {r}, col] - b[i, {r}, col] == 0)" for r in range(n)),
@@ -118,7 +107,6 @@ def generated_source(max_n: int = 8) -> str:
         "Regenerate with ``python -m xlinalg._unrolled._numba`` after changing the\n"
         "schedule (xlinalg._unrolled._schedule): a test checks this file is current.\n"
         '"""\n\n'
-        "# ruff: noqa: F841\n"
         "# mypy: ignore-errors\n"
         "from numba import njit, prange\n\n\n"
         "@njit(cache=True, nogil=True)\n"

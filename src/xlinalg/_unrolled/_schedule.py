@@ -60,6 +60,9 @@ class _Emitter:
     def eq0(self, x: str) -> str:
         return f"({x} == 0)"
 
+    def le(self, x: str, y: str) -> str:
+        return f"({x} <= {y})"
+
     def or_(self, x: str, y: str) -> str:
         return f"({x} | {y})"
 
@@ -73,6 +76,8 @@ class _Emitter:
         return f"({x} / {y})"
 
     one = "one"
+    #: the singular rule's relative tolerance n * eps (``_lib/_singular.py``), real
+    tol = "tol"
 
 
 class _Factors(NamedTuple):
@@ -81,8 +86,8 @@ class _Factors(NamedTuple):
     swaps: list[list[tuple[int, str]]]  # per step k: (row i, mask "swap rows k and i")
     lower: list[list[str]]  # lower[i][k]: multiplier of row k subtracted from row i
     upper: list[list[str]]  # upper[k][j], j > k: the U factor
-    recip: list[str]  # 1 / pivot k (1 where the pivot was 0)
-    zero: str  # mask: some pivot was exactly 0 (the member is singular)
+    recip: list[str]  # 1 / pivot k (1 where the pivot was small)
+    zero: str  # mask: some pivot was <= tol * its column's scale (the member is singular)
 
 
 def _factor(e: _Emitter, A: list[list[str]]) -> _Factors:
@@ -91,8 +96,11 @@ def _factor(e: _Emitter, A: list[list[str]]) -> _Factors:
     Pivoting is a compare-and-swap of row k with each row i below it, keeping the
     larger |candidate| in row k (strictly larger: the first maximum wins, as
     LAPACK's ``i?amax``). A zero pivot (every candidate 0) marks the member
-    singular; the pivot is then replaced by 1 so that the member's arithmetic stays
-    finite (no warnings, no inf) and its solution is set to NaN at the end.
+    singular, and so does any pivot ``|u_kk| <= tol * c_k`` with ``c_k`` the largest
+    modulus of column k of the input (xlinalg's singular rule, ``_lib/_singular.py``;
+    ``tol`` is the constant ``n * eps``); the pivot is then replaced by 1 so that
+    the member's arithmetic stays finite (no warnings, no inf) and its solution is
+    set to NaN at the end.
     Multiplying by the pivot's reciprocal (as LAPACK's ``getf2`` does) rather than
     dividing keeps one division per column: XLA materializes a division with
     several users, and fewer of them mean fewer kernels.
@@ -102,6 +110,13 @@ def _factor(e: _Emitter, A: list[list[str]]) -> _Factors:
     lower = [[""] * n for _ in range(n)]
     recip = [""] * n
     zero = ""
+    thresh = []  # tol * c_k, from the input's columns (before any swap)
+    for k in range(n):
+        c = e.let("c", e.abs_(A[0][k]))
+        for i in range(1, n):
+            ci = e.let("c", e.abs_(A[i][k]))
+            c = e.let("c", e.where(e.gt(ci, c), ci, c))
+        thresh.append(e.let(f"t{k}", e.mul(e.tol, c)))
     for k in range(n):
         if k < n - 1:
             best = e.let("m", e.abs_(A[k][k]))
@@ -115,7 +130,7 @@ def _factor(e: _Emitter, A: list[list[str]]) -> _Factors:
                     A[k][j] = e.let(f"a{k}{j}", e.where(s, aij, akj))
                     A[i][j] = e.let(f"a{i}{j}", e.where(s, akj, aij))
                 swaps[k].append((i, s))
-        z = e.let("z", e.eq0(A[k][k]))
+        z = e.let("z", e.le(e.abs_(A[k][k]), thresh[k]))
         zero = z if k == 0 else e.let("z", e.or_(zero, z))
         recip[k] = e.let(f"r{k}", e.div(e.one, e.where(z, e.one, A[k][k])))
         for i in range(k + 1, n):
@@ -185,7 +200,7 @@ class _PyEmitter(_Emitter):
 
 
 def _python_source(n: int, layout: str) -> tuple[str, str]:
-    """Source of ``fn(a, b, one, nan) -> (rows, singular)`` for ``a (B, n, n)``, ``b (B, n, K)``.
+    """Source of ``fn(a, b, one, nan, tol) -> (rows, singular)`` for ``a (B, n, n)``, ``b (B, n, K)``.
 
     `rows` are the n rows of the solution, NaN for singular members; `singular`
     is a ``(B,)`` mask. The caller assembles the rows (:func:`_assemble`).
@@ -197,7 +212,7 @@ def _python_source(n: int, layout: str) -> tuple[str, str]:
     """
     name = f"_unrolled_solve_n{n}_{layout.replace('-', '_')}"
     e = _PyEmitter()
-    head = [f"def {name}(a, b, one, nan):"]
+    head = [f"def {name}(a, b, one, nan, tol):"]
     if layout == "batch-first":
         loads_a = [[f"a[:, {i}, {j}:{j + 1}]" for j in range(n)] for i in range(n)]
         loads_b = [f"b[:, {i}, :]" for i in range(n)]
@@ -287,6 +302,7 @@ def _assemble_select(ns: Any, rows: Any, layout: str) -> Any:
 # ====================================================================== C rendering (CuPy)
 class _CEmitter(_Emitter):
     one = "((T)1)"
+    tol = "tolv[0]"
 
     def assign(self, name: str, expr: str) -> str:
         boolean = name[0] == "z" or (name[0] == "s" and name[1].isdigit())
@@ -307,7 +323,7 @@ def _c_source(n: int, layout: str) -> str:
 
     Parameters of the kernel: ``a`` (``(B, n, n)`` batch-first or ``(n, n, B)``
     batch-last), ``b`` (``(B, n, K)`` or ``(n, K, B)``), ``nanv`` (one NaN of type
-    T), ``nb`` (B), ``k`` (K); outputs ``x`` (shaped like ``b``) and ``bad`` (B,).
+    T), ``tolv`` (the rule's tolerance ``n * eps``, type T), ``nb`` (B), ``k`` (K); outputs ``x`` (shaped like ``b``) and ``bad`` (B,).
     The factorization is unrolled and lives in registers; the right-hand-side
     columns are a loop over the recorded swaps and multipliers. The same text
     compiles as C++ (``typedef double T;``): the tests check it on the CPU.

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._lib import _dispatch, _validate
+from .._lib import _dispatch, _singular, _validate
 from .._lib._errors import LinAlgError
 from ..backends import get_backend
 from ..backends._adapter import Adapter, _singular_message, _to_batch, singular_members
@@ -29,41 +29,48 @@ def _raise_singular(mask: np.ndarray, batch_shape: tuple[int, ...]) -> None:
     raise LinAlgError(_singular_message(indices, batch_shape), indices=indices, members=members)
 
 
-def _check_singular(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, flag_only: bool, vector: bool = False) -> None:
-    """errors="raise", eager: one bool crosses to the host; raise for singular members.
+def _finish(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, flag_only: bool, errors: str,
+            traced: bool, vector: bool = False) -> Any:
+    """The singular rule's rules 2 and 3 on a kernel's result (docs/semantics.md).
 
-    `bad` is the solver's zero-pivot mask over the broadcast batch, where the
-    solver ran (a GPU, say): it is reduced there and one bool is read (a device
-    sync); only when it is set is xl.solve's rule (:func:`singular_members`: never
-    members with NaN or inf in `a` or `b`) applied there too, and only the
-    reported members' mask is copied. With `flag_only` (JAX), `bad` is the
-    program's own flag "some entry of `x` is NaN": only when it is set are the
-    members whose solution is all NaN candidates, confirmed by the NumPy schedule
-    on the host (subnormals kept), then the same rule.
+    The kernel has already set NaN for the members whose pivots the rule calls
+    singular (``_schedule._factor``: ``|u_kk| <= n * eps * c_k``), which it reports
+    as `bad`, a mask over the broadcast batch where the solver ran; with
+    `flag_only` (JAX), `bad` is the program's own flag "some entry of `x` is not
+    finite". Then:
+
+    * ``errors="raise"``, eager: one bool crosses to the host (a device sync); only
+      when it is set are the reported members (singular, with finite `a` and `b`)
+      named. JAX's are confirmed by the NumPy schedule on the host (XLA flushes
+      subnormals to zero, which makes ``1e-310 * I`` look singular).
+    * every member with NaN or inf in `a` or `b` gets an all-NaN solution (rule 2;
+      without a sync for ``errors="nan"`` and traced calls).
     """
+    xp = ad.xp
+    bm = b[..., None] if vector else b
+    xm = x[..., None] if vector else x
     a_batch = tuple(a.shape[:-2])
-    if not flag_only:
-        xp = ad.xp
-        if not bool(xp.any(bad)):  # the common case: no zero pivot
-            return
-        sing = singular_members(xp, bad, a, b[..., None] if vector else b)
-        if bool(xp.any(sing)):
-            _raise_singular(_to_batch(np.asarray(ad.to_host(sing)), a_batch).reshape(a_batch), a_batch)
-        return
-    if not bool(bad):  # the common case: no NaN anywhere in x
-        return
-    h = np.asarray(ad.to_host(x))
-    cand = np.asarray(np.isnan(h).all(axis=-1 if vector else (-2, -1)))  # (0-d: an array too)
-    if not cand.any():
-        return
-    n = int(a.shape[-1])
-    a_host = np.asarray(ad.to_host(a))
-    cand = _confirm_zero_pivots(cand, np.broadcast_to(a_host, (*cand.shape, n, n)))
-    b_host = np.asarray(ad.to_host(b))
-    sing = singular_members(np, cand, a_host, b_host[..., None] if vector else b_host)
-    mask = _to_batch(sing, a_batch).reshape(a_batch)
-    if mask.any():
-        _raise_singular(mask, a_batch)
+    if errors == "raise" and not traced:
+        if flag_only:
+            if not bool(bad):  # the common case: every entry finite
+                return x
+            n = int(a.shape[-1])
+            a_host, b_host = np.asarray(ad.to_host(a)), np.asarray(ad.to_host(bm))
+            batch = np.broadcast_shapes(a_host.shape[:-2], b_host.shape[:-2])
+            zero = _confirm_zero_pivots(np.ones(batch, bool), np.broadcast_to(a_host, (*batch, n, n)))
+            scale = _singular.column_scale(np, a_host)
+            rep = singular_members(np, zero, scale, b_host)
+            if rep.any():
+                _raise_singular(_to_batch(rep, a_batch).reshape(a_batch), a_batch)
+        else:
+            if not bool(xp.any(bad) | ~xp.all(xp.isfinite(xm))):  # the common case
+                return x
+            scale = _singular.column_scale(xp, a)
+            rep = singular_members(xp, bad, scale, bm)
+            if bool(xp.any(rep)):
+                _raise_singular(_to_batch(np.asarray(ad.to_host(rep)), a_batch).reshape(a_batch), a_batch)
+    nonfinite = xp.logical_not(_singular.finite_members(xp, _singular.column_scale(xp, a), bm))
+    return ad.fill_nan(nonfinite[..., None] if vector else nonfinite[..., None, None], x)
 
 
 def _traced(ad: Adapter, kern: _Kernel, x: Any) -> bool:
@@ -72,7 +79,8 @@ def _traced(ad: Adapter, kern: _Kernel, x: Any) -> bool:
 
 
 def _confirm_zero_pivots(cand: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """`cand` (a mask over `a`'s batch) kept where the NumPy schedule meets a zero pivot."""
+    """`cand` (a mask over `a`'s batch) kept where the NumPy schedule calls the member
+    singular (the rule's pivots, subnormals kept)."""
     cand = cand.copy()
     if cand.any():
         sel = a[cand]
@@ -143,13 +151,10 @@ def solve_adapter(
     if vector and kern.takes_vector:
         # JAX: the vector's expand and squeeze happen inside the compiled program
         x, bad = kern(a, b, (a.shape, (*b.shape, 1)), vector=True)
-        if errors == "raise" and not _traced(ad, kern, x):
-            _check_singular(ad, a, b, x, bad, kern.flag_only, vector=True)
-        return x
+        return _finish(ad, a, b, x, bad, kern.flag_only, errors, _traced(ad, kern, x), vector=True)
     bm = b[..., None] if vector else b
     x, bad = kern(a, bm, (tuple(a.shape), tuple(bm.shape)))
-    if errors == "raise" and not _traced(ad, kern, x):
-        _check_singular(ad, a, bm, x, bad, kern.flag_only)
+    x = _finish(ad, a, bm, x, bad, kern.flag_only, errors, _traced(ad, kern, x))
     return x[..., 0] if vector else x
 
 
@@ -201,8 +206,9 @@ def solve_unrolled(
     b : array, shape ``(n,)`` or ``(..., n, K)``
         Right-hand side, as in :func:`xlinalg.solve`.
     errors : {"raise", "nan"}, optional
-        ``"raise"``: :class:`xlinalg.LinAlgError` naming the exactly singular
-        members (a zero pivot after partial pivoting); this reads a mask from the
+        ``"raise"``: :class:`xlinalg.LinAlgError` naming the singular members (a
+        pivot ``<= n * eps *`` its column's largest modulus, as :func:`xlinalg.solve`
+        decides on every backend); this reads a mask from the
         device (a sync). ``"nan"``: NaN for those members, no sync. Under
         ``jax.jit`` or ``torch.compile`` NaN whatever `errors`; on Dask the error
         is raised by ``compute()``.
@@ -226,7 +232,7 @@ def solve_unrolled(
     Raises
     ------
     LinAlgError
-        If a member is exactly singular and ``errors="raise"`` (eager).
+        If a member is singular and ``errors="raise"`` (eager).
     ValueError
         For shapes :func:`xlinalg.solve` refuses, ``n > 8``, an unknown
         `layout`, or ``compile=True`` on a backend without a compiler.

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._lib import _singular
 from .._lib._errors import LinAlgError
 from .._lib._typing import QRMode
 
@@ -33,6 +34,7 @@ __all__ = [
     "NP_NON_NUMERIC",
     "Adapter",
     "make_solve_fast",
+    "nan_members",
     "singular_members",
 ]
 
@@ -74,29 +76,22 @@ def _extended(dtype: Any) -> bool:
     )
 
 
-def singular_members(xp: Any, zero: Any, a: Any, b: Any) -> Any:
-    """xlinalg's rule for what ``solve`` reports as singular, per batch member.
+def singular_members(xp: Any, sing: Any, scale: Any, b: Any) -> Any:
+    """The members of a solve reported singular (docs/semantics.md, "solve: singular,
+    non-finite and subnormal input"; the rule itself is ``_lib/_singular.py``).
 
-    The one place that decides it (docs/semantics.md, "solve: singular, non-finite
-    and subnormal input"); every backend's solve path calls it with its own
-    zero-pivot mask:
-
-    * a member is *singular* when LU with partial pivoting of its `a` meets an
-      exact zero pivot, computed with IEEE subnormals kept (LAPACK's criterion: a
-      subnormal pivot such as that of ``1e-310 * I`` is not zero; such a member's
-      solution may overflow to inf/NaN, without an error);
-    * a member whose `a` or `b` holds NaN or inf is never reported singular:
-      NaN in, NaN out, without an error (also when its `a` is singular too).
-
-    `zero` is the zero-pivot mask over `a`'s batch (or the broadcast batch); `a`
-    ``(..., M, M)`` and `b` ``(..., M, K)`` (a vector given a trailing unit axis).
-    Returns the mask over the broadcast batch of the members to report (raise for
-    with ``errors="raise"``, NaN with ``errors="nan"``).
+    `sing` is the rule's verdict over `a`'s batch (members with a finite `a` whose LU
+    meets a pivot ``<= n * eps * c_k``), `scale` ``column_scale(a)``, `b` ``(..., M, K)``
+    (a vector given a trailing unit axis). A member meeting a `b` with NaN or inf is
+    never reported. Returns the mask over the broadcast batch.
     """
-    fin = xp.logical_and(
-        xp.all(xp.isfinite(a), axis=(-2, -1)), xp.all(xp.isfinite(b), axis=(-2, -1))
-    )
-    return xp.logical_and(zero, fin)
+    return xp.logical_and(sing, _singular.finite_members(xp, scale, b))
+
+
+def nan_members(xp: Any, sing: Any, scale: Any, b: Any) -> Any:
+    """Members whose whole solution is NaN: the singular ones and those with NaN or
+    inf in `a` or `b` (mask over the broadcast batch)."""
+    return xp.logical_or(sing, xp.logical_not(_singular.finite_members(xp, scale, b)))
 
 
 class Adapter:
@@ -143,6 +138,8 @@ class Adapter:
         #: same answer or the error naming the argument (a singular matrix is
         #: solved twice, to be named; a success pays nothing more)
         self.solve_fast: Callable[[Any, Any], Any] | None = None
+        #: solve hands the library explicitly broadcast operands (CuPy: see _native_safe)
+        self.solve_broadcasts = False
 
     def solve_fast_for(self, cls: type) -> Callable[[Any, Any], Any] | None:
         """:attr:`solve_fast` for arrays of type `cls` (None: never for them)."""
@@ -250,33 +247,78 @@ class Adapter:
     # ------------------------------------------------------------ linalg kernels
     def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
         """Solve with `b` already of shape ``(..., M)`` (vector) or ``(..., M, K)``."""
-        xp = self.xp
         bm = b[..., None] if vector else b
+        sing, scale = self.verdict(a)
+        x, sing = self._native_safe(a, bm, sing, scale)
+        x = self.finish(a, bm, x, sing, scale, errors)
+        return x[..., 0] if vector else x
+
+    def _native_safe(self, a: Any, bm: Any, sing: Any, scale: Any) -> tuple[Any, Any]:
+        """The library's solve with the members that get NaN anyway (singular, or NaN or
+        inf in `a`) replaced by I: the native call then has nothing to refuse.
+        Returns the solution and `sing` (with any member the library refused added)."""
+        xp = self.xp
+        skip = xp.logical_or(sing, xp.logical_not(xp.all(xp.isfinite(scale), axis=-1)))
+        a_safe = xp.where(skip[..., None, None], xp.eye(a.shape[-1], dtype=a.dtype, device=self.device(a)), a)
+        if self.solve_broadcasts:
+            # a library that neither broadcasts batch dimensions nor reads (B, M) the
+            # standard's way (CuPy): equal batch shapes and a matrix right-hand side
+            batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(bm.shape[:-2]))
+            a_safe = xp.broadcast_to(a_safe, (*batch, *a.shape[-2:]))
+            bm = xp.broadcast_to(bm, (*batch, *bm.shape[-2:]))
         try:
-            x = xp.linalg.solve(a, bm)
+            return xp.linalg.solve(a_safe, bm), sing
         except Exception as exc:
             if not self._is_singular_error(exc):
                 raise
-            x = self._solve_after_failure(a, bm, errors, exc)
-        else:
-            x = self._post_check(a, bm, x, errors)
-        return x[..., 0] if vector else x
+            # the library's LU met an exact zero pivot where the rule's LU did not
+            # (rounding): those members are singular too, by the library's own word
+            zero = self.zero_pivots(a_safe)
+            if not bool(xp.any(zero)):
+                raise
+            a_safe = xp.where(zero[..., None, None], xp.eye(a.shape[-1], dtype=a.dtype, device=self.device(a)), a_safe)
+            return xp.linalg.solve(a_safe, bm), xp.logical_or(sing, zero)
 
     def _is_singular_error(self, exc: BaseException) -> bool:
         return isinstance(exc, np.linalg.LinAlgError)
 
-    def zero_pivots(self, a: Any) -> Any:
-        """Boolean array over the batch: True where LU of `a` meets an exact zero pivot.
+    def lu_pivots(self, a: Any) -> Any:
+        """The pivots ``u_kk`` ``(..., n)`` of LU with partial pivoting of `a`: the rule's
+        factorization vectorized over the batch (a library with its own LU overrides)."""
+        return _singular.lu_pivots(self.xp, a)
 
-        LAPACK's criterion (``slogdet`` returns sign 0), with subnormals kept. What
-        is *reported* singular is decided by :func:`singular_members`.
-        """
+    def verdict(self, a: Any) -> tuple[Any, Any]:
+        """``(sing, scale)``: the singular rule over `a`'s batch (members with a finite
+        `a` only) and ``column_scale(a)`` (``_lib/_singular.py``)."""
+        xp = self.xp
+        scale = _singular.column_scale(xp, a)
+        tol = _singular.tolerance(xp, a.dtype, a.shape[-1])
+        with np.errstate(all="ignore"):  # NumPy underneath (strict): NaN/inf members, quietly
+            sing = _singular.singular_from_pivots(xp, self.lu_pivots(a), scale, tol)
+        return xp.logical_and(sing, xp.all(xp.isfinite(scale), axis=-1)), scale
+
+    def finish(self, a: Any, bm: Any, x: Any, sing: Any, scale: Any, errors: str) -> Any:
+        """Rule 3 on a native solution `x` (broadcast batch): raise for the reported
+        singular members (eager, ``errors="raise"``), then NaN for every member that
+        is singular or has NaN or inf in `a` or `bm` (rule 2)."""
+        xp = self.xp
+        if errors == "raise" and not (self.lazy or self.traced(x)) and bool(xp.any(sing)):
+            rep = singular_members(xp, sing, scale, bm)
+            if bool(xp.any(rep)):
+                self._raise_singular(rep, tuple(a.shape[:-2]))
+        return self.fill_nan(nan_members(xp, sing, scale, bm)[..., None, None], x)
+
+    def zero_pivots(self, a: Any) -> Any:
+        """Boolean array over the batch: True where the library's LU meets an exact
+        zero pivot (``slogdet`` returns sign 0): a library's own refusal, which the
+        rule's verdict (:meth:`verdict`) contains up to rounding."""
         sign, _ = self.xp.linalg.slogdet(a)
         return sign == 0
 
     def singular_members(self, a: Any, b: Any) -> Any:
         """The members of ``solve(a, b)`` reported singular (:func:`singular_members`)."""
-        return singular_members(self.xp, self.zero_pivots(a), a, b)
+        sing, scale = self.verdict(a)
+        return singular_members(self.xp, sing, scale, b)
 
     def _raise_singular(self, mask: Any, batch_shape: tuple[int, ...], cause: Any = None) -> None:
         """Raise LinAlgError naming the singular members of `a` (batch shape `batch_shape`).
@@ -319,28 +361,6 @@ class Adapter:
             return list(unstack(x, axis=0))
         return [x[i, ...] for i in range(x.shape[0])]
 
-    def _solve_after_failure(self, a: Any, b: Any, errors: str, exc: BaseException) -> Any:
-        """The native solve raised for singular members: name them, or NaN them."""
-        xp = self.xp
-        zero = self.zero_pivots(a)
-        if not bool(xp.any(zero)):
-            raise exc  # not what we think: let the library's error through
-        if errors == "raise":
-            sing = singular_members(xp, zero, a, b)
-            if bool(xp.any(sing)):
-                self._raise_singular(sing, tuple(a.shape[:-2]), exc)
-            # only members with NaN/inf input met a zero pivot: NaN for them, no error
-        return self._solve_masked(a, b, zero)
-
-    def _solve_masked(self, a: Any, b: Any, mask: Any) -> Any:
-        """Solve with singular members replaced by I, then set their solutions to NaN."""
-        xp = self.xp
-        n = a.shape[-1]
-        eye = xp.eye(n, dtype=a.dtype, device=self.device(a))
-        m3 = mask[..., None, None]
-        a_safe = xp.where(m3, eye, a)
-        return self.fill_nan(m3, xp.linalg.solve(a_safe, b))
-
     def fill_nan(self, mask: Any, x: Any) -> Any:
         """`x` with NaN where `mask` (broadcast against it) is True.
 
@@ -351,41 +371,6 @@ class Adapter:
         xp = self.xp
         nan = xp.asarray(float("nan"), dtype=x.dtype, device=self.device(x))
         return xp.where(mask, nan, x)
-
-    def _post_check(self, a: Any, b: Any, x: Any, errors: str) -> Any:
-        """Hook for libraries that do not raise on singular input (JAX, CuPy)."""
-        return x
-
-    def _bad_members(self, a: Any, b: Any, x: Any) -> Any:
-        """Members whose solution is not finite although `a` and `b` are: singular."""
-        xp = self.xp
-        fin_x = xp.all(xp.isfinite(x), axis=(-2, -1))
-        fin_a = xp.all(xp.isfinite(a), axis=(-2, -1))
-        fin_b = xp.all(xp.isfinite(b), axis=(-2, -1))
-        return xp.logical_and(xp.logical_not(fin_x), xp.logical_and(fin_a, fin_b))
-
-    def _check_nonfinite(
-        self, a: Any, b: Any, x: Any, errors: str, batch_shape: tuple[int, ...] | None = None
-    ) -> Any:
-        """Singular detection from the result, for libraries that return inf/NaN.
-
-        `batch_shape` is the batch shape of the caller's `a` (before broadcasting).
-        """
-        xp = self.xp
-        if batch_shape is None:
-            batch_shape = tuple(x.shape[:-2])
-        if self.traced(x) or self.lazy:
-            errors = "nan"  # no exception possible: documented NaN semantics
-        if errors == "raise":
-            # one reduction over the result where it lies, one bool read (a sync);
-            # only when some entry is not finite does the rule run (a zero pivot with
-            # finite input: an overflowing solution, 1e-310 * I, is not an error)
-            if not bool(xp.all(xp.isfinite(x))):
-                sing = self.singular_members(a, b)
-                if bool(xp.any(sing)):
-                    self._raise_singular(sing, batch_shape)
-            return x
-        return self.fill_nan(self._bad_members(a, b, x)[..., None, None], x)
 
     def matmul(self, a: Any, b: Any) -> Any:
         return self.xp.matmul(a, b)

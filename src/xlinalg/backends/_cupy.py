@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._lib import _singular
 from ._base import Adapter, Backend, im2col_conv2d
 from ._numpy import NUMPY
 
@@ -24,6 +25,7 @@ class CuPyAdapter(Adapter):
 
         super().__init__(xc)
         self.cupy = cupy
+        self.solve_broadcasts = True  # CuPy neither broadcasts batches nor reads (B, M) as the standard
 
     def describe(self, x: Any) -> str:
         return f"a CuPy array of shape {tuple(x.shape)} and dtype {x.dtype} on cuda:{x.device.id}"
@@ -44,18 +46,13 @@ class CuPyAdapter(Adapter):
             ) from exc
 
     def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
-        cp = self.cupy
-        bm = b[..., None] if vector else b
-        # CuPy neither broadcasts batch dimensions nor reads (B, M) the standard's way:
-        # hand it equal batch shapes and a matrix right-hand side.
-        batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(bm.shape[:-2]))
-        a_b = cp.broadcast_to(a, (*batch, *a.shape[-2:]))
-        b_b = cp.broadcast_to(bm, (*batch, *bm.shape[-2:]))
+        # the singular rule (_lib/_singular.py) from the LU vectorized over the batch
+        # (CuPy exposes no batched LU); members that get NaN anyway are solved as I,
+        # with explicitly broadcast operands (solve_broadcasts). errors="raise" reads
+        # one bool (a device sync). The CPU tests run this path on NumPy
+        # (tests/test_result_checked_solve.py).
         with a.device:
-            x = cp.linalg.solve(a_b, b_b)  # CuPy returns inf/NaN for singular input
-            # errors="raise" syncs the device
-            x = self._check_nonfinite(a_b, b_b, x, errors, tuple(a.shape[:-2]))
-        return x[..., 0] if vector else x
+            return super().solve(a, b, vector, errors)
 
     # cuSOLVER runs on the current device: the factorizations run on `a`'s, as solve does
     def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
@@ -241,7 +238,7 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[..., tuple
     from .._unrolled._schedule import _c_source, _std_namespace
 
     kernel = cp.ElementwiseKernel(
-        "raw T a, raw T b, raw T nanv, int64 nb, int64 k",
+        "raw T a, raw T b, raw T nanv, raw T tolv, int64 nb, int64 k",
         "raw T x, raw bool bad",
         _c_source(n, layout),
         f"xlinalg_unrolled_solve_n{n}_{layout.replace('-', '_')}",
@@ -256,6 +253,7 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[..., tuple
         with a.device:
             a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
             nanv = cp.full((1,), float("nan"), dtype=dtype)
+            tolv = cp.full((1,), _singular.tolerance(cp, dtype, n), dtype=dtype)  # the rule's
             if layout == "batch-first":
                 a3 = cp.ascontiguousarray(a3)
                 b3 = cp.ascontiguousarray(b3)
@@ -267,7 +265,7 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[..., tuple
             bad = cp.empty((nb,), dtype=cp.bool_)
             # 1-D views: a raw CArray of more dimensions unravels every flat index
             # with integer divisions
-            kernel(a3.reshape(-1), b3.reshape(-1), nanv, nb, k, x.reshape(-1), bad, size=nb)
+            kernel(a3.reshape(-1), b3.reshape(-1), nanv, tolv, nb, k, x.reshape(-1), bad, size=nb)
             if layout == "batch-last":
                 x = cp.transpose(x, (2, 0, 1))
             return cp.reshape(x, (*batch, n, k)), cp.reshape(bad, batch)

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 
 from .. import _convert
+from .._lib import _singular
+from ._adapter import nan_members, singular_members
 from ._base import MISSING, NP_NON_NUMERIC, Adapter, Backend
 from ._numpy import NUMPY
 
@@ -49,7 +51,9 @@ class JaxAdapter(Adapter):
         ok = self.solve_dtypes
 
         def native(a: Any, b: Any) -> Any:
-            return jnp.linalg.solve(a, b) if a.dtype == b.dtype and a.dtype in ok else None
+            if a.dtype != b.dtype or a.dtype not in ok:
+                return None
+            return _jax_solve_ruled(jax, jnp, a, b, b.ndim == 1)
 
         native_jit = jax.jit(native)
         self._solve_cpu = _finite_or_missing(native_jit)
@@ -63,7 +67,7 @@ class JaxAdapter(Adapter):
         # errors="nan" (and traced): the solution alone, so the call returns one
         # array, as jnp.linalg.solve does (each extra output costs time on every call)
         self._solve_nan = {
-            v: jax.jit(lambda a, b, v=v: _jax_solve_nan(jnp, a, b, v)) for v in (False, True)
+            v: jax.jit(lambda a, b, v=v: _jax_solve_ruled(jax, jnp, a, b, v)) for v in (False, True)
         }
 
     def solve_fast_for(self, cls: type) -> Callable[[Any, Any], Any] | None:
@@ -161,10 +165,11 @@ class JaxAdapter(Adapter):
     def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
         traced = isinstance(a, self._tracer) or isinstance(b, self._tracer)
         if traced or errors == "nan":
-            # One compiled call: the solution with NaN for singular members. No wait.
+            # One compiled call: the solution with NaN for the singular members and
+            # those with NaN or inf input (the rule, _lib/_singular.py). No wait.
             return self._solve_nan[vector](a, b)
         if self._all_cpu and a.size + b.size <= HOST_LOOK_MAX:
-            # errors="raise" on the CPU, a small result: the native call, then a
+            # errors="raise" on the CPU, a small result: the compiled call, then a
             # host-side look at the result (zero-copy; waits for it), cheaper than a
             # second output. Only a non-finite result costs more.
             x = self._solve_cpu(a, b)
@@ -176,11 +181,25 @@ class JaxAdapter(Adapter):
         # crosses to the host.
         x, nonfinite = self._solve_flagged[vector](a, b)
         if nonfinite.item():
-            # a zero pivot, NaN/inf input or an overflowing solution: the rule
-            # (a zero pivot with finite input) tells them apart
-            sing = self.singular_members(a, b[..., None] if vector else b)
-            if bool(self.xp.any(sing)):
-                self._raise_singular(sing, tuple(a.shape[:-2]))
+            x = self._confirm(a, b, vector, x)
+        return x
+
+    def _confirm(self, a: Any, b: Any, vector: bool, x: Any) -> Any:
+        """Some entry of `x` is not finite (errors="raise", eager): the rule's verdict on
+        the host, where subnormals are kept (XLA's CPU code flushes them to zero, so
+        its LU calls ``1e-310 * I`` singular). Raises for the reported members; where
+        XLA NaN'ed a member the host finds regular, the host's solution is returned."""
+        ah, bh = self.to_host(a), self.to_host(b)
+        bmh = bh[..., None] if vector else bh
+        sing, scale = NUMPY.verdict(ah)
+        rep = singular_members(np, sing, scale, bmh)
+        if rep.any():
+            self._raise_singular(rep, tuple(a.shape[:-2]))
+        xh = self.to_host(x)
+        all_nan = np.isnan(xh).all(axis=-1 if vector else (-2, -1))
+        if (all_nan & ~nan_members(np, sing, scale, bmh)).any():
+            dev = next(iter(a.devices()))
+            return self.jax.device_put(NUMPY.solve(ah, bh, vector, "nan"), dev)
         return x
 
     def zero_pivots(self, a: Any) -> Any:
@@ -265,26 +284,35 @@ def _host_finite(h: np.ndarray) -> bool:
 HOST_LOOK_MAX = 32768
 
 
+def _jax_solve_ruled(jax: Any, jnp: Any, a: Any, b: Any, vector: bool) -> Any:
+    """Traced body: the solution, NaN for the members the singular rule names and for
+    those with NaN or inf in `a` or `b` (``_lib/_singular.py``).
+
+    The rule reads the pivots of ``lax.linalg.lu``, the factorization
+    ``jnp.linalg.solve`` computes inside: XLA merges the two (one ``getrf``; the
+    compiled text has one call, and the time is the solve's).
+    """
+    bm = b[..., None] if vector else b
+    x = jnp.linalg.solve(a, bm)
+    a0 = jax.lax.stop_gradient(a)
+    lu = jax.lax.linalg.lu(a0)[0]
+    scale = _singular.column_scale(jnp, a0)
+    tol = _singular.tolerance(jnp, a.dtype, a.shape[-1])
+    sing = _singular.singular_from_pivots(jnp, _singular.diagonal(jnp, lu), scale, tol)
+    bad = nan_members(jnp, sing, scale, jax.lax.stop_gradient(bm))
+    x = jnp.where(bad[..., None, None], jnp.nan, x)
+    return x[..., 0] if vector else x
+
+
 def _jax_solve_flagged(jax: Any, jnp: Any, a: Any, b: Any, vector: bool) -> tuple[Any, Any]:
-    """Traced body: the solution and whether any of its entries is not finite.
+    """Traced body: :func:`_jax_solve_ruled` and whether any of its entries is not finite.
 
     The barrier makes XLA reduce the written solution rather than fuse a second
     copy of the solve into the reduction.
     """
-    bm = b[..., None] if vector else b
-    x = jnp.linalg.solve(a, bm)
+    x = _jax_solve_ruled(jax, jnp, a, b, vector)
     nonfinite = ~jnp.all(jnp.isfinite(jax.lax.optimization_barrier(x)))
-    return (x[..., 0] if vector else x), nonfinite
-
-
-def _jax_solve_nan(jnp: Any, a: Any, b: Any, vector: bool) -> Any:
-    """Traced body: the solution, NaN for members whose finite input gives inf/NaN."""
-    bm = b[..., None] if vector else b
-    x = jnp.linalg.solve(a, bm)
-    fin_x = jnp.all(jnp.isfinite(x), axis=(-2, -1))
-    fin_in = jnp.all(jnp.isfinite(a), axis=(-2, -1)) & jnp.all(jnp.isfinite(bm), axis=(-2, -1))
-    x = jnp.where((~fin_x & fin_in)[..., None, None], jnp.nan, x)  # a zero pivot
-    return x[..., 0] if vector else x
+    return x, nonfinite
 
 
 #: dtypes JAX holds only with ``jax_enable_x64`` (it would silently narrow them)
@@ -590,7 +618,7 @@ UNROLLED_CPU_CHUNK = 10000
 
 def make_unrolled_kernel(n: int, layout: str, compiled: bool, cpu: bool) -> Callable[..., tuple[Any, Any]]:
     """JAX: one jitted program; returns ``(x, flag)``: singular members are NaN in `x`,
-    and `flag` (0-d) says whether any entry of `x` is NaN.
+    and `flag` (0-d) says whether any entry of `x` is not finite.
 
     On the CPU the batch is cut into chunks of about :data:`UNROLLED_CPU_CHUNK`
     systems solved by a ``lax.map`` (the intermediates stay in the cache), and
@@ -616,7 +644,8 @@ def make_unrolled_kernel(n: int, layout: str, compiled: bool, cpu: bool) -> Call
     def solve3(a3: Any, b3: Any) -> Any:
         one = jnp.asarray(1, dtype=a3.dtype)
         nan = jnp.asarray(float("nan"), dtype=a3.dtype)
-        rows, _ = core(a3, b3, one, nan)
+        tol = jnp.abs(one) * _singular.tolerance(jnp, a3.dtype, n)  # real
+        rows, _ = core(a3, b3, one, nan, tol)
         return _assemble_select(ns, rows, layout)
 
     def solve_flat(a3: Any, b3: Any, nb: int, k: int) -> Any:
@@ -637,7 +666,7 @@ def make_unrolled_kernel(n: int, layout: str, compiled: bool, cpu: bool) -> Call
             bm = bm[..., None]
         a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
         x = jnp.reshape(solve_flat(a3, b3, nb, k), (*batch, n, k))
-        flag = jnp.any(jnp.isnan(jax.lax.optimization_barrier(x)))  # (dropped when unused)
+        flag = ~jnp.all(jnp.isfinite(jax.lax.optimization_barrier(x)))  # (dropped when unused)
         return (x[..., 0] if vector else x), flag
 
     whole.takes_vector = True  # type: ignore[attr-defined]

@@ -9,7 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from .._lib import _singular
 from .._lib._typing import QRMode
+from ._adapter import nan_members, singular_members
 from ._base import NARROW_FLOATS, NP_NON_NUMERIC, Adapter, Backend, im2col_conv2d
 
 __all__ = ["NUMPY", "NumPyAdapter", "NumPyBackend", "int_text", "refused_subclass"]
@@ -88,6 +90,9 @@ class NumPyAdapter(Adapter):
         except (ImportError, AttributeError):  # pragma: no cover - a NumPy without them
             pass
         self._expit: Any = None
+        #: dtype char -> SciPy's (getrf, getrs, eps) for one matrix (solve)
+        self._lapack: dict[str, Any] = {}
+        self._lapack_missing: bool | None = None
 
     def device(self, x: Any) -> Any:
         return "cpu"
@@ -139,38 +144,87 @@ class NumPyAdapter(Adapter):
         return None
 
     def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
-        gufunc = self._solve1_gufunc if vector else self._solve_gufunc
-        if gufunc is None:  # pragma: no cover
-            return super().solve(a, b, vector, errors)
-        # The gufunc behind numpy.linalg.solve, in the inputs' precision (see
-        # _NP_SIGNATURES); it signals a zero pivot as "invalid".
+        # The singular rule (_lib/_singular.py) needs LU's pivots, which numpy.linalg
+        # does not give: one matrix is factored by SciPy's getrf and solved by getrs
+        # with those factors (no more work than gesv); stacks get the rule's verdict
+        # from the LU vectorized over the batch, then NumPy's gufunc solves
+        # (docs/performance.md, "singular rule").
+        if a.ndim == 2 and b.ndim <= 2 and type(a) is np.ndarray and type(b) is np.ndarray:
+            lap = self._lapack.get(a.dtype.char) if a.dtype == b.dtype else None
+            if lap is None and self._lapack_missing is None:
+                lap = self._load_lapack(a.dtype)
+            if lap:
+                return self._solve_one(a, b, vector, errors, lap)
+        gufunc = self._solve_gufunc
         dt = np.result_type(a.dtype, b.dtype)
-        sig = _NP_SIGNATURES[dt.char]
+        a = a.astype(dt, copy=False)
+        bm = b[..., None] if vector else b
+        sing, scale = self.verdict(a)
+        skip = sing | ~np.isfinite(scale).all(axis=-1)
+        some = bool(skip.any())
+        a_safe = np.where(skip[..., None, None], np.eye(a.shape[-1], dtype=dt), a) if some else a
         try:
             with np.errstate(call=_np_raise, invalid="call", over="ignore", divide="ignore", under="ignore"):
-                return gufunc(a, b, signature=sig)
-        except _NumPySingular as exc:
-            bm = b[..., None] if vector else b
-            # the zero pivots are looked for in the precision the solve ran in
-            x = self._solve_after_failure(a.astype(dt, copy=False), bm, errors, exc)
-            return x[..., 0] if vector else x
+                # the gufunc behind numpy.linalg.solve, in the inputs' precision (see
+                # _NP_SIGNATURES); it signals an exact zero pivot as "invalid"
+                if gufunc is None:  # pragma: no cover - a NumPy without it
+                    x = np.linalg.solve(a_safe, bm)
+                else:
+                    x = gufunc(a_safe, bm, signature=_NP_SIGNATURES[dt.char])
+        except (_NumPySingular, np.linalg.LinAlgError):
+            # LAPACK met an exact zero pivot where the rule's LU did not (rounding):
+            # singular too, by LAPACK's word
+            zero = self.zero_pivots(a_safe)
+            sing = sing | zero
+            skip = skip | zero
+            some = True
+            a_safe = np.where(skip[..., None, None], np.eye(a.shape[-1], dtype=dt), a)
+            with np.errstate(all="ignore"):
+                x = np.linalg.solve(a_safe, bm) if gufunc is None else gufunc(
+                    a_safe, bm, signature=_NP_SIGNATURES[dt.char])
+        if errors == "raise" and some and sing.any():
+            rep = singular_members(np, sing, scale, bm)
+            if rep.any():
+                self._raise_singular(rep, tuple(a.shape[:-2]))
+        if some or not np.isfinite(x).all():  # rule 2: NaN in, NaN out (whole members)
+            bad = nan_members(np, sing, scale, bm)
+            x[np.broadcast_to(bad[..., None, None], x.shape)] = np.nan
+        return x[..., 0] if vector else x
+
+    def _load_lapack(self, dtype: np.dtype) -> Any:
+        """SciPy's (getrf, getrs) for `dtype` and its tolerance ``eps`` (None: no SciPy)."""
+        try:
+            from scipy.linalg import lapack
+        except ImportError:  # SciPy is optional: stacks' path then serves one matrix too
+            self._lapack_missing = True
+            return None
+        if dtype.char not in _NP_SIGNATURES:
+            return None
+        p = {"f": "s", "d": "d", "F": "c", "D": "z"}[dtype.char]
+        entry = (getattr(lapack, p + "getrf"), getattr(lapack, p + "getrs"), float(np.finfo(dtype).eps))
+        self._lapack[dtype.char] = entry
+        return entry
+
+    def _solve_one(self, a: Any, b: Any, vector: bool, errors: str, lap: Any) -> Any:
+        """One matrix: LAPACK's getrf, the rule on its pivots, getrs with the same factors."""
+        getrf, getrs, eps = lap
+        n = a.shape[0]
+        lu, piv, _ = getrf(a)
+        scale = np.abs(a).max(axis=0)
+        sing = bool((np.abs(lu.diagonal()) <= (n * eps) * scale).any())
+        x, _ = getrs(lu, piv, b)
+        if sing or not (np.isfinite(scale).all() and np.isfinite(x).all()):
+            if not (np.isfinite(scale).all() and np.isfinite(b).all()):
+                sing = False  # NaN or inf in a or b: never singular, NaN (rule 2)
+            elif sing and errors == "raise":
+                self._raise_singular(np.True_, ())
+            elif not sing:
+                return x  # finite input, an overflowing solution (1e-310 * I): kept
+            x = np.full(x.shape, np.nan, dtype=x.dtype)
+        return x
 
     def _is_singular_error(self, exc: BaseException) -> bool:
         return isinstance(exc, (np.linalg.LinAlgError, _NumPySingular))
-
-    def _solve_masked(self, a: Any, b: Any, mask: Any) -> Any:
-        m3 = mask[..., None, None]
-        a_safe = np.where(m3, np.eye(a.shape[-1], dtype=a.dtype), a)
-        bb = np.broadcast_to(b, (*np.broadcast_shapes(a.shape[:-2], b.shape[:-2]), *b.shape[-2:]))
-        if self._solve_gufunc is None:  # pragma: no cover - a NumPy without it
-            x = np.linalg.solve(a_safe, bb)
-        else:  # in the inputs' precision, as a batch without singular members is solved
-            # (numpy.linalg.solve computes float32 in double: the other members' answers
-            # would depend on whether a neighbour is singular)
-            with np.errstate(all="ignore"):
-                x = self._solve_gufunc(a_safe, bb, signature=_NP_SIGNATURES[np.result_type(a_safe, bb).char])
-        x[np.broadcast_to(m3, x.shape)] = np.nan
-        return x
 
     def zero_pivots(self, a: Any) -> Any:
         # LU in `a`'s own precision, as the solve ran (_NP_SIGNATURES): numpy.linalg.slogdet
@@ -386,10 +440,11 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[[Any, Any]
 
     ns = unrolled_namespace()
     one, nan = np.asarray(1, dtype=dtype), np.asarray(np.nan, dtype=dtype)
+    tol = np.abs(one) * _singular.tolerance(np, np.dtype(dtype), n)  # real, as the rule's
     if layout == "batch-last":
-        run = _chunked(ns, n, dtype, one, nan)
+        run = _chunked(ns, n, dtype, one, nan, tol)
     else:
-        run = _eager_run(ns, _python_function(n, layout, ns), n, layout, lambda a: (one, nan), False)
+        run = _eager_run(ns, _python_function(n, layout, ns), n, layout, lambda a: (one, nan, tol), False)
 
     def quiet(a: Any, bm: Any) -> tuple[Any, Any]:
         with np.errstate(all="ignore"):  # inf/NaN inputs: IEEE results, no warnings
@@ -402,7 +457,7 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[[Any, Any]
 _HELD_BYTES = 32 * 2**20
 
 
-def _chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
+def _chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any, tol: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
     """The in-place program over chunks of :data:`UNROLLED_CHUNK` systems.
 
     Its work buffers are kept per thread between calls (one set, the latest chunk
@@ -450,7 +505,7 @@ def _chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any) -> Callable[[Any, 
                 buf = [v[..., :m] for v in held[4]]
             np.copyto(at, np.reshape(a3[s0:s0 + m], (m, n * n)).T)
             np.copyto(bt, np.transpose(b3[s0:s0 + m], (1, 2, 0)))
-            fn(at, bt, xt, bc, one, nan, buf)
+            fn(at, bt, xt, bc, one, nan, tol, buf)
             np.copyto(x[s0:s0 + m], np.transpose(xt, (2, 0, 1)))
             bad[s0:s0 + m] = bc
         return np.reshape(x, (*batch, n, k)), np.reshape(bad, batch)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ._base import Adapter, Backend, make_solve_fast
+from ._adapter import nan_members, singular_members
+from ._base import Adapter, Backend
 from ._numpy import NUMPY
 
 __all__ = ["TorchAdapter", "TorchBackend"]
@@ -48,13 +50,11 @@ class TorchAdapter(Adapter):
         super().__init__(xt)
         self.torch = torch
         self._linalg_error = torch.linalg.LinAlgError
-        self._tsolve = torch.linalg.solve  # bound once: two attribute reads per call saved
         self._below_ad = getattr(torch._C, "_AutoDispatchBelowADInplaceOrView", None)
         self.fast_device_check = False  # torch refuses mixed devices; solve translates it
         self.solve_dtypes = frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
         self.fast = {n: getattr(torch, n) for n in ("add", "subtract", "multiply", "matmul", "sigmoid")}
         self.sigmoid_dtypes = frozenset((torch.float32, torch.float64))
-        self.solve_fast = make_solve_fast(torch.linalg.solve, self.solve_dtypes, meta=True)
         # torch.matmul raises for float32 @ float64, int64 @ float32, bool, ...: the
         # checked path then promotes by the standard or names the argument
         self.fast_refuses_mixed = frozenset({"matmul"})
@@ -175,6 +175,9 @@ class TorchAdapter(Adapter):
         return list(x.unbind(0))
 
     def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+        # the singular rule (_lib/_singular.py) on the pivots of torch's own LU, and
+        # the solve with those factors: what torch.linalg.solve does inside
+        t = self.torch
         if a.is_meta is not b.is_meta:  # torch reads a meta operand's missing data
             self.check_same_device(a, b, "a", "b")
         if not vector and b.ndim == a.ndim - 1:
@@ -182,22 +185,30 @@ class TorchAdapter(Adapter):
             # reads it as one matrix broadcast over the batch. A leading unit axis
             # makes torch read it the standard's way (no copy).
             b = b.unsqueeze(0)
-        if errors == "raise":
-            try:
-                return self._tsolve(a, b)
-            except self._linalg_error as exc:
-                self.check_same_device(a, b, "a", "b")
-                bm = b.unsqueeze(-1) if vector else b
-                x = self._solve_after_failure(a, bm, errors, exc)
-                return x[..., 0] if vector else x
-            except RuntimeError:
-                self.check_same_device(a, b, "a", "b")  # torch's own message names no argument
-                raise
-        # errors="nan": the info array flags singular members without a device sync
-        self.check_same_device(a, b, "a", "b")
-        x, info = self.torch.linalg.solve_ex(a, b, check_errors=False)
-        bad = info != 0
-        return self.fill_nan(bad[..., None] if vector else bad[..., None, None], x)
+        bm = b.unsqueeze(-1) if vector else b
+        try:
+            lu, piv, _ = t.linalg.lu_factor_ex(a)
+            x = t.linalg.lu_solve(lu, piv, bm)
+        except RuntimeError:
+            self.check_same_device(a, b, "a", "b")  # torch's own message names no argument
+            raise
+        n = a.shape[-1]
+        scale = a.abs().amax(-2)
+        fin_a = scale.isfinite().all(-1)
+        tol = n * t.finfo(a.dtype).eps
+        sing = ((lu.diagonal(dim1=-2, dim2=-1).abs() <= tol * scale).any(-1)) & fin_a
+        if errors == "raise" and not self.traced(x):
+            # one bool read (a sync on CUDA, as torch.linalg.solve's own check): only
+            # when it is set are the members looked at
+            if bool(sing.any() | ~fin_a.all() | ~x.isfinite().all()):
+                if bool(sing.any()):
+                    rep = singular_members(t, sing, scale, bm)
+                    if bool(rep.any()):
+                        self._raise_singular(rep, tuple(a.shape[:-2]))
+                x = self.fill_nan(nan_members(t, sing, scale, bm)[..., None, None], x)
+        else:  # no sync: the mask stays on the device
+            x = self.fill_nan(nan_members(t, sing, scale, bm)[..., None, None], x)
+        return x[..., 0] if vector else x
 
     def fill_nan(self, mask: Any, x: Any) -> Any:
         # masked_fill takes the NaN as a kernel argument: a tensor made from it on a
@@ -648,7 +659,8 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any, device: Any, compiled:
     ns = _unrolled_namespace()
     one = torch.tensor(1, dtype=dtype, device=device)
     nan = torch.tensor(float("nan"), dtype=dtype, device=device)
-    consts = lambda a: (one, nan)  # noqa: E731
+    tol = one.abs() * (n * torch.finfo(dtype).eps)  # the singular rule's (_lib/_singular.py), real
+    consts = lambda a: (one, nan, tol)  # noqa: E731
     core = _python_function(n, layout, ns)
     plain = _eager_run(ns, core, n, layout, consts, False)
     traced = lambda x: bool(torch.compiler.is_compiling())  # noqa: E731
@@ -656,10 +668,15 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any, device: Any, compiled:
         plain.traced = traced  # type: ignore[attr-defined]
         return plain
 
-    def whole(a3: Any, b3: Any, one: Any, nan: Any) -> tuple[Any, Any]:
-        rows, bad = core(a3, b3, one, nan)
+    def whole(a3: Any, b3: Any, one: Any, nan: Any, tol: Any) -> tuple[Any, Any]:
+        rows, bad = core(a3, b3, one, nan, tol)
         return _assemble(ns, rows, layout), bad
 
+    # a code object of its own per kernel: torch.compile keeps its caches and
+    # recompile limit per code object, and every kernel (n, dtype, layout) would
+    # otherwise count against the one of this function's `whole`
+    whole = types.FunctionType(whole.__code__.replace(), whole.__globals__, whole.__name__,
+                               whole.__defaults__, whole.__closure__)
     # dynamic=True: one compile serves every batch size (measured as fast as static)
     fast = _eager_run(ns, torch.compile(whole, fullgraph=True, dynamic=True,
                                         options=dict(UNROLLED_OPTIONS)), n, layout, consts, True)

@@ -1,0 +1,280 @@
+"""solve's singular verdict: one rule on every backend and method (issue 34, points 3, 16).
+
+docs/semantics.md, "solve: singular, non-finite and subnormal input": a member is
+singular when an LU pivot is ``<= n * eps * max_i |a_ik|``; NaN or inf in a member's
+`a` or `b` gives an all-NaN solution and no error. Before, the textbook rank-2 matrix
+raised on NumPy, JAX, Dask and strict, solved to 1e15 on torch, and gave finite
+garbage with ``method="unrolled"`` everywhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xlinalg as xl
+from conftest import BackendCase, require_backend
+from test_singular_rule import LADDER32, LADDER64, TEXTBOOK, pivot_ladder
+
+METHODS = ["auto", "native", "unrolled"]
+
+
+def _arr(backend: BackendCase, x: np.ndarray):
+    """`x` on the backend; Dask in one chunk (an error then names every member)."""
+    y = backend.arr(x)
+    return y.rechunk(-1) if backend.name == "dask" else y
+
+
+def _solve(backend: BackendCase, a, b, **kw) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return backend.np(xl.solve(_arr(backend, a), _arr(backend, b), **kw))
+
+
+def conditioned(n: int, cond: float, seed: int, dtype=np.float64) -> np.ndarray:
+    """``Q1 diag(s) Q2`` with s from 1 down to 1/cond (geometric), random orthogonal Q."""
+    rng = np.random.default_rng(seed)
+    q1, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    q2, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    s = np.geomspace(1.0, 1.0 / cond, n)
+    return ((q1 * s) @ q2).astype(dtype)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_textbook_matrix_is_singular_everywhere(backend: BackendCase, method: str, dtype) -> None:
+    scales = [1.0, 1e-300, 1e300] if np.dtype(dtype) != np.float32 else [1.0, 1e-30, 1e30]
+    for s in scales:
+        a = (s * TEXTBOOK).astype(dtype)
+        b = np.ones(3, dtype)
+        with pytest.raises(xl.LinAlgError, match=r"`a` is singular") as info:
+            _solve(backend, a, b, method=method)
+        assert info.value.members == (0,)
+        x = _solve(backend, a, b, method=method, errors="nan")
+        assert x.shape == (3,)
+        assert np.isnan(x).all(), (s, x)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("vector", [True, False], ids=["vector-b", "matrix-b"])
+def test_mixed_batch_names_exactly_the_singular_members(backend: BackendCase, method: str, vector: bool) -> None:
+    members = [
+        np.eye(3),  # 0
+        TEXTBOOK,  # 1: singular (a pivot of 0 or 1e-16)
+        pivot_ladder(2.0**-49),  # 2: last pivot 2**-49, above the tolerance 4.5 * 2**-52
+        pivot_ladder(2.0**-51),  # 3: last pivot 2**-51, below it
+        conditioned(3, 1e10, 1),  # 4: ill-conditioned, solvable
+        TEXTBOOK.T * 1e-300,  # 5: singular, tiny
+        2 * np.eye(3),  # 6
+        pivot_ladder(0.0),  # 7: an exact zero pivot
+    ]
+    a = np.stack(members)
+    b = np.arange(1.0, 4.0) if vector else np.arange(1.0, 3 * 2 * 8 + 1).reshape(8, 3, 2)
+    with pytest.raises(xl.LinAlgError, match=r"4 singular matrices .* batch index 1, 3, 5, 7") as info:
+        _solve(backend, a, b, method=method)
+    assert info.value.members == (1, 3, 5, 7)
+    x = _solve(backend, a, b, method=method, errors="nan")
+    bad = [1, 3, 5, 7]
+    assert np.isnan(x[bad]).all()
+    good = [0, 2, 4, 6]
+    assert np.isfinite(x[good]).all()
+    bm = b[:, None] if vector else b[good]
+    xg = x[good][..., None] if vector else x[good]
+    # the residual of a backward-stable solve: small against |a| |x|
+    res = np.abs(a[good] @ xg - bm).max(axis=(-2, -1))
+    size = np.abs(a[good]).max(axis=(-2, -1)) * np.abs(xg).max(axis=(-2, -1))
+    assert (res <= 1e-12 * size).all(), res / size
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(("dtype", "ladder"), [(np.float64, LADDER64), (np.float32, LADDER32)])
+def test_pivot_ladder_verdicts(backend: BackendCase, method: str, dtype, ladder) -> None:
+    # pivots computed exactly by every LU: regular down to the tolerance, singular from it
+    a = np.stack([pivot_ladder(2.0**-k, dtype) for k, _ in ladder])
+    want = tuple(i for i, (_, s) in enumerate(ladder) if s)
+    for scale in (1.0, 2.0**-900 if dtype == np.float64 else 2.0**-100, 2.0**900 if dtype == np.float64 else 2.0**100):
+        a_s = (a * scale).astype(dtype)
+        b = np.ones(3, dtype)
+        with pytest.raises(xl.LinAlgError) as info:
+            _solve(backend, a_s, b, method=method)
+        assert info.value.members == want, scale
+        x = _solve(backend, a_s, b, method=method, errors="nan")
+        assert np.isnan(x[list(want)]).all()
+        assert np.isfinite(x[[i for i in range(len(ladder)) if i not in want]]).all()
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    ("dtype", "conds"),
+    [(np.float64, [1e3, 1e8, 1e10, 1e12]), (np.float32, [1e2, 1e3, 1e4])],
+)
+def test_ill_conditioned_but_solvable_is_not_refused(backend: BackendCase, method: str, dtype, conds) -> None:
+    # cond < 1 / (n**2 eps) is never singular by the rule (docs/semantics.md): the
+    # solution has the accuracy LAPACK gives it
+    n = 4
+    a = np.stack([conditioned(n, c, seed, dtype) for seed, c in enumerate(conds)])
+    xt = np.random.default_rng(9).standard_normal((len(conds), n, 1)).astype(dtype)
+    b = (a.astype(np.float64) @ xt.astype(np.float64)).astype(dtype)
+    x = _solve(backend, a, b, method=method)
+    assert np.isfinite(x).all()
+    eps = np.finfo(dtype).eps
+    err = np.abs(x - xt).max(axis=(-2, -1)) / np.abs(xt).max(axis=(-2, -1))
+    assert (err <= 100 * n * eps * np.asarray(conds)).all(), err
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    ("dtype", "delta", "singular"),
+    [
+        # [[1, 1], [1, 1 + delta]]: pivot delta exactly, cond about 4 / delta
+        (np.float64, 2.0**-40, False),  # cond 4e12
+        (np.float64, 2.0**-50, False),  # cond 4.5e15: pivot 2**-50 > tolerance 2**-51 (1 + delta)
+        (np.float64, 2.0**-52, True),  # cond 1.8e16
+        (np.float64, 2.0**-56, True),  # rounds to exactly singular (cond 1e17 and beyond)
+        (np.float32, 2.0**-12, False),  # cond 1.6e4
+        (np.float32, 2.0**-21, False),  # cond 8e6
+        (np.float32, 2.0**-23, True),  # cond 3e7
+        (np.float32, 2.0**-27, True),  # cond 5e8: exactly singular in float32
+    ],
+)
+def test_near_singular_at_several_condition_numbers(backend: BackendCase, method: str, dtype, delta, singular) -> None:
+    a = np.array([[1.0, 1.0], [1.0, 1.0 + delta]], dtype=dtype)
+    b = np.array([1.0, 2.0], dtype=dtype)
+    if singular:
+        with pytest.raises(xl.LinAlgError):
+            _solve(backend, a, b, method=method)
+        assert np.isnan(_solve(backend, a, b, method=method, errors="nan")).all()
+    else:
+        x = _solve(backend, a, b, method=method)
+        d = float(np.asarray(a[1, 1], np.float64) - 1.0)
+        np.testing.assert_allclose(x, [1.0 - 1.0 / d, 1.0 / d], rtol=1e-6 if dtype == np.float64 else 1e-3)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_random_rank_deficient_members_are_singular(backend: BackendCase, method: str) -> None:
+    # a rank-2 product of random factors: LU meets a pivot of rounding size (about
+    # eps * c_k), under the tolerance n * eps * c_k; scaled, the same
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((6, 4, 2)) @ rng.standard_normal((6, 2, 4))
+    # decimal scales (not powers of two: the entries round differently) down to where
+    # n * eps * c_k is itself subnormal (1e-300 * 2.2e-16 * 4: 1e-315), up to 1e300
+    a = np.concatenate([a, 2.0**-600 * a, 2.0**600 * a, 1e-300 * a, 1e300 * a])
+    with pytest.raises(xl.LinAlgError) as info:
+        _solve(backend, a, np.ones(4), method=method)
+    assert info.value.members == tuple(range(30))
+    # and regular members at the same scales stay regular
+    q = np.stack([conditioned(4, 1e6, seed) for seed in range(3)])
+    q = np.concatenate([q, 1e-300 * q, 1e300 * q])
+    x = _solve(backend, q, np.ones(4), method=method)
+    assert np.isfinite(x).all()
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    ("dtype", "cond", "singular"),
+    [
+        # random orthogonal factors around geometric singular values; by the pivot
+        # bound (docs/semantics.md) cond < 1/(n**2 eps) is never singular, and a
+        # cond far past 1/eps leaves a pivot of rounding size
+        (np.float64, 1e8, False),
+        (np.float64, 1e12, False),
+        (np.float64, 1e17, True),
+        (np.float64, 1e20, True),
+        (np.float32, 1e3, False),
+        (np.float32, 1e4, False),
+        (np.float32, 1e9, True),
+    ],
+)
+def test_random_matrices_across_condition_numbers(backend: BackendCase, method: str, dtype, cond, singular) -> None:
+    n = 4
+    a = np.stack([conditioned(n, cond, seed, dtype) for seed in range(6)])
+    scales = np.array([1.0, 1e-30, 1e30] if dtype == np.float32 else [1.0, 1e-300, 1e300])
+    a = np.concatenate([(s * a).astype(dtype) for s in scales])
+    b = np.ones(n, dtype)
+    if singular:
+        with pytest.raises(xl.LinAlgError) as info:
+            _solve(backend, a, b, method=method)
+        assert info.value.members == tuple(range(len(a)))
+        assert np.isnan(_solve(backend, a, b, method=method, errors="nan")).all()
+    else:
+        x = _solve(backend, a, b, method=method)
+        assert np.isfinite(x).all()
+        x_nan = _solve(backend, a, b, method=method, errors="nan")
+        np.testing.assert_array_equal(x_nan, x)
+
+
+def test_cond_1e15_verdict_is_the_same_on_every_path(backend: BackendCase) -> None:
+    # near 1/eps the verdict depends on the matrix (docs/semantics.md), but for one
+    # matrix every method agrees with the rule's reference (``_lib/_singular.py``)
+    from xlinalg._lib import _singular
+
+    a = np.stack([conditioned(4, 1e15, seed) for seed in range(12)])
+    want = np.asarray(_singular.singular_mask(np, a))
+    got = {m: np.isnan(_solve(backend, a, np.ones(4), method=m, errors="nan")).all(axis=-1)
+           for m in METHODS}
+    for m, g in got.items():
+        # rounding may move a pivot within a few units of the tolerance: the members
+        # clearly on one side (pivot/tolerance outside [0.5, 2]) must agree
+        piv = np.abs(_singular.lu_pivots(np, a)) / (_singular.tolerance(np, a.dtype, 4)
+                                                     * _singular.column_scale(np, a))
+        clear = (piv.min(axis=-1) < 0.5) | (piv.min(axis=-1) > 2)
+        assert clear.sum() >= 6, piv.min(axis=-1)
+        np.testing.assert_array_equal(g[clear], want[clear], err_msg=m)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_solve_many_follows_the_rule(backend: BackendCase, method: str) -> None:
+    if method != "auto":
+        pytest.skip("solve_many takes no method: it calls solve's default")
+    a = [np.eye(3), TEXTBOOK, 2 * np.eye(3), pivot_ladder(2.0**-51), np.array([[np.inf, 1.0], [1.0, 1.0]])]
+    b = [np.ones(3), np.ones(3), np.ones(3), np.ones(3), np.ones(2)]
+    A = [backend.arr(x) for x in a]
+    B = [backend.arr(x) for x in b]
+    with pytest.raises(xl.LinAlgError) as info:
+        [backend.np(x) for x in xl.solve_many(A, B)]
+    if backend.name != "dask":  # Dask names the positions of the chunk that raised
+        assert info.value.members == (1, 3)
+    else:
+        assert set(info.value.members) <= {1, 3}
+        assert info.value.members
+    xs = [backend.np(x) for x in xl.solve_many(A, B, errors="nan")]
+    assert [bool(np.isnan(x).all()) for x in xs] == [False, True, False, True, True]
+    np.testing.assert_allclose(xs[2], 0.5)
+
+
+def test_dask_chunks_each_follow_the_rule() -> None:
+    require_backend("dask")
+    import dask.array as da
+
+    a = np.stack([np.eye(3), TEXTBOOK, 2 * np.eye(3), pivot_ladder(2.0**-51), np.eye(3), TEXTBOOK.T])
+    x = xl.solve(da.from_array(a, chunks=(2, 3, 3)), da.from_array(np.ones(3)), errors="nan").compute()
+    assert [bool(np.isnan(m).all()) for m in x] == [False, True, False, True, False, True]
+    for method in ("native", "unrolled"):
+        with pytest.raises(xl.LinAlgError) as info:
+            xl.solve(da.from_array(a, chunks=(2, 3, 3)), da.from_array(np.ones(3)), method=method)[4:].compute()
+        assert info.value.members == (5,)  # the chunk computed: members 4 and 5
+
+
+@pytest.mark.parametrize("method", ["auto", "unrolled"])
+def test_jax_jit_gives_nan_for_the_rule_s_members(method: str) -> None:
+    require_backend("jax-cpu")
+    import jax
+    import jax.numpy as jnp
+
+    a = np.stack([np.eye(3), TEXTBOOK, pivot_ladder(2.0**-49), pivot_ladder(2.0**-51),
+                  np.array([[np.inf, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])])
+    f = jax.jit(lambda a, b: xl.solve(a, b, method=method))  # errors="raise": no exception possible
+    x = np.asarray(f(jnp.asarray(a), jnp.ones(3)))
+    assert [bool(np.isnan(m).all()) for m in x] == [False, True, False, True, True]
+    assert np.isfinite(x[[0, 2]]).all()
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("errors", ["raise", "nan"])
+def test_nonfinite_members_are_all_nan_beside_regular_ones(backend: BackendCase, method: str, errors: str) -> None:
+    a = np.stack([np.eye(2), np.array([[np.inf, 1.0], [1.0, 1.0]]), np.array([[1.0, np.nan], [0.0, 1.0]]),
+                  2 * np.eye(2), np.eye(2)])
+    b = np.ones((5, 2, 1))
+    b[4, 0, 0] = -np.inf
+    x = _solve(backend, a, b, method=method, errors=errors)
+    assert [bool(np.isnan(m).all()) for m in x] == [False, True, True, False, True]
+    np.testing.assert_allclose(x[[0, 3], :, 0], [[1.0, 1.0], [0.5, 0.5]])
