@@ -50,27 +50,47 @@ def _finish(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, flag_only: bool, erro
     bm = b[..., None] if vector else b
     xm = x[..., None] if vector else x
     a_batch = tuple(a.shape[:-2])
-    if errors == "raise" and not traced:
+    eager = not traced
+    if eager and (errors == "raise" or ad is NUMPY):
         if flag_only:
             if not bool(bad):  # the common case: every entry finite
                 return x
+            a_host = np.asarray(ad.to_host(a))
+            batch = np.broadcast_shapes(a_host.shape[:-2], tuple(bm.shape[:-2]))
             n = int(a.shape[-1])
-            a_host, b_host = np.asarray(ad.to_host(a)), np.asarray(ad.to_host(bm))
-            batch = np.broadcast_shapes(a_host.shape[:-2], b_host.shape[:-2])
-            zero = _confirm_zero_pivots(np.ones(batch, bool), np.broadcast_to(a_host, (*batch, n, n)))
-            scale = _singular.column_scale(np, a_host)
-            rep = singular_members(np, zero, scale, b_host)
-            if rep.any():
-                _raise_singular(_to_batch(rep, a_batch).reshape(a_batch), a_batch)
-        else:
-            if not bool(xp.any(bad) | ~xp.all(xp.isfinite(xm))):  # the common case
-                return x
-            scale = _singular.column_scale(xp, a)
-            rep = singular_members(xp, bad, scale, bm)
-            if bool(xp.any(rep)):
-                _raise_singular(_to_batch(np.asarray(ad.to_host(rep)), a_batch).reshape(a_batch), a_batch)
+            bad = _confirm_zero_pivots(np.ones(batch, bool), np.broadcast_to(a_host, (*batch, n, n)))
+        elif not bool(xp.any(bad) | ~xp.all(xp.isfinite(xm))):  # the common case
+            return x
+        sing, rep = _host_verdict(ad, a, bm, xm, bad)
+        if errors == "raise" and rep.any():
+            _raise_singular(_to_batch(rep, a_batch).reshape(a_batch), a_batch)
+        if ad is NUMPY:  # NaN for the singular members found on the host too
+            x = ad.fill_nan(sing[..., None] if vector else sing[..., None, None], x)
     nonfinite = xp.logical_not(_singular.finite_members(xp, _singular.column_scale(xp, a), bm))
     return ad.fill_nan(nonfinite[..., None] if vector else nonfinite[..., None, None], x)
+
+
+def _host_verdict(ad: Adapter, a: Any, bm: Any, xm: Any, bad: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(singular, reported)`` over the broadcast batch, on the host (a failure path).
+
+    `bad` is the kernel's verdict. A member with finite input whose solution is not
+    finite although the kernel passed its pivots had its elimination overflow: the
+    reciprocal of a subnormal pivot (``1e-300 *`` a rank-deficient matrix meets
+    pivots of about ``1e-316``) is inf. Such members get the rule's reference verdict
+    (``_singular.singular_mask``: LU dividing by the pivot, as LAPACK's ``getf2``
+    does below its safe minimum), so that the verdict is the same at every scale.
+    """
+    a_h, b_h, x_h = (np.asarray(ad.to_host(v)) for v in (a, bm, xm))
+    sing = np.array(np.asarray(ad.to_host(bad)) if not isinstance(bad, np.ndarray) else bad, dtype=bool)
+    scale = _singular.column_scale(np, a_h)
+    fin = _singular.finite_members(np, scale, b_h)
+    sing = np.broadcast_to(sing, fin.shape).copy()
+    over = ~sing & ~np.isfinite(x_h).all(axis=(-2, -1)) & fin
+    if over.any():
+        n = a_h.shape[-1]
+        with np.errstate(all="ignore"):
+            sing[over] = np.asarray(_singular.singular_mask(np, np.broadcast_to(a_h, (*fin.shape, n, n))[over]))
+    return sing, singular_members(np, sing, scale, b_h)
 
 
 def _traced(ad: Adapter, kern: _Kernel, x: Any) -> bool:
