@@ -124,8 +124,8 @@ def test_lock_is_released_when_the_writer_is_killed(tmp_path):
             proc.wait(timeout=30)
 
 
-def _bench(out: Path, *extra: str) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONPATH=SRC)
+def _bench(out: Path, *extra: str, env_extra: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=SRC, **(env_extra or {}))
     return subprocess.Popen(
         [sys.executable, "-m", "xlinalg", "bench", "--quick", "--backends", "numpy",
          "--cases", "q3_solve_sweep", "--no-calibrate", "--no-progress", "--out", str(out),
@@ -150,16 +150,60 @@ def test_cli_resume_while_another_run_writes_says_so_and_exits_2(tmp_path):
     assert len(read_results(p).headers) == 1  # the holder's header only, intact
 
 
+GATED_CASE = textwrap.dedent('''
+    """A case that waits for a file the test creates: the run holding the results
+    file cannot finish (and release it) before the test says so."""
+    import os
+    import time
+
+    from xlinalg.bench import Case, register_case
+
+
+    def _vec(rng, n):
+        return (rng.standard_normal(n),)
+
+
+    def _gated(ctx, x):
+        gate = os.environ["XL_TEST_GATE"]
+        deadline = time.monotonic() + 600  # a stop of its own, should the test die
+        while not os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return x * 2.0
+
+
+    register_case(Case(name="t_gated", sizes={"quick": [10, 50]}, setup=_vec, op=_gated,
+                       reference=lambda x: 2.0 * x), replace=True)
+''')
+
+
 def test_cli_two_runs_started_together_one_wins_the_file_stays_valid(tmp_path):
+    # Overlap by construction: whichever run takes the file first waits in its
+    # cells for a gate the test opens only after the other run has exited, so
+    # the loser always meets a held lock, however loaded the machine is.
     p = tmp_path / "r.jsonl"
-    procs = [_bench(p), _bench(p, "--overwrite")]
+    cases = tmp_path / "gated_cases.py"
+    cases.write_text(GATED_CASE)
+    gate = tmp_path / "gate"
+    gated = ("--cases", "t_gated", "--case-file", str(cases))
+    env = {"XL_TEST_GATE": str(gate)}
+    procs = [_bench(p, *gated, env_extra=env), _bench(p, *gated, "--overwrite", env_extra=env)]
+    try:
+        deadline = time.monotonic() + 300  # a hang stops the test (not a timing bound)
+        while all(pr.poll() is None for pr in procs):
+            assert time.monotonic() < deadline, "neither run exited: no loser"
+            time.sleep(0.02)
+        first = next(pr for pr in procs if pr.poll() is not None)
+        # the loser exited with the winner still inside its run, held at the gate
+        assert sum(pr.poll() is None for pr in procs) == 1
+    finally:
+        gate.touch()
     outs = [pr.communicate(timeout=300) for pr in procs]
-    codes = sorted(pr.returncode for pr in procs)
     errs = "".join(e for _, e in outs)
     assert "Traceback" not in errs
     # exactly one run wrote the file; the other said why in one line and exited 2
-    assert codes == [0, 2], (codes, errs)
-    loser_err = next(e for pr, (_, e) in zip(procs, outs) if pr.returncode == 2)
+    assert first.returncode == 2, errs
+    assert sorted(pr.returncode for pr in procs) == [0, 2], errs
+    loser_err = outs[procs.index(first)][1]
     assert len([ln for ln in loser_err.strip().splitlines() if ": warning: " not in ln]) == 1, loser_err
     res = read_results(p)
     assert len(res.headers) == 1
