@@ -182,7 +182,10 @@ class TorchAdapter(Adapter):
             # reads it as one matrix broadcast over the batch. A leading unit axis
             # makes torch read it the standard's way (no copy).
             b = b.unsqueeze(0)
-        if errors == "raise":
+        # inside torch.compile a failing kernel raises torch's own error from the
+        # compiled graph, past the handler below: the trace takes the NaN path, as
+        # cholesky's and every function's under jax.jit (docs/semantics.md)
+        if errors == "raise" and not self.torch.compiler.is_compiling():
             try:
                 return self._tsolve(a, b)
             except self._linalg_error as exc:
