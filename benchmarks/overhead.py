@@ -5,6 +5,7 @@ Usage::
     python benchmarks/overhead.py            # everything (about two minutes on 2 cores)
     python benchmarks/overhead.py --quick    # fewer repeats
     python benchmarks/overhead.py --only solve,add
+    python benchmarks/overhead.py --only extension   # the linalg extension + lstsq rows
 
 Every row times the native call and the xlinalg call *interleaved* (A, B, A, B, ...)
 with calibrated inner loops, so slow drifts of a noisy machine hit both alike,
@@ -105,10 +106,75 @@ def _peak_rss_growth(setup: str, call: str) -> float:
     return float(json.loads(res.stdout.strip().splitlines()[-1]))
 
 
+# ---------------------------------------------------------------------- the extension's rows
+#: the library's own call where it is not ``<library>.linalg.<name>``
+_NATIVE: dict[str, dict[str, tuple[str, Callable[..., Any]]]] = {
+    "numpy": {"lstsq": ("np.linalg.lstsq(a, b, rcond=None)", lambda a, b: np.linalg.lstsq(a, b, rcond=None))},
+    "torch": {
+        "matrix_transpose": ("x.mT", lambda x: x.mT),
+        "outer": ("torch.outer", lambda x1, x2: __import__("torch").outer(x1, x2)),
+        "tensordot": ("torch.tensordot", lambda x1, x2, axes: __import__("torch").tensordot(x1, x2, dims=axes)),
+        "trace": ("torch.diagonal(x, 0, -2, -1).sum(-1)",
+                  lambda x: __import__("torch").diagonal(x, 0, -2, -1).sum(-1)),
+    },
+    "jax": {"lstsq": ("jnp.linalg.lstsq(a, b)", lambda a, b: __import__("jax.numpy").numpy.linalg.lstsq(a, b))},
+}
+
+#: the functions timed: every declared linear-algebra function but solve and
+#: matmul (rows of their own above)
+def _extension_names() -> list[str]:
+    from xlinalg._lib._declare import operations
+
+    return [op.name for op in operations("linalg") if op.name not in ("solve", "matmul")]
+
+
+def _extension_libraries(have_torch: bool, have_jax: bool) -> list[tuple[str, Any, Any, float]]:
+    """(library, host -> library array, fence, target) for each installed CPU library."""
+    out: list[tuple[str, Any, Any, float]] = [("numpy", np.asarray, lambda r: r, 1.10)]
+    if have_torch:
+        import torch
+
+        out.append(("torch", torch.from_numpy, lambda r: r, 1.10))
+    if have_jax:
+        import jax
+        import jax.numpy as jnp
+
+        out.append(("jax", jnp.asarray, lambda r: jax.block_until_ready(r), 1.10))
+    return out
+
+
+def _extension_calls(lib: str, convert: Any, fence: Any) -> list[tuple[str, Any, Any]]:
+    """(name, native call, xlinalg call) of each function on its declared sample."""
+    from xlinalg._lib._declare import OPERATIONS
+
+    spaces = {"numpy": "np", "torch": "torch", "jax": "jnp"}
+    calls = []
+    for name in _extension_names():
+        op = OPERATIONS[name]
+        args = tuple(convert(np.ascontiguousarray(a)) for a in op.sample_args())
+        kwargs = dict(op.kwargs)
+        label, fn = _NATIVE.get(lib, {}).get(name, (None, None))
+        if fn is None:
+            module = {"numpy": "numpy", "torch": "torch", "jax": "jax.numpy"}[lib]
+            fn = getattr(__import__(module, fromlist=["linalg"]).linalg, name)
+            label = f"{spaces[lib]}.linalg.{name}"
+        ours_fn = op.func
+
+        def native(fn: Any = fn, args: Any = args, kwargs: Any = kwargs) -> Any:
+            return fence(fn(*args, **kwargs))
+
+        def ours(args: Any = args, kwargs: Any = kwargs, ours_fn: Any = ours_fn) -> Any:
+            return fence(ours_fn(*args, **kwargs))
+
+        native.__doc__ = label + (" (fenced)" if lib == "jax" else "")
+        calls.append((name, native, ours))
+    return calls
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
-    p.add_argument("--only", default="", help="comma list of row groups: solve,fence,small,large,many,host,memory")
+    p.add_argument("--only", default="", help="comma list of row groups: solve,fence,small,extension,large,many,host,memory")
     args = p.parse_args(argv)
     repeats = 7 if args.quick else 41
     only = set(filter(None, args.only.split(",")))
@@ -210,6 +276,14 @@ def main(argv: list[str] | None = None) -> int:
                     compare(lambda: torch.add(tv, tv), lambda: xl.add(tv, tv), repeats, small_t))
             add_row("torch  xl.sigmoid 8 / torch.sigmoid", "≤ 1.25", 1.25,
                     compare(lambda: torch.sigmoid(tv), lambda: xl.sigmoid(tv), repeats, small_t))
+
+    if want("extension"):
+        print("the linalg extension and lstsq: each function's declared sample (3×3 matrices, "
+              "3-vectors), xlinalg / the library's own call")
+        for lib, convert, fence, target in _extension_libraries(have_torch, have_jax):
+            for name, native, ours in _extension_calls(lib, convert, fence):
+                add_row(f"{lib:6s} xl.{name} / {native.__doc__}", f"≤ {target:.2f}", target,
+                        compare(native, ours, repeats, small_t))
 
     if want("large"):
         print("large inputs: throughput (ratio of times; target ≤ 1/0.97 = 1.031)")

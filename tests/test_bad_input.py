@@ -380,36 +380,42 @@ def test_differential_elementwise(backend: BackendCase, inp, name) -> None:
 
 
 # ---------------------------------------------------------------------- explicit xp=
-def _xp_functions() -> list[tuple[str, Callable[..., Any], Callable[[Any], tuple[Any, ...]]]]:
-    """Every public function taking ``xp=``, with arguments built from one matrix."""
+def _xp_functions() -> list[tuple[Any, Callable[[Callable[[Any], Any]], tuple[tuple[Any, ...], dict[str, Any]]]]]:
+    """Every public function taking ``xp=`` (each is declared: checked here), with its
+    declared sample arguments and keywords; ``make(convert)`` puts them on a backend."""
     import inspect
 
-    two = lambda m: (m, m)  # noqa: E731
-    one = lambda m: (m,)  # noqa: E731
-    args = {"solve": two, "matmul": two, "add": two, "subtract": two, "multiply": two, "divide": two,
-            "solve_many": lambda m: ([m], [m]), "lstsq": two, "outer": lambda m: (m[0, ...], m[0, ...]),
-            "tensordot": two, "vecdot": two, "cross": lambda m: (xl.to(np.ones(3), xl.backend_of(m)),) * 2,
-            "matrix_power": lambda m: (m, 2)}
-    out = []
+    from xlinalg._lib._declare import operations
+
+    ops = operations()
+    takes_xp = set()
     for name in xl.__all__:
-        f = getattr(xl, name)
         try:
-            params = inspect.signature(f).parameters
+            if "xp" in inspect.signature(getattr(xl, name)).parameters:
+                takes_xp.add(name)
         except (TypeError, ValueError):
             continue
-        if "xp" in params:
-            out.append((name, f, args.get(name, one)))
-    assert len(out) >= 11, [n for n, _, _ in out]
-    return out
+    assert takes_xp == {op.name for op in ops}, "every public function taking `xp` is declared (@declare)"
+
+    def maker(op: Any) -> Callable[[Callable[[Any], Any]], tuple[tuple[Any, ...], dict[str, Any]]]:
+        def make(convert: Callable[[Any], Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+            args = tuple([convert(e) for e in a] if isinstance(a, (list, tuple)) else convert(a)
+                         for a in op.sample_args())
+            return args, dict(op.kwargs)
+
+        return make
+
+    return [(op, maker(op)) for op in ops]
 
 
 @pytest.mark.parametrize("xp", ["numpy", 42, np.linalg], ids=["str", "int", "not-a-namespace"])
 def test_xp_that_is_not_a_namespace(xp: Any) -> None:
-    for name, f, make in _xp_functions():
+    for op, make in _xp_functions():
+        args, kwargs = make(np.asarray)
         with pytest.raises(TypeError, match=r"`xp` must be an array namespace module, e.g. numpy, .* got ") as info:
-            f(*make(np.eye(2)), xp=xp)
+            op.func(*args, **kwargs, xp=xp)
         if isinstance(xp, str):
-            assert "the str 'numpy'" in str(info.value), name
+            assert "the str 'numpy'" in str(info.value), op.name
 
 
 def test_xp_of_another_library_than_the_arrays(backend: BackendCase) -> None:
@@ -417,12 +423,13 @@ def test_xp_of_another_library_than_the_arrays(backend: BackendCase) -> None:
         import array_api_strict as other  # any namespace that is not the arrays'
     else:
         other = np
-    m = backend.arr(np.eye(2))
-    for name, f, make in _xp_functions():
-        with pytest.raises(TypeError, match=rf"`xp` is {other.__name__} but `(a|x|x1|a\[0\])` is .*: pass xp=") as info:
-            f(*make(m), xp=other)
-        assert "leave `xp` out" in str(info.value), name
-        f(*make(m), xp=backend.namespace())  # the arguments' own namespace fits
+    for op, make in _xp_functions():
+        args, kwargs = make(backend.arr)
+        first = re.escape(op.arg_names[0])
+        with pytest.raises(TypeError, match=rf"`xp` is {other.__name__} but `{first}(\[0\])?` is .*: pass xp=") as info:
+            op.func(*args, **kwargs, xp=other)
+        assert "leave `xp` out" in str(info.value), op.name
+        op.func(*args, **kwargs, xp=backend.namespace())  # the arguments' own namespace fits
 
 
 # ---------------------------------------------------------------------- extended precision

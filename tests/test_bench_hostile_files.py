@@ -45,14 +45,8 @@ def _write(path: Path, objs: list[dict]) -> Path:
 def plotted(tmp_path_factory) -> Path:
     """A small results file whose report has plots (the Q3 and Q4 cells of the
     committed CPU run)."""
-    src = ROOT / "benchmarks" / "results" / "cpu-default.jsonl"
-    if not src.exists():
-        pytest.skip("no committed run in benchmarks/results")
-    keep = []
-    for line in src.read_text().splitlines():
-        obj = json.loads(line)
-        if obj["type"] == "header" or obj["case"] in ("q3_solve_sweep", "q4_loop", "q4_batched"):
-            keep.append(obj)
+    src = read_results(ROOT / "benchmarks" / "results" / "cpu-default.jsonl.xz")
+    keep = [*src.headers, *(r for r in src.records if r["case"] in ("q3_solve_sweep", "q4_loop", "q4_batched"))]
     return _write(tmp_path_factory.mktemp("plotted") / "run.jsonl", keep)
 
 

@@ -401,3 +401,57 @@ def test_the_slowdown_fixture_waits_in_proportion():
     # at least 1.5x the call's own time, whatever the load (a lower bound by construction)
     assert time.perf_counter() - t0 >= 1.5 * inner[0]
     assert slow.__wrapped__ is work
+
+
+# ---------------------------------------------------------------------- the A/A self-test's figures
+def _pair_run(pass_ratios: dict[str, list[float]]) -> dict[str, dict]:
+    """A run whose groups have one numpy/torch-cpu pair each, with these per-pass ratios."""
+    from xlinalg.bench._stats import combine_passes
+
+    run = {}
+    for case, ratios in pass_ratios.items():
+        passes = [{("numpy", "torch-cpu"): {"ratio": r, "lo": r * 0.99, "hi": r * 1.01, "rounds": 10}}
+                  for r in ratios]
+        pair = combine_passes(passes)[("numpy", "torch-cpu")]
+        run[f"{case}|numpy|float64|4"] = {"backend": "numpy", "ratios": {"torch-cpu": pair}}
+        run[f"{case}|torch-cpu|float64|4"] = {"backend": "torch-cpu", "ratios": {}}
+    return run
+
+
+def test_the_aa_selftest_counts_cross_run_and_pass_to_pass_coverage():
+    from xlinalg.bench._compare import aa_selftest
+
+    rng = np.random.default_rng(4)
+    steady = {f"c{i}": list(np.exp(rng.normal(0.3, 0.02, 5))) for i in range(20)}
+    a = _pair_run(steady)
+    b = _pair_run({k: list(np.exp(rng.normal(0.3, 0.02, 5))) for k in steady})
+    t = aa_selftest(a, b, [])
+    assert t["pairs"] == 20
+    assert t["second_in_first"] >= 17
+    assert t["first_in_second"] >= 17
+    assert t["pass_checks"] == 2 * 20 * 5  # every pass of every pair of both runs, left out once
+    assert t["pass_inside"] >= 0.85 * t["pass_checks"]
+    # a process with a slow state in one pass of each pair: that pass falls outside
+    # the interval of the other four, the others stay inside
+    jumpy = _pair_run({k: [1.35, 1.35 * 1.001, 1.35 * 0.999, 1.35 * 1.002, 2.7] for k in steady})
+    t = aa_selftest(jumpy, jumpy, [])
+    assert t["pass_checks"] == 2 * 20 * 5
+    assert t["pass_inside"] == 2 * 20 * 4
+    # fewer than 4 passes: nothing to check, never a vacuous 100 %
+    t = aa_selftest(_pair_run({"c0": [1.0, 1.1, 1.2]}), _pair_run({"c0": [1.0, 1.1, 1.2]}), [])
+    assert t["pass_checks"] == 0
+
+
+def test_compare_aa_prints_both_coverage_figures(tmp_path):
+    rng = np.random.default_rng(5)
+    steady = {f"c{i}": list(np.exp(rng.normal(0.3, 0.02, 5))) for i in range(6)}
+    paths = []
+    for name in ("a", "b"):
+        recs = [result(case=k.split("|")[0], backend=k.split("|")[1], ratios=r["ratios"])
+                for k, r in _pair_run(steady).items()]
+        paths.append(write(tmp_path / f"{name}.jsonl", recs))
+    code, out, err = run_cli("compare", *map(str, paths), "--aa")
+    assert code == 0, err
+    line = next(ln for ln in out.splitlines() if ln.startswith("A/A self-test"))
+    assert "the second run's ratio inside the first run's 95% interval: 6 of 6 (100%)" in line
+    assert "within each run, a pass's ratio inside the interval its other passes predict: 60 of 60 (100%)" in line

@@ -4,8 +4,11 @@ real run for the worker protocol, the recheck and equal thread footing."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import statistics
+import sys
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -807,3 +810,39 @@ def test_plan_is_side_by_side_order(tmp_path):
     cells = plan_cells(RunConfig(backends=["numpy", "torch-cpu"], cases=["q3_solve_sweep"], sizes=["4"],
                                  out=Path(tmp_path) / "x", calibrate=False))
     assert [c["backend"] for c in cells] == ["numpy", "torch-cpu"]
+
+
+@pytest.mark.parametrize(("per_call", "number", "blocks"), [(0.001, 5, 3), (0.02, 3, 1), (0.6, 1, 1), (0.049, 1, 3)])
+def test_a_long_block_is_the_rounds_only_block(monkeypatch, per_call, number, blocks):
+    # best of blocks_per_round guards a short block against one scheduler
+    # interruption; a block of 50 ms or more is its round's only block (the
+    # 4096x4096 cells of the default run spent 3x their time on it)
+    import io
+    import types
+
+    from xlinalg.bench import _worker
+
+    class FakeTimer:
+        config = types.SimpleNamespace(blocks_per_round=3)
+        calls = 0
+
+        def prepare(self):
+            return types.SimpleNamespace(number=number, first_call_s=per_call)
+
+        def sample(self, n):
+            FakeTimer.calls += 1
+            return per_call, None
+
+        def measurement(self, prep, times, dev):
+            return times
+
+    r, w = os.pipe()
+    monkeypatch.setattr(sys, "stdin", io.StringIO('{"op": "sample"}\n{"op": "sample"}\n{"op": "finish"}\n'))
+    times = _worker._remote_sampler(w)(FakeTimer())
+    os.close(w)
+    with os.fdopen(r) as f:
+        replies = [json.loads(line) for line in f]
+    samples = [m for m in replies if m["event"] == "samples"]
+    assert [len(m["times"]) for m in samples] == [blocks, blocks]
+    assert FakeTimer.calls == 2 * blocks
+    assert times == [per_call, per_call]

@@ -92,6 +92,20 @@ def test_mixed_dtypes_promote_as_numpy(backend: BackendCase) -> None:
     np.testing.assert_allclose(got, 8.5)
 
 
+@pytest.mark.parametrize("scalar", [np.uint8(3), np.int8(-2), np.float32(1.5), np.float64(2.0), np.complex64(1j)],
+                         ids=lambda s: type(s).__name__)
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32])
+def test_numpy_scalar_next_to_a_numpy_array_keeps_its_dtype(scalar, dtype) -> None:
+    """docs/semantics.md: next to a NumPy array, NumPy's own rule (NEP 50): a NumPy
+    scalar is a 0-d array of its dtype, in every function taking two operands (the
+    standard's conformance suite found tensordot(uint8 array, np.uint8) giving int64)."""
+    x = np.arange(3).astype(dtype)
+    for args in ((x, scalar), (scalar, x)):
+        got, want = xl.tensordot(*args, axes=0), np.tensordot(*args, axes=0)
+        assert got.dtype == want.dtype, (args, got.dtype, want.dtype)
+        np.testing.assert_array_equal(got, want)
+
+
 def test_bad_arguments(backend: BackendCase) -> None:
     v3 = backend.arr(np.ones(3))
     with pytest.raises(ValueError, match="outer: `x1` and `x2` must be vectors"):

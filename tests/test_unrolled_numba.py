@@ -247,3 +247,38 @@ def test_solve_ex_mask_without_sync(backend: str) -> None:
     np.testing.assert_array_equal(np.asarray(xl.to(sing, "numpy")), want)
     xn = np.asarray(xl.to(x, "numpy"))
     assert np.isnan(xn[want]).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [1, 5])
+def test_tiled_kernel_is_the_plain_one(dtype: str, n: int) -> None:
+    """The tiled kernel (real dtypes' default: vectorized across a tile of systems)
+    gives bitwise the results and singular verdicts of the one-system-per-iteration
+    kernel, across tile and chunk boundaries and their ragged tail, with the peer
+    members (singular, near-singular, NaN/inf in a or b) scattered through the
+    batch, for C-ordered and transposed members and one or several columns."""
+    rng = np.random.default_rng(n)
+    nb = 2 * _numba.CHUNK + _numba.TILE + 7  # two full chunks, a full tile and a ragged one
+    a = (rng.standard_normal((nb, n, n)) + 2 * np.sqrt(n) * np.eye(n)).astype(dtype)
+    peers = _peer_batch(n, dtype, rng)
+    where = rng.choice(nb, size=(40, peers.shape[0]), replace=False)
+    for row in where:
+        a[row] = peers
+    a[-1] = peers[1]  # the last member singular (the ragged tile)
+    dt = np.dtype(dtype)
+    tol = np.empty(0, dt).real.dtype.type(_singular.tolerance(np, dt, n))
+    tiled, plain = _numba._dispatcher(n, dt, tiled=True), _numba._dispatcher(n, dt, tiled=False)
+    for k in (1, 3):
+        b = rng.standard_normal((nb, n, k)).astype(dtype)
+        b[where[0, 0], 0, -1] = np.nan
+        b[where[1, 0], -1, 0] = np.inf
+        for members in (a, np.ascontiguousarray(np.swapaxes(a, -1, -2)).swapaxes(-1, -2)):
+            out = []
+            for fn in (tiled, plain):
+                x, bad = np.empty((nb, n, k), dt), np.empty(nb, np.bool_)
+                fn(members, b, x, bad, dt.type(1), dt.type(np.nan), tol)
+                out.append((x, bad))
+            np.testing.assert_array_equal(out[0][0], out[1][0])  # NaN where NaN, bit for bit
+            np.testing.assert_array_equal(out[0][1], out[1][1])
+            assert out[0][1].sum() >= 40  # the singular peers were named
+            assert np.isnan(out[0][0][where[0, 0]]).all()

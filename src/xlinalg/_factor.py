@@ -288,7 +288,7 @@ def cholesky(x: Array, /, *, upper: bool = False, errors: str = "raise", xp: Nam
         low, failed = _cholesky_native(ad, x)
         low = fail_members(
             ad, x, low, failed, errors, "cholesky", "not positive definite", _CHOL_FIX,
-            finite=None if ad.traced(x) else finite_members(xpn, xpn.tril(x)),
+            finite=lambda: finite_members(xpn, xpn.tril(x)),
         )
     if upper:
         low = xpn.matrix_transpose(xpn.conj(low) if ad.kind(low.dtype) == "c" else low)
@@ -305,7 +305,7 @@ def _np_cholesky(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _np_cholesky_block(x: np.ndarray, errors: str) -> np.ndarray:
     low, failed = _np_cholesky(x)
     return fail_members(NUMPY, x, low, failed, errors, "cholesky", "not positive definite", _CHOL_FIX,
-                        finite=finite_members(np, np.tril(x)))
+                        finite=lambda: finite_members(np, np.tril(x)))
 
 
 def _cholesky_native(ad: Adapter, x: Any) -> tuple[Any, Any]:

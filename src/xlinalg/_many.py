@@ -170,7 +170,7 @@ _SHAPE = operator.attrgetter("shape")
 
 #: Systems larger than this are solved one by one (eager libraries): stacking copies
 #: every system (time and memory) while batching no longer saves anything. Measured
-#: by the Q4 cases of benchmarks/results/cpu-full.jsonl (1000 systems): with stacking,
+#: by the Q4 cases of benchmarks/results/cpu-full.jsonl.xz (1000 systems): with stacking,
 #: solve_many was 1.1x the loop at n = 50 on numpy and torch-cpu, 0.5-0.7x at n = 100.
 LOOP_ABOVE = 64
 

@@ -107,15 +107,19 @@ def fail_members(ad: Adapter, x: Any, out: Any, failed: Any, errors: str, fn: st
     """`out` with NaN for the members in `failed`; or the error naming them.
 
     `failed` (over the batch): where the native call failed. A member whose input
-    is not all finite (`finite`: the mask of those that are, by default over all
-    of `x`) is never reported: NaN in, NaN out. With ``errors="raise"`` the others
+    is not all finite (`finite`: the mask of those that are, or a callable making
+    it when a member failed; by default over all of `x`) is never reported: NaN in, NaN out. With ``errors="raise"`` the others
     raise :func:`member_error`, except where no exception is possible (a traced
     `x`: ``jax.jit``, ``torch.compile``): NaN there.
     """
     xp = ad.xp
     if errors == "raise" and not ad.traced(x) and not ad.traced(out):
+        if not bool(xp.any(failed)):  # the common case: no member failed, nothing to fill
+            return out
         if finite is None:
             finite = finite_members(xp, x)
+        elif callable(finite):
+            finite = finite()
         bad = xp.logical_and(failed, finite)
         if bool(xp.any(bad)):
             batch = tuple(x.shape[:-2])

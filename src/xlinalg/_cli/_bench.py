@@ -48,7 +48,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             raise _UsageError(f"xlinalg bench: error: {exc}") from None
         for name in case_names():
             c = get_case(name)
-            print(terminal(f"{name:12s} {c.doc}"))
+            opt_in = f" [opt-in: --cases {c.group}; not in the default run]" if c.group else ""
+            print(terminal(f"{name:12s} {c.doc}{opt_in}"))
             for sc in ("quick", "default", "full"):
                 sizes = ", ".join(_size_str(s) for s in c.sizes_for(sc))
                 print(terminal(f"{'':12s}   {sc:8s} {sizes}"))

@@ -28,6 +28,7 @@ examples:
   xlinalg bench --quick --backends numpy,torch-cpu --cases q4_batched,a1_gemm
   xlinalg bench --cases a1_gemm --sizes 256,1024 --dtype float32 --threads 1
   xlinalg bench --full --backends numpy,torch-cpu,jax-cpu,dask,array-api-strict
+  xlinalg bench --cases linalg                    beyond the documents (opt-in): inv ... det
   xlinalg bench --out run.jsonl --resume          finish an interrupted run
 
 What is measured: each cell (case x backend x size) gets identical inputs made
@@ -75,7 +76,9 @@ def _build_parser() -> _Parser:
                         "but dask and array-api-strict, which run when named); see "
                         "'xlinalg info'")
     p.add_argument("--cases", metavar="LIST",
-                   help="comma-separated case names (default: all); see --list-cases")
+                   help="comma-separated case names or groups (default: every case but the "
+                        "opt-in group 'linalg': inv, cholesky, eigh, lstsq, det beyond the "
+                        "documents, which --cases linalg runs); see --list-cases")
     p.add_argument("--sizes", metavar="LIST",
                    help="comma-separated sizes replacing the scale's, e.g. 64,256 or "
                         "128x256x512 (a case reads n as its square form)")

@@ -207,7 +207,9 @@ def as_arrays(ad: Adapter, args: tuple[Any, ...], names: tuple[str, ...]) -> lis
     like = next((a for a in args if hasattr(a, "shape") and not isinstance(a, np.generic)), None)
     for i, x in enumerate(args):
         if isinstance(x, np.generic):
-            if like is not None:  # next to an array: a weak Python scalar
+            if ad is NUMPY:  # NumPy's own rule: a 0-d array of the scalar's dtype (NEP 50)
+                out[i] = np.asarray(x)
+            elif like is not None:  # next to another library's array: a weak Python scalar
                 out[i] = ad.asarray(x.item(), like, names[i])
             else:  # alone: a 0-d array of its dtype, in `ad`'s library (xp=torch: a tensor)
                 out[i] = np.asarray(x) if ad is NUMPY else ad.asarray(np.asarray(x), None, names[i])

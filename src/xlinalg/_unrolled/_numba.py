@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .._lib import _singular
-from ._schedule import _apply, _Emitter, _factor
+from ._schedule import _apply, _Emitter, _factor, _Factors
 
 #: the file the generated functions live in (package source, next to this module)
 GENERATED_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_numba_generated.py")
@@ -100,6 +100,85 @@ def _function_source(n: int) -> str:
     ) + "\n"
 
 
+#: systems per tile (a SIMD loop over them) and per chunk (a prange iteration)
+TILE, CHUNK = 32, 1024
+
+
+def _tiled_source(n: int, tile: int = TILE, chunk: int = CHUNK) -> str:
+    """``solve_t_n{n}``: the same schedule and singular rule as :func:`_function_source`
+    (the same operations in the same order: bitwise the same results), for real
+    dtypes, batch-last inside: each thread takes chunks of `chunk` systems, copies
+    tiles of `tile` systems to ``(entries, W)`` buffers and runs the straight-line
+    body as a loop over the tile, which LLVM vectorizes across systems (the
+    pivot choices are selects, no branches). The factors go to a tile buffer,
+    then each right-hand-side column is a second vectorized loop over them;
+    members whose input is not finite or that are singular get NaN last.
+    """
+    ind = " " * 16
+    e = _ScalarEmitter()
+    e.indent = ind
+    mat = [[e.let(f"a{i}{j}", f"ta[{i * n + j}, j]") for j in range(n)] for i in range(n)]
+    a0 = [list(r) for r in mat]
+    f = _factor(e, mat)
+    keep = ([f.lower[i][k] for k in range(n) for i in range(k + 1, n)]
+            + [f.upper[k][j] for k in range(n) for j in range(k + 1, n)] + list(f.recip))
+    sw = [s for k in range(n) for (_i, s) in f.swaps[k]]
+    rule = [f"fa{i} = " + " & ".join(f"({v} - {v} == 0)" for v in a0[i]) for i in range(n)]
+    rule.append("fa = " + " & ".join(f"fa{i}" for i in range(n)))
+    # the singular rule, decided by the schedule (_schedule._factor) as in _function_source
+    rule += [f"tsg[j] = {f.zero}", "tfa[j] = fa"]
+    rule += [f"tf[{m}, j] = {v}" for m, v in enumerate(keep)] + [f"ts[{m}, j] = {s}" for m, s in enumerate(sw)]
+    factor_lines = e.lines + [ind + line for line in rule]
+    e2 = _ScalarEmitter()
+    e2.indent = ind
+    names = {v: e2.let("f", f"tf[{m}, j]") for m, v in enumerate(keep)}
+    names.update({s: e2.let("s", f"ts[{m}, j]") for m, s in enumerate(sw)})
+    f2 = _Factors([[(i, names[s]) for (i, s) in f.swaps[k]] for k in range(n)],
+                  [[names[v] if v else "" for v in row] for row in f.lower],
+                  [[names[v] if v else "" for v in row] for row in f.upper],
+                  [names[v] for v in f.recip], "")
+    brows = [e2.let(f"b{r}", f"tb[{r}, j]") for r in range(n)]
+    xrows = _apply(e2, f2, brows)
+    apply_lines = [*e2.lines, ind + "tfb[j] = tfb[j] & " + " & ".join(f"({v} - {v} == 0)" for v in brows),
+                   *(ind + f"tx[{r}, j] = {xrows[r]}" for r in range(n))]
+    lines = [
+        f"def solve_t_n{n}(a, b, x, bad, one, nan, tol):",
+        "    nb = a.shape[0]",
+        "    k = b.shape[2]",
+        f"    for c in prange((nb + {chunk - 1}) // {chunk}):",
+        f"        ta = np.empty(({n * n}, {tile}), x.dtype)",
+        f"        tf = np.empty(({max(len(keep), 1)}, {tile}), x.dtype)",
+        f"        ts = np.empty(({max(len(sw), 1)}, {tile}), np.bool_)",
+        f"        tb = np.empty(({n}, {tile}), x.dtype)",
+        f"        tx = np.empty(({n}, {tile}), x.dtype)",
+        f"        tsg = np.empty({tile}, np.bool_)",
+        f"        tfa = np.empty({tile}, np.bool_)",
+        f"        tfb = np.empty({tile}, np.bool_)",
+        f"        for i0 in range(c * {chunk}, min(nb, (c + 1) * {chunk}), {tile}):",
+        f"            w = min({tile}, nb - i0)",
+        "            for j in range(w):",
+        *(f"                ta[{i * n + jj}, j] = a[i0 + j, {i}, {jj}]" for i in range(n) for jj in range(n)),
+        "                tfb[j] = True",
+        "            for j in range(w):",
+        *factor_lines,
+        "            for col in range(k):",
+        "                for j in range(w):",
+        *(f"                    tb[{r}, j] = b[i0 + j, {r}, col]" for r in range(n)),
+        "                for j in range(w):",
+        *("    " + line for line in apply_lines),
+        "                for j in range(w):",
+        *(f"                    x[i0 + j, {r}, col] = tx[{r}, j]" for r in range(n)),
+        "            for j in range(w):",
+        "                sg = tsg[j]",
+        "                ok = tfa[j] & tfb[j]",
+        "                bad[i0 + j] = sg & ok",
+        "                if sg or not ok:",
+        "                    for col in range(k):",
+        *(f"                        x[i0 + j, {r}, col] = nan" for r in range(n)),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def generated_source(max_n: int = 8) -> str:
     """The text of ``_numba_generated.py``: one function per n = 1..`max_n`."""
     head = (
@@ -107,7 +186,9 @@ def generated_source(max_n: int = 8) -> str:
         "Regenerate with ``python -m xlinalg._unrolled._numba`` after changing the\n"
         "schedule (xlinalg._unrolled._schedule): a test checks this file is current.\n"
         '"""\n\n'
+        "# ruff: noqa: F841\n"
         "# mypy: ignore-errors\n"
+        "import numpy as np\n"
         "from numba import njit, prange\n\n\n"
         "@njit(cache=True, nogil=True)\n"
         "def _sel(c, x, y):\n"
@@ -115,7 +196,7 @@ def generated_source(max_n: int = 8) -> str:
         "    # superlinear in basic blocks, LLVM inlines the call to a select\n"
         "    return x if c else y\n"
     )
-    return head + "".join("\n\n" + _function_source(n) for n in range(1, max_n + 1))
+    return head + "".join("\n\n" + _function_source(n) + "\n\n" + _tiled_source(n) for n in range(1, max_n + 1))
 
 
 @functools.cache
@@ -137,10 +218,13 @@ _DISPATCHERS: dict[tuple[int, str], Any] = {}
 COMPILE_S: dict[tuple[int, str], float] = {}
 
 
-def _dispatcher(n: int, dtype: np.dtype) -> Any:
+def _dispatcher(n: int, dtype: np.dtype, tiled: bool | None = None) -> Any:
     """numba's compiled solve for (n, dtype), built on first use (from the disk cache
-    where an earlier process left it)."""
-    key = (n, dtype.name)
+    where an earlier process left it). `tiled`: the tiled kernel (the default for
+    real dtypes) or the one-system-per-iteration one (complex; tests compare them)."""
+    if tiled is None:
+        tiled = dtype.kind == "f"
+    key = (n, dtype.name) if tiled == (dtype.kind == "f") else (n, f"{dtype.name}-{'tiled' if tiled else 'plain'}")
     disp = _DISPATCHERS.get(key)
     if disp is not None:
         return disp
@@ -159,9 +243,10 @@ def _dispatcher(n: int, dtype: np.dtype) -> Any:
             src = nt.Array(scalar, 3, "A", readonly=True)
             real = numba.from_dtype(np.empty(0, dtype).real.dtype)
             sig = nt.void(src, src, nt.Array(scalar, 3, "C"), nt.Array(nt.boolean, 1, "C"), scalar, scalar, real)
-            disp = numba.njit(sig, parallel=True, cache=True, nogil=True, error_model="numpy")(
-                getattr(gen, f"solve_n{n}")
-            )
+            # real dtypes: the tiled kernel (vectorized across systems); complex: one
+            # system per iteration (LLVM does not vectorize complex arithmetic here)
+            name = f"solve_t_n{n}" if tiled else f"solve_n{n}"
+            disp = numba.njit(sig, parallel=True, cache=True, nogil=True, error_model="numpy")(getattr(gen, name))
             COMPILE_S[key] = time.perf_counter() - t0
             _DISPATCHERS[key] = disp
     return disp

@@ -50,6 +50,7 @@ __all__ = [
     "DTYPES",
     "KNOWN_TAGS",
     "NAMED_SECTIONS",
+    "OPT_IN_GROUPS",
     "PEAKS",
     "SCALES",
     "UNITS",
@@ -58,8 +59,10 @@ __all__ = [
     "RetiredCase",
     "backend_object",
     "case_names",
+    "default_case_names",
     "format_size",
     "get_case",
+    "group_case_names",
     "load_case_file",
     "native_namespace",
     "register_case",
@@ -85,6 +88,13 @@ NAMED_SECTIONS: tuple[str, ...] = ("Calibration", "Extra", "Other")
 _DOC_SECTION = re.compile(r"[QA][1-9][0-9]{0,2}")
 #: The tags the report reads (see :class:`Case`).
 KNOWN_TAGS: tuple[str, ...] = ("calibration", "gemm", "stream", "loop", "sweep")
+
+#: The opt-in groups of cases: a case of a group is not in the default run; ``--cases
+#: GROUP`` runs the group's cases (``--cases NAME`` one of them). Group -> what it is.
+OPT_IN_GROUPS: dict[str, str] = {
+    "linalg": "linear algebra beyond the documents: inv, cholesky, eigh, lstsq and det on a "
+              "batch of small matrices and on one large matrix (xlinalg's functions)",
+}
 
 #: Largest size component a command line may ask for (8 TiB of float64 for a
 #: vector: past every machine; larger values would also not fit the results schema).
@@ -207,6 +217,10 @@ class Case:
     notes : mapping backend -> text
         What a reader must know about a backend's cells (e.g. why a layout
         difference cannot exist there); shown in the report next to them.
+    group : str
+        An opt-in group (:data:`OPT_IN_GROUPS`): the case is left out of the
+        default run and runs when ``--cases`` names it or its group; empty (the
+        default): in the default run.
     """
 
     name: str
@@ -232,6 +246,7 @@ class Case:
     peak: str = ""
     compute_dtype: str = ""
     notes: Mapping[str, str] = field(default_factory=dict)
+    group: str = ""
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in " ,|="):
@@ -259,6 +274,12 @@ class Case:
         if self.peak not in PEAKS:
             raise ValueError(f"case {self.name!r}: peak must be one of {', '.join(PEAKS)}, "
                              f"got {self.peak!r}")
+        if self.group and self.group not in OPT_IN_GROUPS:
+            raise ValueError(f"case {self.name!r}: group must be one of {', '.join(OPT_IN_GROUPS)} "
+                             f"(or empty: the default run), got {self.group!r}")
+        if self.name in OPT_IN_GROUPS:
+            raise ValueError(f"case {self.name!r}: the name of an opt-in group (--cases "
+                             f"{self.name} runs the group); name the case otherwise")
         if self.compute_dtype and self.compute_dtype not in DTYPES:
             raise ValueError(f"case {self.name!r}: compute_dtype must be one of "
                              f"{', '.join(DTYPES)}, got {self.compute_dtype!r}")
@@ -421,6 +442,9 @@ def get_case(name: str) -> Case:
         return _CASES[name]
     except KeyError:
         pass
+    if name in OPT_IN_GROUPS:
+        raise ValueError(f"{name!r} is a group of cases ({', '.join(group_case_names(name))}), "
+                         f"not one case: --cases {name} runs them all") from None
     if name in _RETIRED:
         raise ValueError(f"case {name!r} was removed (it repeated another case): use "
                          f"{_RETIRED[name].instead!r} instead") from None
@@ -430,6 +454,20 @@ def get_case(name: str) -> Case:
 def case_names() -> list[str]:
     """Registered case names, in registration order."""
     return list(_CASES)
+
+
+def default_case_names() -> list[str]:
+    """The cases a run without ``--cases`` runs (calibration ones included): every
+    registered case outside the opt-in groups, in registration order."""
+    return [n for n, c in _CASES.items() if not c.group]
+
+
+def group_case_names(group: str) -> list[str]:
+    """The cases of the opt-in `group`, in registration order (ValueError naming the
+    groups for an unknown one)."""
+    if group not in OPT_IN_GROUPS:
+        raise ValueError(f"unknown case group {group!r}; groups: {', '.join(OPT_IN_GROUPS)}")
+    return [n for n, c in _CASES.items() if c.group == group]
 
 
 _loaded_files: dict[str, Any] = {}

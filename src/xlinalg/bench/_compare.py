@@ -447,9 +447,48 @@ def aa_selftest(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str,
                 total -= 1
     judged = [r for r in rows if r["lo"] is not None]
     flagged = [r for r in judged if not r["flag"].startswith("~")]
+    held, checked = 0, 0
+    for run in (a, b):
+        h, c = _pass_to_pass(run)
+        held, checked = held + h, checked + c
     return {"pairs": total, "second_in_first": inside[0], "first_in_second": inside[1],
             "cells": len(judged), "flagged": len(flagged),
-            "flagged_keys": [r["key"] for r in flagged]}
+            "flagged_keys": [r["key"] for r in flagged],
+            "pass_checks": checked, "pass_inside": held}
+
+
+def _pass_to_pass(run: Mapping[str, Mapping[str, Any]], level: float = 0.95) -> tuple[int, int]:
+    """(inside, checked): within one run, how often a pass's ratio of two backends
+    lies inside the 95 % prediction interval for one more pass drawn from the run's
+    other passes (leave one out: ``mean ± t(k-2) * s * sqrt(1 + 1/(k-1))`` over the
+    other ``k - 1`` log ratios). The run's own check of its noise model: a
+    pass is a fresh set of processes, so this is the rate at which the next
+    process lands where the others said it would. Pairs with fewer than 4 passes
+    (two others give a one-degree-of-freedom interval) are not checked."""
+    from ._stats import t_quantile
+
+    inside = checked = 0
+    for ra in run.values():
+        pairs = ra.get("ratios")
+        if not isinstance(pairs, Mapping):
+            continue
+        for other, x in pairs.items():
+            if str(ra.get("backend")) >= str(other) or not isinstance(x, Mapping):
+                continue  # each unordered pair once
+            got = x.get("passes")
+            if not isinstance(got, list):
+                continue
+            logs = [math.log(v) for v in got if isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and 0 < v < math.inf]
+            if len(logs) < 4 or len(logs) != len(got):
+                continue
+            for i, li in enumerate(logs):
+                rest = logs[:i] + logs[i + 1:]
+                m, sd = statistics.fmean(rest), statistics.stdev(rest)
+                half = t_quantile(0.5 + level / 2.0, len(rest) - 1) * sd * math.sqrt(1 + 1 / len(rest))
+                checked += 1
+                inside += abs(li - m) <= half
+    return inside, checked
 
 
 def _why_not(o: Mapping[str, Any], n: Mapping[str, Any]) -> str:
@@ -608,7 +647,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"A/A self-test: the second run's ratio inside the first run's 95% interval: "
               f"{pct(t['second_in_first'])} of backend pairs; the first inside the "
               f"second's: {pct(t['first_in_second'])}; compare flagged {t['flagged']} of "
-              f"{t['cells']} cells (false positives: same code)")
+              f"{t['cells']} cells (false positives: same code); within each run, a pass's ratio "
+              f"inside the interval its other passes predict: "
+              + (f"{t['pass_inside']} of {t['pass_checks']} ({100 * t['pass_inside'] / t['pass_checks']:.0f}%)"
+                 if t["pass_checks"] else "- (no pair with 4 passes or more)"))
     regressions = counts.get("REGRESSION", 0)
     fail = getattr(args, "fail_on", None)
     if fail and (regressions or (fail == "shift" and shift_slower)):

@@ -41,7 +41,15 @@ from pathlib import Path
 from typing import Any
 
 from ._casefiles import load_case_files
-from ._cases import DTYPES, SCALES, case_names, get_case
+from ._cases import (
+    DTYPES,
+    OPT_IN_GROUPS,
+    SCALES,
+    case_names,
+    default_case_names,
+    get_case,
+    group_case_names,
+)
 from ._escape import terminal
 from ._store import ResultStore
 from ._timer import TimerConfig
@@ -211,19 +219,24 @@ def validate_config(config: RunConfig) -> RunConfig:
         load_case_files(config.case_files, time_limit=config.time_limit)
     except ValueError as exc:
         raise BenchUsageError(str(exc)) from None
-    valid_cases = case_names()
     if not config.cases:
         from .cases import CALIBRATION_CASES
 
-        # Every case; the calibration ones come from `calibrate` (plan_cells).
-        config.cases = [c for c in valid_cases if c not in CALIBRATION_CASES]
+        # Every case but the opt-in groups'; the calibration ones come from
+        # `calibrate` (plan_cells).
+        config.cases = [c for c in default_case_names() if c not in CALIBRATION_CASES]
     else:
+        named: list[str] = []
         for c in config.cases:
+            if c in OPT_IN_GROUPS and c not in case_names():  # --cases linalg: the group's cases
+                named.extend(group_case_names(c))
+                continue
             try:
                 get_case(c)  # its message names the valid cases, or a retired one's successor
             except ValueError as exc:
                 raise BenchUsageError(str(exc)) from None
-        config.cases = list(dict.fromkeys(config.cases))
+            named.append(c)
+        config.cases = list(dict.fromkeys(named))
     if config.sizes:
         for c in config.cases:
             for s in config.sizes:

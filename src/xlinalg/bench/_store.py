@@ -217,6 +217,9 @@ class ResultsFile:
         Problems that were tolerated (a truncated last line).
     good_bytes : int
         Length of the file's intact prefix (what ``--resume`` keeps).
+    compressed : str or None
+        ``"xz"`` or ``"gzip"`` for a compressed file (read as its content;
+        ``--resume`` refuses it), else None.
     """
 
     path: str
@@ -224,6 +227,7 @@ class ResultsFile:
     records: list[ResultRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     good_bytes: int = 0
+    compressed: str | None = None
 
     def latest(self) -> dict[str, ResultRecord]:
         """The last record of each cell key (a resumed or re-run cell supersedes)."""
@@ -305,8 +309,43 @@ def _read_bounded(p: Path) -> bytes:
         os.close(fd)
 
 
+#: magic bytes -> the compression a results file may be stored in (the committed
+#: runs are xz: a run's raw samples shrink about 9x)
+_COMPRESSED = {b"\xfd7zXZ\x00": "xz", b"\x1f\x8b": "gzip"}
+
+
+def _decompressed(p: Path, raw: bytes) -> tuple[bytes, str | None]:
+    """`raw` itself, or its content when it is xz or gzip (by its magic bytes, not
+    its name), at most :data:`MAX_FILE_BYTES` of it (a small bomb of zeros is
+    refused, never inflated)."""
+    kind = next((k for magic, k in _COMPRESSED.items() if raw.startswith(magic)), None)
+    if kind is None:
+        return raw, None
+    import lzma
+    import zlib
+
+    out, data = [], raw
+    total = 0
+    try:
+        while data:
+            d: Any = lzma.LZMADecompressor() if kind == "xz" else zlib.decompressobj(wbits=31)
+            chunk = d.decompress(data, MAX_FILE_BYTES + 1 - total)
+            total += len(chunk)
+            out.append(chunk)
+            if total > MAX_FILE_BYTES:
+                raise ResultsFileError(p, None, f"holds over the {MAX_FILE_BYTES // 2**20} MiB "
+                                                "a results file may have, compressed")
+            if not d.eof:
+                raise ResultsFileError(p, None, f"is a truncated {kind} file")
+            data = d.unused_data  # a second stream (concatenated files)
+    except (lzma.LZMAError, zlib.error, EOFError) as exc:
+        raise ResultsFileError(p, None, f"is a corrupt {kind} file ({exc})") from None
+    return b"".join(out), kind
+
+
 def read_results(path: str | os.PathLike[str], *, warn: bool = True) -> ResultsFile:
-    """Read and validate a results file.
+    """Read and validate a results file (JSON Lines, or JSON Lines compressed
+    with xz or gzip, recognised by content).
 
     Every line is parsed strictly and checked against the schema of its record
     type (:mod:`._schema`: types of known fields, not only their presence). A
@@ -323,8 +362,8 @@ def read_results(path: str | os.PathLike[str], *, warn: bool = True) -> ResultsF
     from ._schema import RecordError, parse_line
 
     p = Path(path)
-    raw = _read_bounded(p)
-    out = ResultsFile(path=str(p))
+    raw, kind = _decompressed(p, _read_bounded(p))
+    out = ResultsFile(path=str(p), compressed=kind)
     if not raw.strip():
         raise ResultsFileError(p, None, "is empty: not an xlinalg results file")
     record_lines: list[int] = []
@@ -558,6 +597,10 @@ class ResultStore:
             size = os.fstat(fd).st_size
             if not created and resume and size > 0:
                 self.previous = read_results(self.path, warn=False)
+                if self.previous.compressed:
+                    raise ResultsWriteError(
+                        self.path, None, f"is {self.previous.compressed}-compressed; --resume appends "
+                        "lines to a plain JSON Lines file: decompress it first (e.g. `xz -dk FILE`)")
                 if self.previous.good_bytes < size:  # a truncated last line: cut it
                     os.ftruncate(fd, self.previous.good_bytes)
                 elif os.pread(fd, 1, size - 1) != b"\n":

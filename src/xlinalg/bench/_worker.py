@@ -45,6 +45,14 @@ from typing import Any
 __all__ = ["main"]
 
 
+
+#: a block this long (seconds) is the round's only block: the best of several
+#: blocks guards short blocks against a scheduler interruption (a 5 ms block
+#: interrupted once is twice as long), while a block of 50 ms or more already
+#: averages the interruptions it meets; repeating it only lengthens the run
+#: (the default run's 4096x4096 elementwise cells: docs/performance.md)
+LONG_BLOCK_S = 0.05
+
 def _set_parent_death_signal() -> None:
     """Linux: get SIGKILL when the runner dies, so a worker never outlives it."""
     if not sys.platform.startswith("linux"):
@@ -97,9 +105,13 @@ def _remote_sampler(fd: int) -> Any:
                 break  # "finish"
             k = max(1, int(getattr(timer.config, "blocks_per_round", 1)))
             w0, c0 = time.perf_counter(), time.process_time()
-            got = [timer.sample(prep.number) for _ in range(k)]
+            got = []
+            for _ in range(k):
+                got.append(timer.sample(prep.number))
+                if got[-1][0] * prep.number >= LONG_BLOCK_S:
+                    break  # a long block: interruptions are a small part of it already
             wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-            best = min(range(k), key=lambda i: got[i][0])  # the round's value: its fastest block
+            best = min(range(len(got)), key=lambda i: got[i][0])  # the round's value: its fastest block
             times.append(got[best][0])
             if got[best][1] is not None:
                 dev.append(got[best][1])
