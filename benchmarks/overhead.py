@@ -174,7 +174,7 @@ def _extension_calls(lib: str, convert: Any, fence: Any) -> list[tuple[str, Any,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
-    p.add_argument("--only", default="", help="comma list of row groups: solve,fence,small,extension,large,many,host,memory")
+    p.add_argument("--only", default="", help="comma list of row groups: solve,fence,small,extension,large,many,stacks,host,memory")
     args = p.parse_args(argv)
     repeats = 7 if args.quick else 41
     only = set(filter(None, args.only.split(",")))
@@ -323,6 +323,30 @@ def main(argv: list[str] | None = None) -> int:
             st = compare(lambda: [torch.linalg.solve(x, y) for x, y in zip(tAs, tbs)],
                          lambda: xl.solve_many(tAs, tbs), max(5, repeats // 3), 0.2)
             add_row("torch  speed-up of solve_many over the loop", "≥ 10×", 1 / 10, st)
+
+    if want("stacks"):
+        # what the singular rule costs on stacks (docs/semantics.md): xl.solve's native
+        # path factors with LAPACK and applies the rule to the pivots; NumPy's batched
+        # solve gives no pivots, so a screen (slogdet) or one gesv a member pays for it
+        print("stacks: xl.solve(method=\"native\") / the native batched solve (the singular rule's cost)")
+        for batch, n in ((3, 5), (1000, 5), (100, 20), (1, 200)):
+            sa = rng.random((batch, n, n)) + n * np.eye(n)
+            sb = rng.random((batch, n, 1))
+            mt = max(small_t, 0.05)
+            add_row(f"numpy  {batch}×{n}×{n}", "context", None,
+                    compare(lambda sa=sa, sb=sb: np.linalg.solve(sa, sb),
+                            lambda sa=sa, sb=sb: xl.solve(sa, sb, method="native"), repeats, mt))
+            if have_torch:
+                ta, tb = torch.from_numpy(sa), torch.from_numpy(sb)
+                add_row(f"torch  {batch}×{n}×{n}", "context", None,
+                        compare(lambda ta=ta, tb=tb: torch.linalg.solve(ta, tb),
+                                lambda ta=ta, tb=tb: xl.solve(ta, tb, method="native"), repeats, mt))
+            if have_jax:
+                ja, jb = jnp.asarray(sa), jnp.asarray(sb)
+                add_row(f"jax    {batch}×{n}×{n} (fenced)", "context", None,
+                        compare(lambda ja=ja, jb=jb: jnp.linalg.solve(ja, jb).block_until_ready(),
+                                lambda ja=ja, jb=jb: xl.solve(ja, jb, method="native").block_until_ready(),
+                                repeats, mt))
 
     if want("host"):
         print("host data: Python lists of floats, checked to hold numbers only, then converted")

@@ -225,3 +225,77 @@ def test_nonfinite_members_are_all_nan_beside_regular_ones(backend: BackendCase,
     x = _solve(backend, a, b, method=method, errors=errors)
     assert [bool(np.isnan(m).all()) for m in x] == [False, True, True, False, True]
     np.testing.assert_allclose(x[[0, 3], :, 0], [[1.0, 1.0], [0.5, 0.5]])
+
+
+ROUTES = ["numpy", "numpy-without-scipy", "torch-host", "torch-ops"]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("copies", [1, 3, 40], ids=["one-each", "small-stack", "large-stack"])
+def test_every_route_of_the_native_path_gives_the_rule_s_verdict(route: str, copies: int, monkeypatch) -> None:
+    # The native path has several routes, chosen by size and by what is installed
+    # (docs/performance.md, "singular rule"): NumPy's one gesv a matrix with a screen,
+    # one gesv a member for small stacks, the slogdet screen for large ones, the
+    # rule's vectorized LU without SciPy; torch through zero-copy NumPy views for small
+    # CPU tensors, torch's own LU otherwise. Every route gives the same verdicts.
+    from xlinalg.backends import _numpy, _torch  # noqa: F401 - _torch needs torch below
+
+    if route.startswith("torch"):
+        require_backend("torch-cpu")
+        import torch
+
+        if route == "torch-ops":
+            monkeypatch.setattr("xlinalg.backends._torch.HOST_SOLVE_MAX_N", 0)
+        put = torch.from_numpy
+    else:
+        put = np.asarray
+    if route == "numpy-without-scipy":
+        monkeypatch.setattr(_numpy.NUMPY, "_lapack_missing", True)
+        monkeypatch.setattr(_numpy.NUMPY, "_lapack", {})
+    inf_member = np.eye(3)
+    inf_member[0, 0] = np.inf  # LAPACK solves it to the finite [0, 1, 1]
+    members = [
+        np.eye(3),  # regular
+        TEXTBOOK,  # singular
+        pivot_ladder(2.0**-49),  # regular: last pivot above n·eps
+        pivot_ladder(2.0**-51),  # singular: below it
+        conditioned(3, 1e10, 1),  # regular, ill-conditioned
+        1e-300 * TEXTBOOK.T,  # singular, tiny
+        1e300 * TEXTBOOK,  # singular, huge
+        1e-300 * conditioned(3, 1e6, 2),  # regular, tiny
+        pivot_ladder(0.0),  # an exact zero pivot
+        inf_member,  # inf in a: NaN, never singular
+    ]
+    singular = {1, 3, 5, 6, 8}
+    nan_rows = singular | {9}
+    a = np.stack(members * copies)
+    b = np.ones((len(a), 3, 1))
+    b[2, 1, 0] = np.nan  # NaN in b: member 2's solution NaN too, not singular
+    nan_rows = {i for i in range(len(a)) if i % len(members) in nan_rows} | {2}
+    sing = tuple(i for i in range(len(a)) if i % len(members) in singular)
+    # one member at a time (the single-matrix route) and the whole stack
+    for i, m in enumerate(members):
+        if i in singular:
+            with pytest.raises(xl.LinAlgError, match=r"`a` is singular"):
+                xl.solve(put(m), put(np.ones(3)))
+        with np.errstate(all="ignore"):
+            x = np.asarray(xl.solve(put(m), put(np.ones(3)), errors="nan"))
+        assert np.isnan(x).all() == (i in singular | {9}), (i, x)
+        if i not in singular | {9}:
+            np.testing.assert_allclose(m @ x, np.ones(3), rtol=1e-4 if i in (4, 7) else 1e-12)
+    with pytest.raises(xl.LinAlgError) as info:
+        xl.solve(put(a), put(b))
+    assert info.value.members == sing
+    with np.errstate(all="ignore"):
+        x = np.asarray(xl.solve(put(a), put(b), errors="nan"))
+    got = {i for i in range(len(a)) if np.isnan(x[i]).all()}
+    assert got == nan_rows
+    assert np.isfinite(x[sorted(set(range(len(a))) - nan_rows)]).all()
+    # no singular member at all: the inf member is still all NaN, no error
+    clean = np.stack([np.eye(3), inf_member, conditioned(3, 1e3, 3)] * copies)
+    for errors in ("raise", "nan"):
+        with np.errstate(all="ignore"):
+            x = np.asarray(xl.solve(put(clean), put(np.ones(3)), errors=errors))
+        assert [bool(np.isnan(r).all()) for r in x] == [False, True, False] * copies
+        assert np.isfinite(x[0::3]).all()
+        assert np.isfinite(x[2::3]).all()

@@ -159,6 +159,9 @@ class NumPyAdapter(Adapter):
         dt = np.result_type(a.dtype, b.dtype)
         a = a.astype(dt, copy=False)
         bm = b[..., None] if vector else b
+        if type(a) is np.ndarray and type(bm) is np.ndarray and self._loop_pays(a, bm, dt):
+            x = self._solve_loop(a, bm.astype(dt, copy=False), errors)
+            return x[..., 0] if vector else x
         sing, scale = self.verdict(a)
         skip = sing | ~np.isfinite(scale).all(axis=-1)
         some = bool(skip.any())
@@ -192,7 +195,8 @@ class NumPyAdapter(Adapter):
         return x[..., 0] if vector else x
 
     def _load_lapack(self, dtype: np.dtype) -> Any:
-        """SciPy's (getrf, getrs) for `dtype` and its tolerance ``eps`` (None: no SciPy)."""
+        """SciPy's ``(gesv, lange, getrf, eps)`` for `dtype` (None: no SciPy, or a
+        dtype LAPACK has no routines for)."""
         try:
             from scipy.linalg import lapack
         except ImportError:  # SciPy is optional: stacks' path then serves one matrix too
@@ -201,27 +205,114 @@ class NumPyAdapter(Adapter):
         if dtype.char not in _NP_SIGNATURES:
             return None
         p = {"f": "s", "d": "d", "F": "c", "D": "z"}[dtype.char]
-        entry = (getattr(lapack, p + "getrf"), getattr(lapack, p + "getrs"), float(np.finfo(dtype).eps))
+        entry = (getattr(lapack, p + "gesv"), getattr(lapack, p + "lange"), getattr(lapack, p + "getrf"),
+                 float(np.finfo(dtype).eps))
         self._lapack[dtype.char] = entry
         return entry
 
     def _solve_one(self, a: Any, b: Any, vector: bool, errors: str, lap: Any) -> Any:
-        """One matrix: LAPACK's getrf, the rule on its pivots, getrs with the same factors."""
-        getrf, getrs, eps = lap
-        n = a.shape[0]
-        lu, piv, _ = getrf(a)
-        scale = np.abs(a).max(axis=0)
-        sing = bool((np.abs(lu.diagonal()) <= (n * eps) * scale).any())
-        x, _ = getrs(lu, piv, b)
-        if sing or not (np.isfinite(scale).all() and np.isfinite(x).all()):
-            if not (np.isfinite(scale).all() and np.isfinite(b).all()):
-                sing = False  # NaN or inf in a or b: never singular, NaN (rule 2)
-            elif sing and errors == "raise":
-                self._raise_singular(np.True_, ())
-            elif not sing:
-                return x  # finite input, an overflowing solution (1e-310 * I): kept
-            x = np.full(x.shape, np.nan, dtype=x.dtype)
+        """One matrix: LAPACK's gesv (getrf + getrs) and the rule (:func:`_gesv_ruled`)."""
+        x, piv, scale = _gesv_ruled(lap, a, b)
+        if piv is None:
+            return x
+        fin = bool(np.isfinite(scale).all() and np.isfinite(b).all())
+        sing = fin and bool((np.abs(piv) <= _singular.tolerance(np, a.dtype, a.shape[0]) * scale).any())
+        if sing and errors == "raise":
+            self._raise_singular(np.True_, ())
+        if sing or not fin:  # NaN or inf in a or b: never singular, NaN (rule 2)
+            return np.full(x.shape, np.nan, dtype=x.dtype)
+        return x  # finite input, an overflowing solution (1e-310 * I): kept
+
+    def _loop_pays(self, a: Any, bm: Any, dt: np.dtype) -> bool:
+        """Whether a stack is solved one ``gesv`` a member (:meth:`_solve_loop`): where
+        SciPy is there, `a` is not broadcast against `bm`, and either the matrices are
+        too large for :meth:`verdict`'s screen (a second factorization there) or the
+        batch is small (a few LAPACK calls cost less than the screen's NumPy passes)."""
+        sa, sb = a.shape[:-2], bm.shape[:-2]
+        if sb != sa and sb and sa != np.broadcast_shapes(sa, sb):
+            return False
+        lap = self._lapack.get(dt.char)
+        if lap is None and self._lapack_missing is None:
+            lap = self._load_lapack(dt)
+        if not lap:
+            return False
+        n = a.shape[-1]
+        return _screen_bound(dt, n) > -2 or math.prod(a.shape[:-2]) <= 16
+
+    def _solve_loop(self, a: Any, bm: Any, errors: str) -> Any:
+        """A stack, one LAPACK ``gesv`` per member: the solution and the rule's pivots
+        from one factorization (the work of NumPy's gufunc, a Python call a member),
+        each member screened as one matrix is (:func:`_gesv_ruled`)."""
+        lap = self._lapack[a.dtype.char]
+        n, k = a.shape[-1], bm.shape[-1]
+        batch = a.shape[:-2]
+        a3 = a.reshape(-1, n, n)
+        b3 = (bm if bm.shape[:-2] == batch else np.broadcast_to(bm, (*batch, n, k))).reshape(-1, n, k)
+        x = np.empty(b3.shape, dtype=a.dtype)
+        piv: Any = None  # kept once some member fails the screen
+        scale: Any = None
+        for i in range(len(a3)):
+            x[i], p, c = _gesv_ruled(lap, a3[i], b3[i])
+            if p is not None:
+                if piv is None:  # screened members: pivots that are never small
+                    piv = np.full((len(a3), n), np.inf, dtype=a.dtype)
+                    scale = np.ones((len(a3), n), dtype=np.abs(piv).dtype)
+                piv[i], scale[i] = p, c
+        x = x.reshape(*batch, n, k)
+        if piv is None:
+            return x
+        with np.errstate(all="ignore"):
+            scale = scale.reshape(*batch, n)
+            sing = _singular.singular_from_pivots(np, piv.reshape(*batch, n), scale, _singular.tolerance(np, a.dtype, n))
+        sing &= np.isfinite(scale).all(axis=-1)
+        if errors == "raise" and sing.any():
+            rep = singular_members(np, sing, scale, bm)
+            if rep.any():
+                self._raise_singular(rep, batch)
+        # rule 2: NaN in, NaN out (whole members; the screen cleared finite ones only)
+        bad = nan_members(np, sing, scale, bm)
+        x[np.broadcast_to(bad[..., None, None], x.shape)] = np.nan
         return x
+
+    def verdict(self, a: Any) -> tuple[Any, Any]:
+        """The rule's verdict over a stack (:meth:`Adapter.verdict`), cheaply where it can be.
+
+        A screen from NumPy's ``slogdet`` gufunc (LAPACK's LU, in `a`'s precision):
+        partial pivoting bounds each pivot by ``|u_jj| <= 2**j * c_j``, so a member
+        singular by the rule has ``|det| <= n·eps·2**(n(n-1)/2)·prod(c)``; a member
+        whose ``log|det|`` clears that bound (with a margin of 16 for rounding) is
+        not singular. The others (and every member where the bound is too loose to
+        clear: n > 9 in float64, n > 5 in float32) get the rule on LAPACK's own LU,
+        one ``getrf`` per member (SciPy), or the rule's vectorized LU without SciPy.
+        """
+        n = a.shape[-1]
+        tol = _singular.tolerance(np, a.dtype, n)
+        with np.errstate(all="ignore"):
+            scale = _column_scale(a)
+            fin = np.isfinite(scale).all(axis=-1)
+            a, scale = _pow2_normalized(a, scale, fin)
+            todo = fin
+            bound = _screen_bound(a.dtype, n)
+            sig = _SLOGDET_SIGNATURES.get(a.dtype.char)
+            if bound <= -2 and sig is not None and self._slogdet_gufunc is not None and fin.any():
+                _, logdet = self._slogdet_gufunc(a, signature=sig)
+                todo = fin & ~(logdet - np.log(scale).sum(axis=-1) > bound)
+        sing = np.zeros(a.shape[:-2], dtype=bool)
+        if todo.any():
+            sub = a[todo]
+            sing[todo] = _singular.singular_from_pivots(np, self._pivots(sub), scale[todo], tol)
+        return sing, scale
+
+    def _pivots(self, a3: Any) -> Any:
+        """The pivots ``(k, n)`` of LU with partial pivoting of each matrix of `a3` ``(k, n, n)``."""
+        lap = self._lapack.get(a3.dtype.char)
+        if lap is None and self._lapack_missing is None:
+            lap = self._load_lapack(a3.dtype)
+        if not lap or (a3.shape[-1] <= 4 and len(a3) > 64):  # tiny and many: vectorized
+            with np.errstate(all="ignore"):
+                return _singular.lu_pivots(np, a3)
+        getrf = lap[2]
+        return np.stack([getrf(m)[0].diagonal() for m in a3]) if len(a3) else np.empty((0, a3.shape[-1]), a3.dtype)
 
     def _is_singular_error(self, exc: BaseException) -> bool:
         return isinstance(exc, (np.linalg.LinAlgError, _NumPySingular))
@@ -334,6 +425,80 @@ def _np_raise(err: Any, flag: Any) -> None:
 
 # The gufunc has single- and double-precision loops only ("dd->f" does not exist):
 # float32 input is solved in float32 LAPACK (sgesv), as PyTorch, JAX and CuPy do.
+_INF = float("inf")
+
+
+#: members whose largest modulus lies outside [_LO, _HI] are scaled by a power of two
+#: before LAPACK factors them for the rule (exact): their pivots would otherwise be
+#: subnormal or overflow, where LU loses the precision the rule compares at
+_LO, _HI = 2.0**-400, 2.0**400
+
+
+def _pow2(e: Any) -> tuple[Any, Any]:
+    """``2**-e`` as two factors, each representable (``e`` up to ±1100)."""
+    h = -(e // 2)
+    return np.ldexp(1.0, h), np.ldexp(1.0, -e - h)
+
+
+def _gesv_ruled(lap: Any, a: Any, b: Any) -> tuple[Any, Any, Any]:
+    """``(x, pivots, scale)`` of one matrix by LAPACK's gesv; ``pivots`` None when a
+    screen clears the member (docs/performance.md, "singular rule").
+
+    The screen: with ``m = max|a_ij|`` finite (LAPACK's ``lange('M')`` propagates
+    NaN), every pivot ``|u_kk| > n·eps·m`` and a finite solution, no column can fail
+    the rule (``c_k <= m``) and `b` is finite (a non-finite entry of `b` reaches the
+    solution through finite factors). Otherwise the caller applies the rule to
+    ``pivots`` against ``scale`` (the column scales of the matrix factored). A matrix
+    whose ``m`` lies outside ``[_LO, _HI]`` is factored scaled by a power of two
+    (exact; the rule is invariant under it) and the solution scaled back.
+    """
+    gesv, lange, _getrf, eps = lap
+    m = lange("M", a)
+    s1 = None
+    if not _LO <= m <= _HI and 0 < m < _INF:
+        s1, s2 = _pow2(math.frexp(m)[1])
+        a = a * s1 * s2
+        m = lange("M", a)
+    lu, _, x, _ = gesv(a, b)
+    if s1 is not None:
+        with np.errstate(over="ignore"):  # (s·a) x' = b: x = s·x' (inf where it overflows)
+            x = x * s1 * s2
+    if m < _INF and min(map(abs, lu.diagonal().tolist())) > (a.shape[0] * eps) * m and lange("M", x) < _INF:
+        return x, None, None
+    return x, lu.diagonal(), np.abs(a).max(axis=0)
+
+
+def _pow2_normalized(a: Any, scale: Any, fin: Any) -> tuple[Any, Any]:
+    """`a` and its column scales with each finite member whose largest modulus lies
+    outside ``[_LO, _HI]`` scaled by a power of two (exact; see :data:`_LO`)."""
+    m = scale.max(axis=-1)
+    out = fin & ((m < _LO) | (m > _HI)) & (m > 0)
+    if not out.any():
+        return a, scale
+    e = np.where(out, np.frexp(np.where(out, m, 1.0))[1], 0)
+    s1, s2 = _pow2(e)
+    return a * (s1 * 1.0)[..., None, None] * s2[..., None, None], scale * s1[..., None] * s2[..., None]
+
+
+def _column_scale(a: Any) -> Any:
+    """``_singular.column_scale`` for NumPy: the same numbers (NaN propagates), by
+    ``n - 1`` elementwise maxima over rows for small matrices (NumPy's reduction over
+    a short middle axis costs 4× more on a stack of 5×5: docs/performance.md)."""
+    aa = np.abs(a)
+    n = a.shape[-1]
+    if n > 16:
+        return aa.max(axis=-2)
+    c = aa[..., 0, :]
+    for i in range(1, n):
+        c = np.maximum(c, aa[..., i, :])
+    return c
+
+
+def _screen_bound(dtype: Any, n: int) -> float:
+    """``log(n·eps·2**(n(n-1)/2)·16)``: :meth:`NumPyAdapter.verdict`'s screen clears
+    a member whose ``log|det| - sum(log c_k)`` exceeds it (useless above about -2:
+    no matrix of that size clears it)."""
+    return math.log(_singular.tolerance(np, dtype, n)) + n * (n - 1) / 2 * math.log(2) + math.log(16)
 _NP_SIGNATURES = {"f": "ff->f", "d": "dd->d", "F": "FF->F", "D": "DD->D"}
 # slogdet's loops: sign in the input's dtype, log|det| real
 _SLOGDET_SIGNATURES = {"f": "f->ff", "d": "d->dd", "F": "F->Ff", "D": "D->Dd"}

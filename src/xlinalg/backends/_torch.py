@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import types
 from collections.abc import Callable
@@ -15,6 +16,12 @@ from ._base import Adapter, Backend
 from ._numpy import NUMPY
 
 __all__ = ["TorchAdapter", "TorchBackend"]
+
+#: the largest n, and the most matrices, that a CPU solve runs on NumPy's path
+#: through zero-copy views (measured: docs/performance.md, "singular rule")
+HOST_SOLVE_MAX_N = 64
+HOST_SOLVE_MAX_BATCH = 16
+_INF = float("inf")
 
 
 def _cpu_scalar(t: Any) -> bool:
@@ -178,6 +185,14 @@ class TorchAdapter(Adapter):
         # the singular rule (_lib/_singular.py) on the pivots of torch's own LU, and
         # the solve with those factors: what torch.linalg.solve does inside
         t = self.torch
+        if a.shape[-1] <= HOST_SOLVE_MAX_N and (a.ndim == 2 or math.prod(a.shape[:-2]) <= HOST_SOLVE_MAX_BATCH):
+            # Small CPU tensors outside autograd and traces: NumPy's path on zero-copy
+            # views (LAPACK's gesv and the rule on its pivots), several times cheaper
+            # than torch's own dispatch of a small solve (docs/performance.md)
+            an = self.numpy_view(a)
+            bn = None if an is None else self.numpy_view(b)
+            if an is not None and bn is not None and an.dtype == bn.dtype:
+                return self.torch.from_numpy(NUMPY.solve(an, bn, vector, errors))
         if a.is_meta is not b.is_meta:  # torch reads a meta operand's missing data
             self.check_same_device(a, b, "a", "b")
         if not vector and b.ndim == a.ndim - 1:
@@ -193,9 +208,18 @@ class TorchAdapter(Adapter):
             self.check_same_device(a, b, "a", "b")  # torch's own message names no argument
             raise
         n = a.shape[-1]
+        tol = n * t.finfo(a.dtype).eps
+        if errors == "raise" and not self.traced(x):
+            # A screen over the whole stack first, one read (a sync on CUDA, as
+            # torch.linalg.solve's own check): with m = max|a| finite, every pivot
+            # |u_kk| > n·eps·m and a finite solution, no member fails the rule
+            # (c_k <= m) and b is finite; otherwise the rule member by member.
+            d, m, s = t.stack((lu.diagonal(dim1=-2, dim2=-1).abs().amin(), a.abs().amax(),
+                               x.sum().abs())).tolist()
+            if m < _INF and d > tol * m and s < _INF:
+                return x[..., 0] if vector else x
         scale = a.abs().amax(-2)
         fin_a = scale.isfinite().all(-1)
-        tol = n * t.finfo(a.dtype).eps
         sing = ((lu.diagonal(dim1=-2, dim2=-1).abs() <= tol * scale).any(-1)) & fin_a
         if errors == "raise" and not self.traced(x):
             # one bool read (a sync on CUDA, as torch.linalg.solve's own check): only
