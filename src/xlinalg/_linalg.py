@@ -78,10 +78,11 @@ _JAX_SOLVE_NOTE = "under `jax.jit`: NaN for singular members, never an exception
     how="the singular rule's LU vectorized over the batch (the standard's functions), then the "
         "standard's `linalg.solve` with singular members replaced by I",
     backends={
-        "numpy": ("one matrix: SciPy's `getrf` and `getrs` with the same factors (where SciPy is installed); "
-                  "stacks: the rule's LU vectorized over the batch, then NumPy's solve gufunc",
+        "numpy": ("LAPACK's `gesv` through SciPy for one matrix and small stacks (the rule on its pivots, "
+                  "after a screen); large stacks of small matrices: NumPy's solve gufunc and a `slogdet` screen",
                   "the singular rule on every path (docs/semantics.md)"),
-        "torch-cpu": ("`torch.linalg.lu_factor_ex` and `lu_solve` with those factors; the rule on the pivots",
+        "torch-cpu": ("small tensors outside autograd: NumPy's path on zero-copy views; otherwise "
+                      "`torch.linalg.lu_factor_ex` and `lu_solve` with those factors, the rule on the pivots",
                       "`b` of shape `a.shape[:-1]` is given a leading unit axis (torch alone would read a "
                       "batch of vectors)"),
         "torch-cuda": ("`torch.linalg.lu_factor_ex` and `lu_solve`; the rule on the pivots",

@@ -26,6 +26,7 @@ class JaxAdapter(Adapter):
     def __init__(self) -> None:
         import jax
         import jax.numpy as jnp
+        import jax.scipy.linalg  # noqa: F401 - the solve paths use jax.scipy.linalg.lu_solve
 
         super().__init__(jnp)
         self.jax = jax
@@ -288,14 +289,16 @@ def _jax_solve_ruled(jax: Any, jnp: Any, a: Any, b: Any, vector: bool) -> Any:
     """Traced body: the solution, NaN for the members the singular rule names and for
     those with NaN or inf in `a` or `b` (``_lib/_singular.py``).
 
-    The rule reads the pivots of ``lax.linalg.lu``, the factorization
-    ``jnp.linalg.solve`` computes inside: XLA merges the two (one ``getrf``; the
-    compiled text has one call, and the time is the solve's).
+    One factorization, ``lax.linalg.lu`` (what ``jnp.linalg.solve`` runs inside):
+    the rule reads its pivots and ``jax.scipy.linalg.lu_solve`` solves with its
+    factors (XLA does not merge a second LU beside ``jnp.linalg.solve`` for larger
+    matrices: 2× at 200×200, docs/performance.md).
     """
     bm = b[..., None] if vector else b
-    x = jnp.linalg.solve(a, bm)
+    lu, piv, _ = jax.lax.linalg.lu(a)
+    x = jax.scipy.linalg.lu_solve((lu, piv), bm)
     a0 = jax.lax.stop_gradient(a)
-    lu = jax.lax.linalg.lu(a0)[0]
+    lu = jax.lax.stop_gradient(lu)
     scale = _singular.column_scale(jnp, a0)
     tol = _singular.tolerance(jnp, a.dtype, a.shape[-1])
     sing = _singular.singular_from_pivots(jnp, _singular.diagonal(jnp, lu), scale, tol)

@@ -90,9 +90,6 @@ class NumPyAdapter(Adapter):
         except (ImportError, AttributeError):  # pragma: no cover - a NumPy without them
             pass
         self._expit: Any = None
-        #: dtype char -> SciPy's (getrf, getrs, eps) for one matrix (solve)
-        self._lapack: dict[str, Any] = {}
-        self._lapack_missing: bool | None = None
 
     def device(self, x: Any) -> Any:
         return "cpu"
@@ -149,11 +146,11 @@ class NumPyAdapter(Adapter):
         # with those factors (no more work than gesv); stacks get the rule's verdict
         # from the LU vectorized over the batch, then NumPy's gufunc solves
         # (docs/performance.md, "singular rule").
-        if a.ndim == 2 and b.ndim <= 2 and type(a) is np.ndarray and type(b) is np.ndarray:
-            lap = self._lapack.get(a.dtype.char) if a.dtype == b.dtype else None
-            if lap is None and self._lapack_missing is None:
-                lap = self._load_lapack(a.dtype)
-            if lap:
+        if a.ndim == 2 and b.ndim <= 2 and type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype:
+            lap = _LAPACK.get(a.dtype.char, _UNLOADED)
+            if lap is _UNLOADED:
+                lap = lapack_for(a.dtype)
+            if lap is not None:
                 return self._solve_one(a, b, vector, errors, lap)
         gufunc = self._solve_gufunc
         dt = np.result_type(a.dtype, b.dtype)
@@ -194,22 +191,6 @@ class NumPyAdapter(Adapter):
             x[np.broadcast_to(bad[..., None, None], x.shape)] = np.nan
         return x[..., 0] if vector else x
 
-    def _load_lapack(self, dtype: np.dtype) -> Any:
-        """SciPy's ``(gesv, lange, getrf, eps)`` for `dtype` (None: no SciPy, or a
-        dtype LAPACK has no routines for)."""
-        try:
-            from scipy.linalg import lapack
-        except ImportError:  # SciPy is optional: stacks' path then serves one matrix too
-            self._lapack_missing = True
-            return None
-        if dtype.char not in _NP_SIGNATURES:
-            return None
-        p = {"f": "s", "d": "d", "F": "c", "D": "z"}[dtype.char]
-        entry = (getattr(lapack, p + "gesv"), getattr(lapack, p + "lange"), getattr(lapack, p + "getrf"),
-                 float(np.finfo(dtype).eps))
-        self._lapack[dtype.char] = entry
-        return entry
-
     def _solve_one(self, a: Any, b: Any, vector: bool, errors: str, lap: Any) -> Any:
         """One matrix: LAPACK's gesv (getrf + getrs) and the rule (:func:`_gesv_ruled`)."""
         x, piv, scale = _gesv_ruled(lap, a, b)
@@ -231,47 +212,43 @@ class NumPyAdapter(Adapter):
         sa, sb = a.shape[:-2], bm.shape[:-2]
         if sb != sa and sb and sa != np.broadcast_shapes(sa, sb):
             return False
-        lap = self._lapack.get(dt.char)
-        if lap is None and self._lapack_missing is None:
-            lap = self._load_lapack(dt)
-        if not lap:
+        if lapack_for(dt) is None:
             return False
         n = a.shape[-1]
         return _screen_bound(dt, n) > -2 or math.prod(a.shape[:-2]) <= 16
 
     def _solve_loop(self, a: Any, bm: Any, errors: str) -> Any:
         """A stack, one LAPACK ``gesv`` per member: the solution and the rule's pivots
-        from one factorization (the work of NumPy's gufunc, a Python call a member),
-        each member screened as one matrix is (:func:`_gesv_ruled`)."""
-        lap = self._lapack[a.dtype.char]
+        from one factorization (the work of NumPy's gufunc, a Python call a member);
+        the rule then runs over the whole stack at once."""
+        gesv = lapack_for(a.dtype)[0]
         n, k = a.shape[-1], bm.shape[-1]
         batch = a.shape[:-2]
+        with np.errstate(all="ignore"):
+            scale = _column_scale(a)
+            fin = np.isfinite(scale).all(axis=-1)
+            a, scale, s = _pow2_normalized(a, scale, fin, factor=True)
         a3 = a.reshape(-1, n, n)
         b3 = (bm if bm.shape[:-2] == batch else np.broadcast_to(bm, (*batch, n, k))).reshape(-1, n, k)
         x = np.empty(b3.shape, dtype=a.dtype)
-        piv: Any = None  # kept once some member fails the screen
-        scale: Any = None
+        piv = np.empty((len(a3), n), dtype=a.dtype)
         for i in range(len(a3)):
-            x[i], p, c = _gesv_ruled(lap, a3[i], b3[i])
-            if p is not None:
-                if piv is None:  # screened members: pivots that are never small
-                    piv = np.full((len(a3), n), np.inf, dtype=a.dtype)
-                    scale = np.ones((len(a3), n), dtype=np.abs(piv).dtype)
-                piv[i], scale[i] = p, c
+            lu, _, x[i], _ = gesv(a3[i], b3[i])
+            piv[i] = lu.diagonal()
         x = x.reshape(*batch, n, k)
-        if piv is None:
-            return x
         with np.errstate(all="ignore"):
-            scale = scale.reshape(*batch, n)
+            if s is not None:  # (s·a) x' = b: x = s·x' (inf where it overflows)
+                x *= s[0][..., None, None]
+                x *= s[1][..., None, None]
             sing = _singular.singular_from_pivots(np, piv.reshape(*batch, n), scale, _singular.tolerance(np, a.dtype, n))
-        sing &= np.isfinite(scale).all(axis=-1)
-        if errors == "raise" and sing.any():
-            rep = singular_members(np, sing, scale, bm)
-            if rep.any():
-                self._raise_singular(rep, batch)
-        # rule 2: NaN in, NaN out (whole members; the screen cleared finite ones only)
-        bad = nan_members(np, sing, scale, bm)
-        x[np.broadcast_to(bad[..., None, None], x.shape)] = np.nan
+            sing &= fin
+            if errors == "raise" and sing.any():
+                rep = singular_members(np, sing, scale, bm)
+                if rep.any():
+                    self._raise_singular(rep, batch)
+            if sing.any() or not (fin.all() and np.isfinite(x).all()):  # rule 2: NaN in, NaN out
+                bad = nan_members(np, sing, scale, bm)
+                x[np.broadcast_to(bad[..., None, None], x.shape)] = np.nan
         return x
 
     def verdict(self, a: Any) -> tuple[Any, Any]:
@@ -305,10 +282,8 @@ class NumPyAdapter(Adapter):
 
     def _pivots(self, a3: Any) -> Any:
         """The pivots ``(k, n)`` of LU with partial pivoting of each matrix of `a3` ``(k, n, n)``."""
-        lap = self._lapack.get(a3.dtype.char)
-        if lap is None and self._lapack_missing is None:
-            lap = self._load_lapack(a3.dtype)
-        if not lap or (a3.shape[-1] <= 4 and len(a3) > 64):  # tiny and many: vectorized
+        lap = lapack_for(a3.dtype)
+        if lap is None or (a3.shape[-1] <= 4 and len(a3) > 64):  # tiny and many: vectorized
             with np.errstate(all="ignore"):
                 return _singular.lu_pivots(np, a3)
         getrf = lap[2]
@@ -434,6 +409,32 @@ _INF = float("inf")
 _LO, _HI = 2.0**-400, 2.0**400
 
 
+#: dtype char -> SciPy's ``(gesv, lange, getrf, eps)``, or None (no SciPy, or a dtype
+#: LAPACK has no routines for). Module state, not the adapter's: Dask pickles the
+#: adapter into its tasks, and f2py routines do not pickle.
+_LAPACK: dict[str, Any] = {}
+_UNLOADED = object()
+
+
+def lapack_for(dtype: np.dtype) -> Any:
+    """SciPy's LAPACK routines for `dtype` (:data:`_LAPACK`), loaded on first use."""
+    ent = _LAPACK.get(dtype.char, _UNLOADED)
+    if ent is not _UNLOADED:
+        return ent
+    ent = None
+    if dtype.char in _NP_SIGNATURES:
+        try:
+            from scipy.linalg import lapack
+        except ImportError:  # SciPy is optional: the gufunc and the rule's vectorized LU
+            pass
+        else:
+            p = {"f": "s", "d": "d", "F": "c", "D": "z"}[dtype.char]
+            ent = (getattr(lapack, p + "gesv"), getattr(lapack, p + "lange"), getattr(lapack, p + "getrf"),
+                   float(np.finfo(dtype).eps))
+    _LAPACK[dtype.char] = ent
+    return ent
+
+
 def _pow2(e: Any) -> tuple[Any, Any]:
     """``2**-e`` as two factors, each representable (``e`` up to ±1100)."""
     h = -(e // 2)
@@ -468,16 +469,20 @@ def _gesv_ruled(lap: Any, a: Any, b: Any) -> tuple[Any, Any, Any]:
     return x, lu.diagonal(), np.abs(a).max(axis=0)
 
 
-def _pow2_normalized(a: Any, scale: Any, fin: Any) -> tuple[Any, Any]:
+def _pow2_normalized(a: Any, scale: Any, fin: Any, factor: bool = False) -> Any:
     """`a` and its column scales with each finite member whose largest modulus lies
-    outside ``[_LO, _HI]`` scaled by a power of two (exact; see :data:`_LO`)."""
+    outside ``[_LO, _HI]`` scaled by a power of two (exact; see :data:`_LO`); with
+    `factor`, also the two factors whose product is each member's (None when no
+    member was scaled; one factor could overflow)."""
     m = scale.max(axis=-1)
     out = fin & ((m < _LO) | (m > _HI)) & (m > 0)
     if not out.any():
-        return a, scale
+        return (a, scale, None) if factor else (a, scale)
     e = np.where(out, np.frexp(np.where(out, m, 1.0))[1], 0)
     s1, s2 = _pow2(e)
-    return a * (s1 * 1.0)[..., None, None] * s2[..., None, None], scale * s1[..., None] * s2[..., None]
+    a = a * s1[..., None, None] * s2[..., None, None]
+    scale = scale * s1[..., None] * s2[..., None]
+    return (a, scale, (s1, s2)) if factor else (a, scale)
 
 
 def _column_scale(a: Any) -> Any:
