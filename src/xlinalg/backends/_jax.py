@@ -26,7 +26,7 @@ class JaxAdapter(Adapter):
     def __init__(self) -> None:
         import jax
         import jax.numpy as jnp
-        import jax.scipy.linalg  # noqa: F401 - the solve paths use jax.scipy.linalg.lu_solve
+        import jax.scipy.linalg  # the solve paths use jax.scipy.linalg.lu_solve
 
         super().__init__(jnp)
         self.jax = jax
