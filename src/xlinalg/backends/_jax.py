@@ -296,7 +296,10 @@ def _jax_solve_ruled(jax: Any, jnp: Any, a: Any, b: Any, vector: bool) -> Any:
     """
     bm = b[..., None] if vector else b
     lu, piv, _ = jax.lax.linalg.lu(a)
-    x = jax.scipy.linalg.lu_solve((lu, piv), bm)
+    # lu_solve reads a `b` with one axis fewer than `lu` as a batch of vectors: `b`
+    # gets the broadcast batch, so that it is read as matrices (the standard's way)
+    batch = jnp.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
+    x = jax.scipy.linalg.lu_solve((lu, piv), jnp.broadcast_to(bm, (*batch, *bm.shape[-2:])))
     a0 = jax.lax.stop_gradient(a)
     lu = jax.lax.stop_gradient(lu)
     scale = _singular.column_scale(jnp, a0)

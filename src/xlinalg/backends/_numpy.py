@@ -157,7 +157,8 @@ class NumPyAdapter(Adapter):
         a = a.astype(dt, copy=False)
         bm = b[..., None] if vector else b
         if type(a) is np.ndarray and type(bm) is np.ndarray and self._loop_pays(a, bm, dt):
-            x = self._solve_loop(a, bm.astype(dt, copy=False), errors)
+            loop = self._solve_few if math.prod(a.shape[:-2]) <= _FEW else self._solve_loop
+            x = loop(a, bm.astype(dt, copy=False), errors)
             return x[..., 0] if vector else x
         sing, scale = self.verdict(a)
         skip = sing | ~np.isfinite(scale).all(axis=-1)
@@ -215,7 +216,42 @@ class NumPyAdapter(Adapter):
         if lapack_for(dt) is None:
             return False
         n = a.shape[-1]
-        return _screen_bound(dt, n) > -2 or math.prod(a.shape[:-2]) <= 16
+        return _screen_bound(dt, n) > -2 or math.prod(a.shape[:-2]) <= _FEW
+
+    def _solve_few(self, a: Any, bm: Any, errors: str) -> Any:
+        """A few matrices (up to 16), one LAPACK ``gesv`` each, each screened as one
+        matrix is (:func:`_gesv_ruled`: a few Python-level reads, where NumPy's
+        reductions over the stack would cost more than the solves)."""
+        lap = lapack_for(a.dtype)
+        n, k = a.shape[-1], bm.shape[-1]
+        batch = a.shape[:-2]
+        a3 = a.reshape(-1, n, n)
+        b3 = (bm if bm.shape[:-2] == batch else np.broadcast_to(bm, (*batch, n, k))).reshape(-1, n, k)
+        x = np.empty(b3.shape, dtype=a.dtype)
+        piv: Any = None  # kept once some member fails the screen
+        scale: Any = None
+        for i in range(len(a3)):
+            x[i], p, c = _gesv_ruled(lap, a3[i], b3[i])
+            if p is not None:
+                if piv is None:  # screened members: pivots that are never small
+                    piv = np.full((len(a3), n), np.inf, dtype=a.dtype)
+                    scale = np.ones((len(a3), n), dtype=np.abs(piv).dtype)
+                piv[i], scale[i] = p, c
+        x = x.reshape(*batch, n, k)
+        if piv is None:
+            return x
+        with np.errstate(all="ignore"):
+            scale = scale.reshape(*batch, n)
+            sing = _singular.singular_from_pivots(np, piv.reshape(*batch, n), scale, _singular.tolerance(np, a.dtype, n))
+        sing &= np.isfinite(scale).all(axis=-1)
+        if errors == "raise" and sing.any():
+            rep = singular_members(np, sing, scale, bm)
+            if rep.any():
+                self._raise_singular(rep, batch)
+        # rule 2: NaN in, NaN out (whole members; the screen cleared finite ones only)
+        bad = nan_members(np, sing, scale, bm)
+        x[np.broadcast_to(bad[..., None, None], x.shape)] = np.nan
+        return x
 
     def _solve_loop(self, a: Any, bm: Any, errors: str) -> Any:
         """A stack, one LAPACK ``gesv`` per member: the solution and the rule's pivots
@@ -413,6 +449,8 @@ _LO, _HI = 2.0**-400, 2.0**400
 #: LAPACK has no routines for). Module state, not the adapter's: Dask pickles the
 #: adapter into its tasks, and f2py routines do not pickle.
 _LAPACK: dict[str, Any] = {}
+#: stacks of up to this many matrices are solved one gesv each, screened one by one
+_FEW = 16
 _UNLOADED = object()
 
 
