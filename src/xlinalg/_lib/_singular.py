@@ -142,8 +142,11 @@ def lu_pivots(xp: Any, a: Any) -> Any:
             kk = xp.full_like(r, k)
             src = xp.where(r == kk, p, xp.where(r == p, kk, r))  # (..., n)
             if take is not None:
-                a = take(a, xp.broadcast_to(src[..., None], a.shape), axis=-2)
-            else:  # an exact permutation product for finite members
+                try:
+                    a = take(a, xp.broadcast_to(src[..., None], a.shape), axis=-2)
+                except RuntimeError:  # array-api-strict before API 2024.12 refuses it
+                    take = None
+            if take is None:  # an exact permutation product for finite members
                 perm = xp.astype(src[..., :, None] == xp.astype(cols, src.dtype), a.dtype)
                 a = xp.matmul(perm, a)
         piv = a[..., k, k]

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ._adapter import nan_members, singular_members
-from ._base import Adapter, Backend
+from ._base import Adapter, Backend, make_solve_fast
 from ._numpy import NUMPY
 
 __all__ = ["TorchAdapter", "TorchBackend"]
@@ -62,6 +62,10 @@ class TorchAdapter(Adapter):
         self.solve_dtypes = frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
         self.fast = {n: getattr(torch, n) for n in ("add", "subtract", "multiply", "matmul", "sigmoid")}
         self.sigmoid_dtypes = frozenset((torch.float32, torch.float64))
+        # one matrix with xl.solve's defaults: this adapter's solve (the rule included)
+        # without the checked path's shape reads; any refusal goes to the checked path
+        self.solve_fast = make_solve_fast(lambda a, b: self.solve(a, b, b.ndim == 1, "raise"),
+                                          self.solve_dtypes, meta=True)
         # torch.matmul raises for float32 @ float64, int64 @ float32, bool, ...: the
         # checked path then promotes by the standard or names the argument
         self.fast_refuses_mixed = frozenset({"matmul"})
@@ -148,8 +152,8 @@ class TorchAdapter(Adapter):
         # a CPU tensor outside autograd, torch.func and torch.compile, without the
         # lazy conjugate/negative bits: .numpy() shares its memory
         t = self.torch
-        if (x.device.type != "cpu" or x.layout is not t.strided or (x.requires_grad and t.is_grad_enabled())
-                or x.is_conj() or x.is_neg() or self.traced(x)):
+        if (self.traced(x) or x.device.type != "cpu" or x.layout is not t.strided
+                or (x.requires_grad and t.is_grad_enabled()) or x.is_conj() or x.is_neg()):
             return None
         try:
             return x.detach().numpy()
