@@ -5,9 +5,17 @@ Usage::
     python benchmarks/unrolled.py                  # the targets: ratios in one run (~2 min)
     python benchmarks/unrolled.py --all --out benchmarks/results/unrolled-cpu.json
                                                    # + layouts, crossover in n, compile costs (~10 min)
-    python benchmarks/unrolled.py --derive benchmarks/results/unrolled-cpu.json \
-        --out src/xlinalg/_unrolled_selection.json # the selection table xlinalg ships, derived
-                                                   # from a results file (package data, JSON)
+    python benchmarks/unrolled.py --tune --only numpy --out benchmarks/results/unrolled-tune.json
+                                                   # the numba kernel's crossovers, one part per
+                                                   # backend (--only, --dtypes), merged into --out
+    python benchmarks/unrolled.py --tune-first-calls --out benchmarks/results/unrolled-tune.json
+                                                   # its first calls, cold and warm disk cache
+    python benchmarks/unrolled.py --derive benchmarks/results/unrolled-tune.json \
+        benchmarks/results/unrolled-cpu.json --out src/xlinalg/_unrolled_selection.json
+                                                   # the selection table xlinalg ships, derived
+                                                   # from results files (package data, JSON)
+    python benchmarks/unrolled.py --wall           # issue 39's done-means: default calls against
+                                                   # native and the streaming limit, one run
     python benchmarks/unrolled.py --gpu --out benchmarks/results/unrolled-gpu.json
                                                    # torch-cuda, jax-gpu, cupy: 1e6 systems, GB/s
 
@@ -42,49 +50,16 @@ import numpy as np
 
 from xlinalg import _unrolled as U
 from xlinalg.backends import _jax as jax_backend
+from xlinalg.bench import _tune as T
 
 N_HEADLINE = 5
 
 
 # ---------------------------------------------------------------------- timing
-def _calibrate(fn: Callable[[], Any], min_time: float) -> int:
-    number = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        if time.perf_counter() - t0 >= min_time:
-            return number
-        number *= 2
-
-
-def _block(fn: Callable[[], Any], number: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
-
-
-def interleaved(fns: dict[str, Callable[[], Any]], repeats: int, min_time: float) -> dict[str, list[float]]:
-    """Per round, seconds per call of each fenced callable (all warm).
-
-    One calibrated block of each per round, the order rotated every round (A B C,
-    B C A, ...), so that a drift or a burst of load on this shared machine hits
-    every callable alike.
-    """
-    numbers = {k: _calibrate(f, min_time) for k, f in fns.items()}
-    keys = list(fns)
-    samples: dict[str, list[float]] = {k: [] for k in keys}
-    for r in range(repeats):
-        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
-            samples[k].append(_block(fns[k], numbers[k]))
-    return samples
-
-
-def _summary(v: list[float]) -> tuple[float, float]:
-    """Median and IQR relative to it."""
-    q, m = statistics.quantiles(v, n=4), statistics.median(v)
-    return m, (q[2] - q[0]) / m
+# (one implementation, the package's: `xlinalg bench --tune` measures with it too)
+_summary = T.summary
+interleaved = T.interleaved
+first_call = T.first_call
 
 
 def pair(native: Callable[[], Any], unrolled: Callable[[], Any], *, repeats: int = 7, min_time: float = 0.04) -> dict[str, float]:
@@ -94,30 +69,9 @@ def pair(native: Callable[[], Any], unrolled: Callable[[], Any], *, repeats: int
     return {"native_s": mn, "unrolled_s": mu, "ratio": mn / mu, "native_iqr_rel": qn, "unrolled_iqr_rel": qu}
 
 
-def first_call(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
 # ---------------------------------------------------------------------- backends
-def _data(n: int, batch: int, dtype: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Random systems (randn + 2 sqrt(n) I, so a few are ill-conditioned), one column."""
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal((batch, n, n)) + 2 * np.sqrt(n) * np.eye(n)
-    b = rng.standard_normal((batch, n, 1))
-    return a.astype(dtype), b.astype(dtype)
-
-
-def _check(x: Any, a: np.ndarray, b: np.ndarray) -> None:
-    """A wrong answer is reported as wrong, not fast: GEPP's backward error bound,
-    |b - a x| <= 100 n eps (|a| |x| + |b|), checked in float64 for every member."""
-    x64 = np.asarray(x, dtype=np.float64)
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    res = np.abs(a64 @ x64 - b64)
-    bound = 100 * a.shape[-1] * float(np.finfo(a.dtype).eps) * (np.abs(a64) @ np.abs(x64) + np.abs(b64))
-    if not (res <= bound).all():
-        raise AssertionError(f"unrolled result fails the backward-error check by {float((res - bound).max()):.3g}")
+_data = T.data  # (randn + 2 sqrt(n) I, one column: the package's, as --tune measures)
+_check = T.check  # GEPP's backward-error bound: a wrong answer is reported as wrong, not fast
 
 
 class Case:
@@ -534,24 +488,40 @@ def stream_gbps(mib: int = 128, repeats: int = 10) -> float:
     return 3 * 8 * count / best / 1e9
 
 
+#: wall(): at most this many default calls before timing, for method="auto" to amortize
+#: loading the numba kernel from its disk cache (the calls are counted and reported)
+MAX_WARM_CALLS = 200
+
+
 def wall(backend: str, n: int, batch: int, dtype: str, k: int = 1) -> list[dict[str, Any]]:
-    """The default call ``xl.solve(a, b)`` and the native batched solve for one cell,
-    with the bytes they must move (a, b read; x written) and its first call."""
+    """The default call ``xl.solve(a, b)``, ``xl.solve(..., method="native")`` and the
+    native batched solve for one cell, with the bytes they must move (a, b read; x
+    written), the default call's first call and the number of default calls before it
+    ran the numba kernel (``method="auto"`` amortizes loading it: docs/unrolled.md)."""
     import xlinalg as xl
+    from xlinalg._unrolled import _numba
 
     case = CASES[backend](n, batch, dtype)
     if k != 1:
         case.b_np = np.repeat(case.b_np, k, axis=-1)
         case.b = case.put(case.b_np)
     default = lambda: case.fence(xl.solve(case.a, case.b))  # noqa: E731
+    xl_native = lambda: case.fence(xl.solve(case.a, case.b, method="native"))  # noqa: E731
     first = first_call(default)
-    for _ in range(3):  # method="auto" counts calls that amortize a first compile
+    calls = 1
+    while not _numba.is_compiled(n, dtype) and calls < MAX_WARM_CALLS:
         default()
+        calls += 1
     _check(case.host(default()), case.a_np, case.b_np)
     row = {"section": "wall", "backend": backend, "n": n, "batch": batch, "dtype": dtype, "k": k,
-           "bytes": int(case.a_np.nbytes + 2 * case.b_np.nbytes), "default_first_s": first}
-    row.update(pair(case.native, default, repeats=5, min_time=0.03))
-    row["default_s"] = row.pop("unrolled_s")
+           "bytes": int(case.a_np.nbytes + 2 * case.b_np.nbytes), "default_first_s": first,
+           "kernel_after_calls": calls if _numba.is_compiled(n, dtype) else None}
+    st = interleaved({"native": case.native, "xl_native": xl_native, "default": default}, 5, 0.03)
+    for key, v in st.items():
+        row[f"{key}_s"], row[f"{key}_iqr_rel"] = _summary(v)
+    # ratios of the rounds (the calls of a round ran back to back: a burst of load cancels)
+    row["ratio"] = statistics.median(a / d for a, d in zip(st["native"], st["default"]))
+    row["ratio_xl_native"] = statistics.median(a / d for a, d in zip(st["xl_native"], st["default"]))
     return [row]
 
 
@@ -572,15 +542,29 @@ def wall_section(cells: list[tuple[str, int, int, str, int]]) -> list[dict[str, 
         row["wall_s"] = row["bytes"] / (gbps * 1e9)
         row["x_wall"] = row["default_s"] / row["wall_s"]
         row["bandwidth_fraction"] = row["wall_s"] / row["default_s"]
+        after = row["kernel_after_calls"]
         print(f"  {backend:10s} n={n} {batch:>8d} x {dtype:7s} k={k}  native {row['native_s'] * 1e3:8.2f} ms"
-              f"  xl.solve {row['default_s'] * 1e3:8.2f} ms  ({row['ratio']:5.1f}x native)"
+              f"  xl native {row['xl_native_s'] * 1e3:8.2f} ms  xl.solve {row['default_s'] * 1e3:8.2f} ms"
+              f"  ({row['ratio']:5.1f}x native, {row['ratio_xl_native']:5.1f}x xl native)"
               f"  wall {row['wall_s'] * 1e3:6.2f} ms: {row['x_wall']:4.1f}x the wall,"
-              f" {row['bandwidth_fraction']:.0%} of memory bandwidth; first call {row['default_first_s']:.2f} s",
-              flush=True)
+              f" {row['bandwidth_fraction']:.0%} of memory bandwidth; first call {row['default_first_s']:.2f} s,"
+              f" kernel {'from call ' + str(after) if after else 'never'}", flush=True)
+        target = DONE_MEANS.get((backend, n, batch, dtype, k))
+        if target is not None:
+            over, wall_max = target
+            met = row["ratio"] >= over and row["x_wall"] <= wall_max
+            row["done_means"] = {"native_over_default_min": over, "x_wall_max": wall_max, "met": met}
+            print(f"    done means: default >= {over:g}x native and <= {wall_max:g}x the wall:"
+                  f" {'met' if met else 'NOT met'}", flush=True)
         rows.append(row)
     return rows
 
 
+#: issue 39's done-means per cell: (default call at least this many times faster than
+#: the library's batched solve, at most this many times the streaming limit)
+DONE_MEANS = {("numpy", 5, 100_000, "float64", 1): (5.0, 2.5),
+              **{(b, 5, batch, "float64", 1): (0.0, 2.5) for b in ("torch-cpu", "jax-cpu")
+                 for batch in (100_000, 1_000_000)}}
 HEADLINE_WALL = [(b, 5, 100_000, "float64", 1) for b in ("numpy", "torch-cpu", "jax-cpu")] + [
     (b, 5, 1_000_000, "float64", 1) for b in ("numpy", "torch-cpu", "jax-cpu")]
 FULL_WALL = HEADLINE_WALL + [
@@ -630,101 +614,53 @@ def first_calls() -> list[dict[str, Any]]:
     return rows
 
 
-TUNE_BATCHES = (100, 1000, 10_000, 100_000)
+def tune(backends: list[str], dtypes: list[str]) -> list[dict[str, Any]]:
+    """Crossover rows of the numba kernel: per (backend, dtype), n = 1..8 and 1 to
+    1e6 systems, the library's native solve, ``xl.solve(method="native")`` and
+    ``xl.solve(method="unrolled")`` interleaved (:func:`xlinalg.bench._tune.measure_cell`,
+    what ``xlinalg bench --tune`` runs)."""
+    print("Tuning method='auto': numba kernel against xl.solve(method='native') and the library, "
+          f"n = 1..{U.MAX_N}, {T.TUNE_BATCHES[0]} to {T.TUNE_BATCHES[-1]} systems", flush=True)
+    return T.tune(backends, dtypes, range(1, U.MAX_N + 1), T.TUNE_BATCHES,
+                  progress=lambda s: print(s, flush=True), with_first_calls=False)["crossover"]
 
 
-def tune(backends: tuple[str, ...] = ("numpy", "torch-cpu", "jax-cpu")) -> list[dict[str, Any]]:
-    """Crossover rows of the numba kernel (``method="unrolled"``, its default
-    compiler) against each CPU backend's native solve: the measurements
-    ``--tune`` derives this machine's selection table from."""
-    print("Tuning method='auto' (numba kernel against native), n = 1..8")
-    rows = []
-    for backend in backends:
-        for dtype in ("float64", "float32"):
-            for n in range(1, U.MAX_N + 1):
-                for batch in TUNE_BATCHES:
-                    try:
-                        row = measure(backend, n, batch, dtype, repeats=3, min_time=0.01)
-                    except Exception as exc:
-                        print(f"  {backend} n={n} {batch} {dtype}: ERROR {exc!r:.200}", flush=True)
-                        continue
-                    row["section"] = "crossover"
-                    row["compiler"] = "numba"
-                    rows.append(row)
-            mine = [r for r in rows if (r["backend"], r["dtype"]) == (backend, dtype)]
-            print(f"  {backend} {dtype}: " + ", ".join(
-                f"n={r['n']}/{r['batch']}: {r['ratio']:.1f}x" for r in mine if r["batch"] == TUNE_BATCHES[-1]),
-                flush=True)
+def tune_first_calls(ns: list[int]) -> list[dict[str, Any]]:
+    """The first ``method="unrolled"`` call of each (n, dtype) in a fresh process:
+    numba's disk cache cold (a fresh ``NUMBA_CACHE_DIR``: the compile), then warm
+    (the same directory, later processes: the load). numba's import is in every
+    row (each is a process's first kernel); the libraries' import is not."""
+    print("First calls of the numba kernel, fresh processes, cold and warm disk cache", flush=True)
+    cells = [(n, dt) for n in ns for dt in T.TUNE_DTYPES]
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        for state in ("cold", "warm"):
+            got = T.first_calls(cells, cache=state, env=env)
+            for r in got:
+                print(f"  n={r['n']} {r['dtype']:7s} numba cache {state}: first call {r['first_call_s']:.2f} s", flush=True)
+            rows += got
     return rows
 
 
-# ---------------------------------------------------------------------- the selection rule
-def derive(results: dict[str, Any], margin: float = 1.2) -> dict[tuple[str, str], dict[str, Any]]:
-    """The selection table from crossover rows.
-
-    Per (backend, dtype): for each n, the smallest measured batch from which the
-    unrolled solver wins by `margin` (20%, above this machine's noise) at *every*
-    larger measured batch (`batch_min`, per n); `n_max` is the largest n such that
-    every n from 1 up has one. Per n, `extra_first_call_s` is the median first-call
-    time beyond the native path's own first call (the compile), and
-    `saving_per_system_s` the smallest steady-state saving from `batch_min` up:
-    together they say how many same-shape calls amortize a compile.
-    torch: `warm_only` (its 5-60 s compile is never started automatically).
-    """
-    table: dict[tuple[str, str], dict[str, Any]] = {}
-    rows = [r for r in results["crossover"] if "ratio" in r]
-    for key in sorted({(r["backend"], r["dtype"]) for r in rows}):
-        mine = [r for r in rows if (r["backend"], r["dtype"]) == key]
-        per_n: dict[int, int] = {}
-        for n in sorted({r["n"] for r in mine}):
-            rn = sorted((r for r in mine if r["n"] == n), key=lambda r: r["batch"])
-            wins = [r["ratio"] >= margin for r in rn]
-            for i in range(len(rn)):
-                if all(wins[i:]):
-                    per_n[n] = rn[i]["batch"]
-                    break
-        n_max = 0
-        while n_max + 1 in per_n:
-            n_max += 1
-        if n_max == 0:
-            continue
-        extra, saving = [], []
-        for n in range(1, n_max + 1):
-            chosen = [r for r in mine if r["n"] == n and r["batch"] >= per_n[n]]
-            extra.append(round(statistics.median(
-                max(0.0, r["unrolled_first_s"] - r["native_first_s"]) for r in chosen), 3))
-            saving.append(float(f"{min((r['native_s'] - r['unrolled_s']) / r['batch'] for r in chosen):.3g}"))
-        compiler = mine[0].get("compiler")
-        rule_extra: dict[str, Any] = {}
-        if compiler == "numba":  # the cold compile (fresh cache) and the load from numba's disk cache
-            cold = {r["n"]: r["first_call_s"] for r in results.get("first-call", []) if r["cache"] == "cold"}
-            warm = {r["n"]: r["first_call_s"] for r in results.get("first-call", []) if r["cache"] == "warm"}
-            if cold:
-                extra = [round(max(max(cold.values()), e), 3) for e in extra]
-            rule_extra = {"compiler": "numba",
-                          "cached_first_call_s": tuple(round(max(warm.values()) if warm else e, 3) for e in extra)}
-        table[key] = {
-            **rule_extra,
-            "n_max": n_max,
-            "batch_min": tuple(per_n[n] for n in range(1, n_max + 1)),
-            "warm_only": key[0].startswith("torch") and compiler != "numba",
-            "extra_first_call_s": tuple(extra),
-            "saving_per_system_s": tuple(saving),
-        }
-    return table
+derive = T.derive
 
 
-def selection_json(table: dict[tuple[str, str], dict[str, Any]], source: str) -> str:
-    """`table` (:func:`derive`) as the text of ``src/xlinalg/_unrolled_selection.json``,
-    the package data ``xlinalg._unrolled`` loads its ``SELECTION`` from."""
-    doc = {
-        "about": "method='auto' rules of xlinalg.solve (xlinalg._unrolled.SELECTION), per "
-                 "(backend, dtype); lists are indexed by n - 1. Generated, do not edit: "
-                 f"python benchmarks/unrolled.py --derive {source} --out src/xlinalg/_unrolled_selection.json",
-        "source": source,
-        "rules": [{"backend": backend, "dtype": dtype, **rule} for (backend, dtype), rule in table.items()],
-    }
-    return json.dumps(doc, indent=1) + "\n"
+def derive_files(paths: list[str]) -> str:
+    """The text of ``src/xlinalg/_unrolled_selection.json`` from several results
+    files: the numba rules (``--tune`` files) first, since they apply where numba
+    is installed, then the backends' own (they apply without numba)."""
+    numba: dict[tuple[str, str], dict[str, Any]] = {}
+    own: list[dict[str, Any]] = []
+    for path in paths:
+        with open(path) as f:
+            for (backend, dtype), rule in derive(json.load(f)).items():
+                if rule.get("compiler") == "numba":
+                    numba[(backend, dtype)] = rule
+                else:
+                    own.append({"backend": backend, "dtype": dtype, **rule})
+    cmd = f"python benchmarks/unrolled.py --derive {' '.join(paths)} --out src/xlinalg/_unrolled_selection.json"
+    return T.selection_json(numba, " ".join(paths), own, command=cmd)
 
 
 def _env() -> dict[str, Any]:
@@ -753,17 +689,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--all", action="store_true", help="also layouts, crossover in n and compile costs")
     p.add_argument("--gpu", action="store_true", help="the GPU backends (1e6 systems)")
     p.add_argument("--out", help="write the results (JSON) here")
-    p.add_argument("--derive", metavar="RESULTS",
-                   help="the selection table derived from a results file (to --out FILE, else printed)")
-    p.add_argument("--only", help="crossover: only these backends (comma-separated)")
+    p.add_argument("--derive", metavar="RESULTS", nargs="+",
+                   help="the selection table derived from results files (to --out FILE, else printed)")
+    p.add_argument("--only", help="crossover, --tune: only these backends (comma-separated)")
+    p.add_argument("--dtypes", default="float64,float32", help="--tune: these dtypes (comma-separated)")
+    p.add_argument("--ns", default=",".join(str(n) for n in range(1, U.MAX_N + 1)),
+                   help="--tune-first-calls: these n (comma-separated; merged into --out by n)")
     p.add_argument("--merge", action="store_true", help="crossover only, merged into the --out file")
     p.add_argument("--tune", action="store_true",
-                   help="measure this machine's crossovers (numba kernel against native, n = 1..8) and "
-                        "write the selection table (--table, default: the package's) with them")
-    p.add_argument("--table", default=os.path.join(os.path.dirname(os.path.abspath(U.__file__)), os.pardir,
-                                                    "_unrolled_selection.json"),
-                   help="--tune: the selection table to write (point XLINALG_UNROLLED_SELECTION at a copy "
-                        "to use one without editing the package)")
+                   help="the numba kernel's crossovers (n = 1..8, 1 to 1e6 systems, against the library's "
+                        "solve and xl.solve(method='native')), merged into the --out file by (backend, dtype)")
+    p.add_argument("--tune-first-calls", action="store_true",
+                   help="the numba kernel's first calls per (n, dtype), cold and warm disk cache, into --out")
     p.add_argument("--wall", action="store_true", help="the memory-wall cells of issue 39 only")
     p.add_argument("--row", nargs=4, metavar=("BACKEND", "N", "BATCH", "DTYPE"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -772,9 +709,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(measure(backend, int(n), int(batch), dtype, repeats=5)))
         return 0
     if args.derive:
-        with open(args.derive) as f:
-            table = derive(json.load(f))
-        text = selection_json(table, args.derive)
+        text = derive_files(args.derive)
         if args.out:  # not a shell redirect: importing xlinalg reads the file being written
             with open(args.out, "w", encoding="utf-8") as f:
                 f.write(text)
@@ -782,22 +717,29 @@ def main(argv: list[str] | None = None) -> int:
         else:
             sys.stdout.write(text)
         return 0
-    if args.tune:
-        results_t: dict[str, Any] = {"env": _env(), "first-call": first_calls(), "crossover": tune()}
-        if args.out:
-            with open(args.out, "w") as f:
-                json.dump(results_t, f, indent=1)
-        table = derive(results_t)
-        with open(args.table, encoding="utf-8") as f:
-            old_rules = json.load(f)["rules"]
-        keep = [r for r in old_rules if r.get("compiler") != "numba"]
-        doc = json.loads(selection_json(table, args.out or "(not saved)"))
-        doc["rules"] = doc["rules"] + keep  # numba rules first: they apply where numba is installed
-        doc["about"] += ("; numba rules: python benchmarks/unrolled.py --tune --out "
-                         "benchmarks/results/unrolled-tune.json (the others apply without numba)")
-        with open(args.table, "w", encoding="utf-8") as f:
-            f.write(json.dumps(doc, indent=1) + "\n")
-        print(f"wrote {args.table}")
+    if args.tune or args.tune_first_calls:  # parts of one results file, each run apart (quiet runs)
+        if not args.out:
+            p.error("--tune and --tune-first-calls need --out FILE")
+        try:
+            with open(args.out) as f:
+                results_t: dict[str, Any] = json.load(f)
+        except FileNotFoundError:
+            results_t = {"crossover": [], "first-call": [], "parts": []}
+        if args.tune:
+            backends = args.only.split(",") if args.only else list(T.TUNE_BACKENDS)
+            new = tune(backends, args.dtypes.split(","))
+            redone = {(r["backend"], r["dtype"]) for r in new}
+            results_t["crossover"] = [r for r in results_t["crossover"]
+                                      if (r["backend"], r["dtype"]) not in redone] + new
+        if args.tune_first_calls:
+            ns = [int(v) for v in args.ns.split(",")]
+            results_t["first-call"] = [r for r in results_t["first-call"] if r["n"] not in ns] + tune_first_calls(ns)
+        results_t["parts"].append({"env": _env(), "tune": args.tune, "first_calls": args.tune_first_calls,
+                                   "backends": args.only, "dtypes": args.dtypes, "ns": args.ns,
+                                   "load_average": list(os.getloadavg())})
+        with open(args.out, "w") as f:
+            json.dump(results_t, f, indent=1)
+        print(f"wrote {args.out}")
         return 0
     if args.wall:
         results_w: dict[str, Any] = {"env": _env(), "wall": wall_section(HEADLINE_WALL), "first-call": first_calls()}

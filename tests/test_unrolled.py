@@ -15,14 +15,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
 import json
+import os
 import pathlib
 import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -37,9 +40,12 @@ from xlinalg._unrolled import _inplace, _schedule, _selection
 from xlinalg.backends import _jax as jax_backend
 from xlinalg.backends import _numpy as numpy_backend
 from xlinalg.backends import _torch as torch_backend
+from xlinalg.bench._tune import NEVER
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "unrolled-cpu.json"
+#: the numba kernel's crossovers (``benchmarks/unrolled.py --tune``)
+TUNE_RESULTS = ROOT / "benchmarks" / "results" / "unrolled-tune.json"
 
 
 def _compile_arg(backend: BackendCase) -> bool | None:
@@ -518,36 +524,56 @@ def test_cuda_kernel_source_on_cpu(c_kernels, rng: np.random.Generator, n, layou
 # ---------------------------------------------------------------------- selection, cache, imports
 def test_selection_is_backed_by_measurements() -> None:
     """Every automatic choice is a measured win in the committed results, and the
-    table is what the benchmark's derivation gives (the rule is data)."""
+    table is what the benchmark's derivation gives (the rule is data): the numba
+    rules from ``unrolled-tune.json`` (measured against ``xl.solve(method="native")``),
+    the backends' own from ``unrolled-cpu.json``."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import unrolled as bench  # benchmarks/unrolled.py
     finally:
         sys.path.pop(0)
-    data = json.loads(RESULTS.read_text())
-    derived = bench.derive(data)
-    assert U.SELECTION, "the selection table is empty"
-    assert set(U.SELECTION) == set(derived)
-    for key, rule in U.SELECTION.items():  # (numba rules: fields of their own, from --tune)
-        assert {k: getattr(rule, k) for k in derived[key]} == derived[key], key
+    files = [TUNE_RESULTS, RESULTS]
     # the shipped file is the generator's output, byte for byte (regenerate it with
-    # `python benchmarks/unrolled.py --derive benchmarks/results/unrolled-cpu.json --out ...`)
+    # `python benchmarks/unrolled.py --derive <files> --out src/xlinalg/_unrolled_selection.json`)
     shipped = (ROOT / "src" / "xlinalg" / "_unrolled_selection.json").read_text(encoding="utf-8")
-    assert shipped == bench.selection_json(derived, "benchmarks/results/unrolled-cpu.json")
-    for (backend, dtype), rule in U.SELECTION.items():
-        for n in range(1, rule.n_max + 1):
+    with _chdir(ROOT):
+        assert shipped == bench.derive_files([str(f.relative_to(ROOT)) for f in files])
+    rules = json.loads(shipped)["rules"]
+    assert rules, "the selection table is empty"
+    assert set(U.SELECTION) == {(r["backend"], r["dtype"]) for r in rules
+                                        if r.get("compiler") != "numba" or importlib.util.find_spec("numba")}
+    data = {f: json.loads(f.read_text()) for f in files}
+    for rule in rules:  # (the rows of the rule's compiler: numba, or the backend's own)
+        numba = rule.get("compiler") == "numba"
+        src = [r for d in data.values() for r in d["crossover"] if (r.get("compiler") == "numba") == numba]
+        for n in range(1, rule["n_max"] + 1):
+            if rule["batch_min"][n - 1] == NEVER:
+                continue
             above = [
-                r for r in data["crossover"]
-                if (r["backend"], r["dtype"], r["n"]) == (backend, dtype, n) and r["batch"] >= rule.batch_min[n - 1]
+                r for r in src
+                if (r["backend"], r["dtype"], r["n"]) == (rule["backend"], rule["dtype"], n)
+                and r["batch"] >= rule["batch_min"][n - 1] and "ratio" in r
             ]
-            assert above, (backend, dtype, n)
-            assert all(r["ratio"] > 1.0 for r in above), (backend, dtype, n)
-    assert not U.prefer_unrolled("dask", 2, 10**6, "float64")
+            assert above, (rule["backend"], rule["dtype"], n)
+            assert all(r["ratio"] > 1.0 for r in above), (rule["backend"], rule["dtype"], n)
+    if ("dask", "float64") not in U.SELECTION:
+        assert not U.prefer_unrolled("dask", 2, 10**6, "float64")
     assert not U.prefer_unrolled("jax-cpu", U.MAX_N + 1, 10**6, "float64")
     for (backend, dtype), rule in U.SELECTION.items():
-        assert not U.prefer_unrolled(backend, 1, rule.batch_min[0] - 1, dtype)
-        if not rule.warm_only and rule.extra_first_call_s[0] == 0:
-            assert U.prefer_unrolled(backend, 1, rule.batch_min[0], dtype)
+        first = next(i for i, v in enumerate(rule.batch_min) if v != NEVER)
+        assert not U.prefer_unrolled(backend, first + 1, rule.batch_min[first] - 1, dtype)
+        if not rule.warm_only and rule.compiler is None and rule.extra_first_call_s[first] == 0:
+            assert U.prefer_unrolled(backend, first + 1, rule.batch_min[first], dtype)
+
+
+@contextlib.contextmanager
+def _chdir(path: pathlib.Path) -> Iterator[None]:
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
 
 
 def test_selection_file_is_checked(tmp_path: pathlib.Path) -> None:

@@ -1,6 +1,6 @@
 """xlinalg: linear algebra written once against the array API standard.
 
-``solve``, ``matmul``, ``svd``, ``qr``, the rest of the array API standard's linalg
+``solve`` (and ``solve_ex``: the solution with the singular mask), ``matmul``, ``svd``, ``qr``, the rest of the array API standard's linalg
 extension (``inv``, ``cholesky``, ``det``, ``eigh``, norms, ...), ``lstsq`` and
 elementwise functions run on
 whichever library owns their inputs (NumPy, PyTorch, CuPy, JAX, Dask,
@@ -26,6 +26,7 @@ from ._products import (
     trace,
     vecdot,
 )
+from ._solve_ex import SolveExResult, solve_ex
 from ._version import __version__
 from .backends import BACKEND_NAMES, available_backends, backend_of, synchronize, to
 
@@ -38,6 +39,7 @@ __all__ = [
     "QRResult",
     "SVDResult",
     "SlogdetResult",
+    "SolveExResult",
     "XlinalgWarning",
     "__version__",
     "add",
@@ -67,6 +69,7 @@ __all__ = [
     "sigmoid",
     "slogdet",
     "solve",
+    "solve_ex",
     "solve_many",
     "subtract",
     "svd",

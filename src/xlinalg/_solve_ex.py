@@ -1,18 +1,16 @@
-"""``solve_ex``: the solution and the per-member singular mask together, without a sync.
-
-Not yet exported as ``xlinalg.solve_ex``: a public operation is declared in
-``xlinalg._capabilities`` (its per-backend table), which is being restructured
-(issue 38); until then it is ``xlinalg._solve_ex.solve_ex``.
-"""
+"""``solve_ex``: the solution and the per-member singular mask together, without a sync."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from ._lib import _singular
+from ._lib._declare import BadInput, Raises, declare
 from ._lib._dispatch import adapter2 as _adapter2
 from ._lib._typing import Array, Namespace
-from ._linalg import solve
+from ._linalg import _JAX_SOLVE_NOTE, solve
 
 
 class SolveExResult(NamedTuple):
@@ -24,6 +22,44 @@ class SolveExResult(NamedTuple):
     singular: Array
 
 
+def _solve_ex_reference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy's solve and the rule's mask: members singular by xlinalg's rule solved
+    with I in their place, then NaN for them and for members with NaN or inf input."""
+    vector = b.ndim == 1
+    bm = b[..., None] if vector else b
+    n = a.shape[-1]
+    if n == 0:  # nothing to factor: no member is singular
+        x = np.linalg.solve(a, bm)
+        return (x[..., 0] if vector else x), np.zeros(x.shape[:-2], bool)
+    scale = _singular.column_scale(np, a)
+    with np.errstate(all="ignore"):
+        sing_a = np.asarray(_singular.singular_mask(np, a)) if a.size else np.zeros(a.shape[:-2], bool)
+        safe = np.where(sing_a[..., None, None], np.eye(n, dtype=a.dtype), a)
+        x = np.linalg.solve(safe, bm)
+    batch = x.shape[:-2]
+    fin = np.broadcast_to(_singular.finite_members(np, scale, bm), batch)
+    sing = np.broadcast_to(sing_a, batch) & fin
+    x = np.where((sing | ~fin)[..., None, None], np.nan, x)
+    return (x[..., 0] if vector else x), sing
+
+
+@declare(
+    "linalg", args={"a": "square", "b": "rhs"}, reference=_solve_ex_reference, dtypes="linalg",
+    how="`solve(a, b, errors=\"nan\", method=method)` and the singular rule's LU pivots vectorized over "
+        "the batch (the standard's functions), NaN where the mask is set; both lazy where the library is",
+    bad_input={
+        "mismatched": BadInput(
+            Raises(ValueError, r"solve_ex: `b` must have 3 rows to match `a`",
+                   "solve_ex: `b` must have 3 rows to match `a` of shape (3, 3), got shape (2,)"),
+            args=(np.eye(3), np.ones(2))),
+    },
+    backends={
+        "jax-cpu": ("as the default, in one traceable computation", _JAX_SOLVE_NOTE.replace(
+            "NaN for singular members, never an exception", "the same two outputs (it never raises)")),
+        "jax-gpu": ("as the default, in one traceable computation", "no host read"),
+        "dask": ("as the default, on each block", "lazy: nothing is computed until the caller computes"),
+    },
+)
 def solve_ex(a: Array, b: Array, /, *, method: str = "auto", xp: Namespace | None = None) -> SolveExResult:
     """Solve ``a @ x = b`` and say which members are singular, without waiting for the result.
 
@@ -38,8 +74,15 @@ def solve_ex(a: Array, b: Array, /, *, method: str = "auto", xp: Namespace | Non
 
     Parameters
     ----------
-    a, b, method, xp
-        As in :func:`xlinalg.solve`.
+    a : array, shape ``(..., M, M)``
+        Square matrix or stack of square matrices, as in :func:`xlinalg.solve`.
+    b : array, shape ``(M,)`` or ``(..., M, K)``
+        Right-hand side, as in :func:`xlinalg.solve` (a vector only when 1-D).
+    method : {"auto", "native", "unrolled"}, optional
+        Which solver computes `x`, as in :func:`xlinalg.solve`; the mask is the
+        rule's whatever the method.
+    xp : namespace, optional
+        The array namespace; inferred from `a` and `b` by default.
 
     Returns
     -------
@@ -47,27 +90,52 @@ def solve_ex(a: Array, b: Array, /, *, method: str = "auto", xp: Namespace | Non
         ``(x, singular)``: `x` as ``solve(a, b, errors="nan")``, `singular` bool of
         the broadcast batch shape of `a` and `b` (0-d for one system).
 
+    Raises
+    ------
+    ValueError
+        For shapes :func:`xlinalg.solve` refuses, or an unknown `method`.
+    TypeError
+        For dtypes :func:`xlinalg.solve` refuses, or arrays of two libraries.
+
     Examples
     --------
+    >>> import numpy as np
     >>> import xlinalg as xl
-    >>> from xlinalg._solve_ex import solve_ex
-    >>> x, singular = solve_ex(xp.asarray([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [2.0, 4.0]]]),
-    ...                           xp.asarray([1.0, 1.0]))
-    >>> xl.to(singular, "numpy")
+    >>> x, singular = xl.solve_ex(np.array([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [2.0, 4.0]]]),
+    ...                           np.array([1.0, 1.0]))
+    >>> singular
     array([False,  True])
+    >>> x
+    array([[ 1.,  1.],
+           [nan, nan]])
     """
-    x = solve(a, b, errors="nan", method=method, xp=xp)
+    try:
+        x = solve(a, b, errors="nan", method=method, xp=xp)
+    except (ValueError, TypeError) as e:  # solve's argument errors, under this function's name
+        msg = str(e)
+        if type(e) in (ValueError, TypeError) and msg.startswith("solve: "):
+            raise type(e)("solve_ex: " + msg[len("solve: "):]) from None
+        raise
     ad, a, b = _adapter2(a, b, "a", "b", xp)
     ns = ad.xp
     a = ad.astype(a, x.dtype)
     b = ad.astype(b, x.dtype)
     bm = b[..., None] if len(b.shape) == 1 else b
     n = int(a.shape[-1])
+    batch = tuple(x.shape[:-1] if len(b.shape) == 1 else x.shape[:-2])
+    if n == 0:  # nothing to factor: no member is singular
+        return SolveExResult(x, ns.zeros(batch, dtype=ns.bool, device=ad.device(x)))
     scale = _singular.column_scale(ns, a)
     sing = _singular.singular_from_pivots(ns, _singular.lu_pivots(ns, a), scale, _singular.tolerance(ns, x.dtype, n))
     finite = _singular.finite_members(ns, scale, bm)
+    if tuple(sing.shape) != batch:
+        sing = ns.broadcast_to(sing, batch)
+    if tuple(finite.shape) != batch:
+        finite = ns.broadcast_to(finite, batch)
     mask = ns.logical_and(sing, finite)
-    batch = tuple(x.shape[:-1] if len(b.shape) == 1 else x.shape[:-2])
-    if tuple(mask.shape) != batch:
-        mask = ns.broadcast_to(mask, batch)
+    # NaN wherever the mask is set or the input is not finite: the same x whichever
+    # path `solve` took (one rule; no path's own singular test can disagree with it)
+    dead = ns.logical_or(mask, ns.logical_not(finite))
+    dead = dead[..., None] if len(b.shape) == 1 else dead[..., None, None]
+    x = ad.fill_nan(dead, x)  # (no host-to-device copy of the NaN: no sync on a GPU)
     return SolveExResult(x, mask)

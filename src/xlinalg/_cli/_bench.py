@@ -41,6 +41,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from ..bench._escape import terminal
     from ..bench._runner import opt_in_backends, validate_config, validate_options
 
+    if args.tune:
+        from ..bench._tune import cli_tune
+
+        return cli_tune(args)
     if args.list_cases:
         try:
             load_case_files(args.case_file, time_limit=args.time_limit)

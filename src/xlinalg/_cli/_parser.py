@@ -30,6 +30,8 @@ examples:
   xlinalg bench --full --backends numpy,torch-cpu,jax-cpu,dask,array-api-strict
   xlinalg bench --cases linalg                    beyond the documents (opt-in): inv ... det
   xlinalg bench --out run.jsonl --resume          finish an interrupted run
+  xlinalg bench --tune --out sel.json             this machine's method='auto' table
+                                                  (then XLINALG_UNROLLED_SELECTION=sel.json)
 
 What is measured: each cell (case x backend x size) gets identical inputs made
 outside the timed region, a first call timed apart (compilation), warm-up,
@@ -146,6 +148,18 @@ def _build_parser() -> _Parser:
     p.add_argument("--no-report", action="store_true",
                    help="do not write the report (report.md, report.html and plots in "
                         "<results name>-report beside the results file)")
+    tune = p.add_argument_group(
+        "tuning method='auto' (--tune)",
+        "measure where the numba kernel beats xl.solve(method='native') on this machine and "
+        "write a selection table to --out (default: xlinalg-unrolled-selection.json); "
+        "XLINALG_UNROLLED_SELECTION=FILE makes xlinalg use it (docs/unrolled.md)")
+    tune.add_argument("--tune", action="store_true",
+                      help="tune instead of benchmarking (--backends: some of numpy, torch-cpu, "
+                           "jax-cpu; --quick: fewer batch sizes)")
+    tune.add_argument("--tune-n", metavar="LIST", help="--tune: the matrix sizes n (default: 1 to 8)")
+    tune.add_argument("--tune-batches", metavar="LIST",
+                      help="--tune: the numbers of systems (default: 1,10,...,1000000)")
+    tune.add_argument("--tune-dtypes", metavar="LIST", help="--tune: float64,float32 (default: both)")
     p.add_argument("--list-cases", action="store_true",
                    help="list the cases and their sizes, and exit")
     p.add_argument("--dry-run", action="store_true",

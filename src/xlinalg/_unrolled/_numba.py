@@ -257,29 +257,49 @@ def is_compiled(n: int, dtype_name: str) -> bool:
     return (n, dtype_name) in _DISPATCHERS
 
 
-@functools.lru_cache(maxsize=16)
-def cached_on_disk(n: int) -> bool:
-    """Whether numba's on-disk cache holds kernels for this n (an earlier process
-    compiled them): then the first call here loads them instead of compiling.
-    Answered once per process and n (a directory walk).
+@functools.lru_cache(maxsize=64)
+def cached_on_disk(n: int, dtype_name: str) -> bool:
+    """Whether numba's on-disk cache holds the (n, dtype) kernel *for the current
+    source and numba*: then the first call here loads it instead of compiling it
+    (a fraction of a second against seconds: docs/performance.md, "First calls").
+    Answered once per process and (n, dtype), without importing numba.
 
-    A look at the cache's index files, without importing numba: numba writes
-    ``<module>.solve_n{n}-<line>.py<ver>.nbi`` in ``__pycache__`` next to the
-    source, or under ``NUMBA_CACHE_DIR``."""
+    numba keeps, per function, an index ``<module>.<function>-<line>.py<ver>.nbi``
+    in ``__pycache__`` next to the source, or under ``NUMBA_CACHE_DIR``: a pickled
+    numba version, then the source's SHA-256 and the compiled signatures. The
+    index counts only when it was written by the installed numba for this very
+    file (numba ignores it otherwise, and compiles) and names a signature of this
+    dtype (the output array ``array(<dtype>, 3d, C)``)."""
+    import hashlib
+    import importlib.metadata
     import sys
 
-    tag = f"_numba_generated.solve_n{n}-"
+    kind = np.dtype(dtype_name).kind
+    tag = f"_numba_generated.{'solve_t_n' if kind == 'f' else 'solve_n'}{n}-"
     ver = f".py{sys.version_info.major}{sys.version_info.minor}.nbi"
+    try:
+        numba_version = importlib.metadata.version("numba")
+        with open(GENERATED_FILE, "rb") as fh:
+            stamp = hashlib.sha256(fh.read()).digest()
+    except (importlib.metadata.PackageNotFoundError, OSError):
+        return False
+    signature = f"array({dtype_name}, 3d, C)".encode()
     dirs = [os.path.join(os.path.dirname(GENERATED_FILE), "__pycache__")]
     if os.environ.get("NUMBA_CACHE_DIR"):
-        dirs.append(os.environ["NUMBA_CACHE_DIR"])
+        dirs.insert(0, os.environ["NUMBA_CACHE_DIR"])
     for d in dirs:
-        try:
-            for _root, _sub, files in os.walk(d):
-                if any(f.startswith(tag) and f.endswith(ver) for f in files):
+        for root, _sub, files in os.walk(d):
+            for name in files:
+                if not (name.startswith(tag) and name.endswith(ver)):
+                    continue
+                try:
+                    with open(os.path.join(root, name), "rb") as fh:
+                        data = fh.read()
+                except OSError:
+                    continue
+                # (looked at, not unpickled: the version pickle leads, as a short str)
+                if numba_version.encode() in data[:64] and stamp in data and signature in data:
                     return True
-        except OSError:
-            continue
     return False
 
 

@@ -117,7 +117,7 @@ def selection() -> dict[tuple[str, str], SelectionRule]:
                     raise ValueError(
                         f"environment variable {ENV_VAR}={path[:200]!r} does not name a selection table "
                         f"xlinalg can read ({type(e).__name__}: {str(e)[:200]}); write one with "
-                        f"`python benchmarks/unrolled.py --tune --table FILE`, or unset it for the shipped table"
+                        f"`xlinalg bench --tune --out FILE`, or unset it for the shipped table"
                     ) from None
                 _index_selection(table)
                 _SELECTION = table
@@ -144,6 +144,12 @@ def prefer_unrolled(backend_name: str, n: int, batch: int, dtype_name: str) -> b
     the calls a compile needs to amortize itself (0 where compiling costs no more
     than the native path's own first call: JAX compiles its LAPACK wrapper per
     shape too). The calls are counted here.
+
+    Rules of NumPy's compiled kernel (``compiler == "numba"``) never start a
+    cold compile: they apply once the kernel is in this process, or when numba's
+    disk cache holds it for the current source (an earlier process compiled it:
+    ``method="unrolled"``, ``xlinalg bench --tune``), after the calls that
+    amortize loading it (``cached_first_call_s``) as above.
 
     Parameters
     ----------
@@ -175,8 +181,9 @@ def prefer_unrolled(backend_name: str, n: int, batch: int, dtype_name: str) -> b
 
         if is_compiled(n, dtype_name):
             return True
-        if rule.cached_first_call_s and cached_on_disk(n):
-            extra = rule.cached_first_call_s[n - 1]  # loaded, not compiled
+        if not cached_on_disk(n, dtype_name):
+            return False  # a cold compile is never started by method="auto" (docs/unrolled.md)
+        extra = rule.cached_first_call_s[n - 1] if rule.cached_first_call_s else extra  # loaded, not compiled
     elif is_warm(backend_name, n, dtype_name, batch):
         return True
     if rule.warm_only:
@@ -204,6 +211,9 @@ _AUTO_MAX_N: dict[str, int] = {}
 #: this process means no rule can say yes (an early exit)
 _WARM_ONLY: set[str] = set()
 _NOT_WARM_ONLY: set[str] = set()
+#: libraries whose unrolled solver runs per block (``Backend.unrolled_blockwise``: Dask),
+#: whose rules are measured and read in systems per block
+_BLOCKWISE: set[str] = set()
 #: adapter type -> its library (asked of the registry once per type)
 _LIBRARY_OF: dict[type, str] = {}
 
@@ -220,6 +230,8 @@ def _index_selection(table: dict[tuple[str, str], SelectionRule]) -> None:
         _AUTO_MIN_BATCH[lib] = min(_AUTO_MIN_BATCH.get(lib, 1 << 62), *rule.batch_min)
         _AUTO_MAX_N[lib] = max(_AUTO_MAX_N.get(lib, 0), rule.n_max)
         (_WARM_ONLY if rule.warm_only else _NOT_WARM_ONLY).add(lib)
+        if get_backend(backend).unrolled_blockwise:
+            _BLOCKWISE.add(lib)
     _WARM_ONLY.difference_update(_NOT_WARM_ONLY)
 
 
@@ -249,7 +261,11 @@ def use_unrolled(ad: Adapter, a: Any, b: Any, vector: bool, method: str) -> bool
             return False
         sa = tuple(a.shape[:-2])
         sb = () if vector else tuple(b.shape[:-2])
-        batch = math.prod(sa if sa == sb or not sb else _validate.broadcast_shapes(sa, sb))
+        if lib in _BLOCKWISE:  # (Dask) the kernel runs per block: the rule reads systems per block
+            chunks = getattr(a, "chunks", None) or ()
+            batch = math.prod(max(c, default=0) for c in chunks[:-2]) if len(chunks) == len(sa) + 2 else 0
+        else:
+            batch = math.prod(sa if sa == sb or not sb else _validate.broadcast_shapes(sa, sb))
         if not isinstance(batch, int) or batch < lo:  # (Dask: NaN, a size unknown until computed)
             return False
         return prefer_unrolled(ad.backend(a), int(n), batch, ad.dtype_name(a.dtype))
