@@ -20,6 +20,7 @@ No timings are asserted anywhere: this prints, a person reads.
 from __future__ import annotations
 
 import argparse
+import cmath
 import functools
 import json
 import os
@@ -171,6 +172,49 @@ def _extension_calls(lib: str, convert: Any, fence: Any) -> list[tuple[str, Any,
     return calls
 
 
+def _extension_floors(lib: str, convert: Any, fence: Any) -> list[tuple[str, Any, Any]]:
+    """(what, native call, floor call): what no xlinalg function can go below, measured
+    in the same run. A Python function with xlinalg's signature around the library's
+    smallest call of the rows; where the contract must look at the values (a
+    decomposition that did not converge raises), the native call plus the quickest
+    look at its result (torch: the eigenvalues read as Python numbers; JAX: a
+    zero-copy host look, which waits for the result, then the fence)."""
+    sample = np.ascontiguousarray(np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]]))
+    v = convert(np.array([1.0, -2.0, 0.5]))
+    x = convert(sample)
+    if lib == "numpy":
+        def vfloor(x1: Any, x2: Any, /, *, axis: int = -1, xp: Any = None) -> Any:
+            return np.vecdot(x1, x2, axis=axis)
+
+        return [("do-nothing wrapper / np.vecdot", lambda: np.vecdot(v, v), lambda: vfloor(v, v))]
+    if lib == "torch":
+        import torch
+
+        def tfloor(x: Any, /, *, xp: Any = None) -> Any:
+            return x.mT
+
+        def tlook(x: Any, /, *, xp: Any = None) -> Any:
+            w = torch.linalg.eigvalsh(x)
+            if not cmath.isfinite(sum(w.tolist())):
+                raise AssertionError("not finite")
+            return w
+
+        return [("do-nothing wrapper / x.mT", lambda: x.mT, lambda: tfloor(x)),
+                ("eigvalsh + a look at its values / torch.linalg.eigvalsh", lambda: torch.linalg.eigvalsh(x),
+                 lambda: tlook(x))]
+    import jax.numpy as jnp
+
+    def jlook(x: Any, /, *, xp: Any = None) -> Any:
+        w = jnp.linalg.eigvalsh(x)
+        m = memoryview(w)  # (JAX exports "=d": cast to the plain format first)
+        if not cmath.isfinite(sum(m.cast("B").cast(m.format[-1]).tolist())):
+            raise AssertionError("not finite")
+        return w
+
+    return [("eigvalsh + host look / jnp.linalg.eigvalsh (fenced)", lambda: fence(jnp.linalg.eigvalsh(x)),
+             lambda: fence(jlook(x)))]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
@@ -281,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         print("the linalg extension and lstsq: each function's declared sample (3×3 matrices, "
               "3-vectors), xlinalg / the library's own call")
         for lib, convert, fence, target in _extension_libraries(have_torch, have_jax):
+            for what, native, floor in _extension_floors(lib, convert, fence):
+                add_row(f"{lib:6s} {what} (floor)", "context", None, compare(native, floor, repeats, small_t))
             for name, native, ours in _extension_calls(lib, convert, fence):
                 add_row(f"{lib:6s} xl.{name} / {native.__doc__}", f"≤ {target:.2f}", target,
                         compare(native, ours, repeats, small_t))

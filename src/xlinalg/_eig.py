@@ -14,7 +14,19 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._fastpath import (
+    MISSING,
+    jax_looked,
+    jax_maker,
+    np_finite,
+    np_loud,
+    np_maker,
+    np_quiet,
+    torch_looked,
+    torch_maker,
+)
 from ._lib._declare import BadInput, Raises, declare
+from ._lib._dispatch import fast_paths
 from ._lib._errors import LinAlgError
 from ._lib._typing import Array, Namespace
 from ._matrix import (
@@ -195,6 +207,44 @@ def _native_eigh(ad: Adapter, x: Any, fn: str, values_only: bool) -> Any:
     return out
 
 
+# ---------------------------------------------------------------------- fast paths
+# (see _fastpath.py): one call of the library's eigensolver and a quick look at the
+# eigenvalues; anything else (another dtype, NaN or inf: "did not converge") takes
+# the checked path below, which computes the same way
+def _np_eigh_fast(x: Any, values_only: bool) -> Any:
+    sig = (_SIG_EIGVALSH if values_only else _SIG_EIGH).get(x.dtype.char)
+    if sig is None or x.ndim < 2 or not x.size or (s := x.shape)[-1] != s[-2]:
+        return MISSING
+    token = np_quiet()
+    try:
+        out = (_NP_EIGVALSH if values_only else _NP_EIGH)(x, signature=sig)
+    finally:
+        np_loud(token)
+    if values_only:
+        return out if np_finite(out) else MISSING
+    return EighResult(*out) if np_finite(out[0]) else MISSING
+
+
+def _jax_eigh(jnp: Any, x: Any, values_only: bool) -> Any:
+    w, v = jnp.linalg.eigh(x, symmetrize_input=False)
+    return w if values_only else (w, v)
+
+
+def _eigh_makers(values_only: bool) -> dict[str, Any]:
+    look, wrap = (None, None) if values_only else (0, EighResult)
+    return {
+        "NumPy": np_maker(lambda x: _np_eigh_fast(x, values_only)),
+        "PyTorch": torch_maker(torch_looked(lambda t: t.linalg.eigvalsh if values_only else t.linalg.eigh,
+                                            look=look, wrap=wrap)),
+        "JAX": jax_maker(jax_looked(lambda jnp, x: _jax_eigh(jnp, x, values_only), look=look, wrap=wrap),
+                         host_look=True),
+    }
+
+
+_EIGH_FAST = fast_paths("eigh", _eigh_makers(False))
+_EIGVALSH_FAST = fast_paths("eigvalsh", _eigh_makers(True))
+
+
 @declare(
     "linalg", args={"x": "square"}, reference=_eigh_reference, dtypes="linalg", sample=_sym, compare=_compare_eigh,
     how="the standard's `linalg.eigh` (lower triangle), then a finite check", backends=_EIGH_CELLS,
@@ -234,6 +284,8 @@ def eigh(x: Array, /, *, xp: Namespace | None = None) -> EighResult:
     >>> xl.to(xl.eigh(xp.asarray([[2.0, 1.0], [1.0, 2.0]])).eigenvalues, "numpy")
     array([1., 3.])
     """
+    if xp is None and (f := _EIGH_FAST.get(type(x))) is not None and (r := f(x)) is not MISSING:
+        return r
     ad, x = matrix_input(x, "eigh", xp, square=True)
     xpn = ad.xp
     if 0 in tuple(x.shape):
@@ -283,6 +335,8 @@ def eigvalsh(x: Array, /, *, xp: Namespace | None = None) -> Array:
     >>> xl.to(xl.eigvalsh(xp.asarray([[2.0, 1.0], [1.0, 2.0]])), "numpy")
     array([1., 3.])
     """
+    if xp is None and (f := _EIGVALSH_FAST.get(type(x))) is not None and (r := f(x)) is not MISSING:
+        return r
     ad, x = matrix_input(x, "eigvalsh", xp, square=True)
     if 0 in tuple(x.shape):
         return ad.xp.zeros((*x.shape[:-1],), dtype=real_dtype(ad, x), device=ad.device(x))
@@ -345,6 +399,49 @@ def _native_eig(ad: Adapter, x: Any, fn: str, values_only: bool) -> Any:
     return out
 
 
+# the fast paths (see eigh's): NaN or inf in `x` first (LAPACK's balancing can leave
+# them unseen), then the library's eigensolver and a look at the eigenvalues
+# NumPy's eig gufunc loops (numpy.linalg.eig computes float32 in double, then casts)
+_SIG_EIG = {"f": ("d->DD", np.complex64), "d": ("d->DD", None), "F": ("D->DD", np.complex64),
+            "D": ("D->DD", None)}
+_NP_EIG_GU: Any = getattr(_ul, "eig", None) if _NP_EIGH is not None else None
+_NP_EIGVALS_GU: Any = getattr(_ul, "eigvals", None) if _NP_EIGH is not None else None
+
+
+def _np_eig_fast(x: Any, values_only: bool) -> Any:
+    how = _SIG_EIG.get(x.dtype.char)
+    gufunc = _NP_EIGVALS_GU if values_only else _NP_EIG_GU
+    if how is None or gufunc is None or x.ndim < 2 or not x.size or (s := x.shape)[-1] != s[-2] or not np_finite(x):
+        return MISSING
+    sig, cast = how
+    token = np_quiet()
+    try:
+        out = gufunc(x, signature=sig[:-1] if values_only else sig)
+    finally:
+        np_loud(token)
+    if values_only:
+        return (out if cast is None else out.astype(cast)) if np_finite(out) else MISSING
+    w, v = out
+    if not np_finite(w):
+        return MISSING
+    return EigResult(w, v) if cast is None else EigResult(w.astype(cast), v.astype(cast))
+
+
+def _eig_makers(values_only: bool) -> dict[str, Any]:
+    look, wrap = (None, None) if values_only else (0, EigResult)
+    return {
+        "NumPy": np_maker(lambda x: _np_eig_fast(x, values_only)),
+        "PyTorch": torch_maker(torch_looked(lambda t: t.linalg.eigvals if values_only else t.linalg.eig,
+                                            look=look, wrap=wrap, look_input=True)),
+        "JAX": jax_maker(jax_looked(lambda jnp, x: jnp.linalg.eigvals(x) if values_only else jnp.linalg.eig(x),
+                                    look=look, wrap=wrap, look_input=True), host_look=True),
+    }
+
+
+_EIG_FAST = fast_paths("eig", _eig_makers(False))
+_EIGVALS_FAST = fast_paths("eigvals", _eig_makers(True))
+
+
 @declare(
     "linalg", args={"x": "square"}, reference=_eig_reference, dtypes="linalg", compare=_compare_eig,
     how="the standard's `linalg.eig`, cast to complex, after a finite check of `x`", backends=_EIG_CELLS,
@@ -386,6 +483,8 @@ def eig(x: Array, /, *, xp: Namespace | None = None) -> EigResult:
     >>> sorted(w.tolist(), key=lambda z: z.imag)
     [-1j, 1j]
     """
+    if xp is None and (f := _EIG_FAST.get(type(x))) is not None and (r := f(x)) is not MISSING:
+        return r
     ad, x = matrix_input(x, "eig", xp, square=True)
     cdt = complex_dtype(ad, x)
     if 0 in tuple(x.shape):
@@ -436,6 +535,8 @@ def eigvals(x: Array, /, *, xp: Namespace | None = None) -> Array:
     >>> sorted(xl.to(xl.eigvals(xp.asarray([[2.0, 0.0], [0.0, 1.0]])), "numpy").tolist(), key=abs)
     [(1+0j), (2+0j)]
     """
+    if xp is None and (f := _EIGVALS_FAST.get(type(x))) is not None and (r := f(x)) is not MISSING:
+        return r
     ad, x = matrix_input(x, "eigvals", xp, square=True)
     cdt = complex_dtype(ad, x)
     if 0 in tuple(x.shape):

@@ -15,6 +15,20 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._fastpath import (
+    JAX_FLOAT,
+    MISSING,
+    jax_looked,
+    jax_maker,
+    np_finite,
+    np_loud,
+    np_maker,
+    np_quiet,
+    torch_finite,
+    torch_float,
+    torch_maker,
+    torch_plain,
+)
 from ._lib import _validate
 from ._lib._declare import (
     BadInput,
@@ -23,6 +37,7 @@ from ._lib._declare import (
     all_nan,
     declare,
 )
+from ._lib._dispatch import fast_paths
 from ._lib._errors import LinAlgError
 from ._lib._typing import Array, Namespace
 from ._matrix import (
@@ -205,6 +220,136 @@ def _finite(got: tuple[np.ndarray, ...], args: tuple[np.ndarray, ...]) -> None:
     assert all(np.isfinite(g).all() for g in got), got
 
 
+# ---------------------------------------------------------------------- fast paths
+# (see _fastpath.py) of cholesky, det and slogdet: the library's kernel on a supported
+# dtype; cholesky's result (or torch's info) and det's input looked at quickly. A
+# failing member, NaN or inf takes the checked path, which computes the same way.
+def _np_square(x: Any, sigs: dict[str, str]) -> str | None:
+    """The gufunc signature for a non-empty NumPy (stack of) square matrices, else None."""
+    sig = sigs.get(x.dtype.char)
+    if sig is None or x.ndim < 2 or not x.size or (s := x.shape)[-1] != s[-2]:
+        return None
+    return sig
+
+
+def _np_cholesky_fast(x: Any, upper: Any) -> Any:
+    if (sig := _np_square(x, _SIG1)) is None or _NP_CHOL is None:
+        return MISSING
+    token = np_quiet()
+    try:
+        low = _NP_CHOL(x, signature=sig)
+    finally:
+        np_loud(token)
+    if not np_finite(low):
+        return MISSING
+    return np.swapaxes(np.conj(low) if low.dtype.kind == "c" else low, -1, -2) if upper else low
+
+
+def _torch_cholesky_fast(torch: Any) -> Any:
+    call = torch.linalg.cholesky_ex
+    ok = torch_float(torch)
+    plain = torch_plain(torch)
+
+    def fast(x: Any, upper: Any) -> Any:
+        if x.dtype not in ok or not plain(x):
+            return MISSING
+        try:
+            low, info = call(x)
+        except Exception:  # a shape or layout it refuses: named by the checked path
+            return MISSING
+        if info.item() if info.ndim == 0 else bool(info.any()):
+            return MISSING
+        return (low.mH if low.is_complex() else low.mT) if upper else low
+
+    return fast
+
+
+def _jax_cholesky(jnp: Any, x: Any, upper: bool) -> Any:
+    low = jnp.linalg.cholesky(x, symmetrize_input=False)
+    return jnp.matrix_transpose(jnp.conj(low) if jnp.iscomplexobj(low) else low) if upper else low
+
+
+_CHOLESKY_FAST = fast_paths("cholesky", {
+    "NumPy": np_maker(_np_cholesky_fast),
+    "PyTorch": torch_maker(_torch_cholesky_fast),
+    "JAX": jax_maker(jax_looked(_jax_cholesky), host_look=True),
+})
+
+
+def _np_det_fast(x: Any, slog: bool) -> Any:
+    if (sig := _np_square(x, _SIG_SLOGDET if slog else _SIG1)) is None or _NP_DET is None:
+        return MISSING
+    token = np_quiet()
+    try:
+        out = (_NP_SLOGDET if slog else _NP_DET)(x, signature=sig)
+    finally:
+        np_loud(token)
+    if not np_finite(x):  # NaN for those members: the checked path
+        return MISSING
+    return SlogdetResult(*out) if slog else out
+
+
+def _torch_det_fast(slog: bool) -> Any:
+    def build(torch: Any) -> Any:
+        call = torch.linalg.slogdet if slog else torch.linalg.det
+        ok = torch_float(torch)
+        plain = torch_plain(torch)
+
+        def fast(x: Any) -> Any:
+            if x.dtype not in ok or not plain(x):
+                return MISSING
+            try:
+                if not torch_finite(torch, x):  # NaN for those members: the checked path
+                    return MISSING
+                out = call(x)
+            except Exception:  # a shape or layout it refuses: named by the checked path
+                return MISSING
+            return SlogdetResult(out[0], out[1]) if slog else out
+
+        return fast
+
+    return build
+
+
+def _jax_det_fast(slog: bool) -> Any:
+    def build(jax: Any, jnp: Any) -> Any:
+        def body(x: Any) -> Any:  # NaN for members holding NaN or inf, in the program
+            if x.dtype not in JAX_FLOAT:
+                return None
+            bad = jnp.logical_not(jnp.all(jnp.isfinite(x), axis=(-2, -1)))
+            if slog:
+                sign, logabs = jnp.linalg.slogdet(x)
+                return jnp.where(bad, jnp.nan, sign), jnp.where(bad, jnp.nan, logabs)
+            return jnp.where(bad, jnp.nan, jnp.linalg.det(x))
+
+        call = jax.jit(body)
+
+        def fast(x: Any) -> Any:
+            try:
+                out = call(x)
+            except Exception:  # a shape it refuses: named by the checked path
+                return MISSING
+            if out is None:
+                return MISSING
+            return SlogdetResult(*out) if slog else out
+
+        return fast
+
+    return build
+
+
+def _det_makers(slog: bool) -> dict[str, Any]:
+    return {
+        "NumPy": np_maker(lambda x: _np_det_fast(x, slog)),
+        "PyTorch": torch_maker(_torch_det_fast(slog)),
+        "JAX": jax_maker(_jax_det_fast(slog)),
+    }
+
+
+_DET_FAST = fast_paths("det", _det_makers(False))
+_SLOGDET_FAST = fast_paths("slogdet", _det_makers(True))
+
+
 @declare(
     "linalg", args={"x": "square"}, reference=np.linalg.cholesky, dtypes="linalg", sample=_spd,
     how="the standard's `linalg.cholesky` (lower triangle); a library that fails the whole batch is asked "
@@ -274,6 +419,14 @@ def cholesky(x: Array, /, *, upper: bool = False, errors: str = "raise", xp: Nam
     array([[2., 0.],
            [1., 1.]])
     """
+    if (
+        xp is None
+        and errors == "raise"
+        and (upper is False or upper is True)
+        and (f := _CHOLESKY_FAST.get(type(x))) is not None
+        and (r := f(x, upper)) is not MISSING
+    ):
+        return r
     if not isinstance(upper, (bool, np.bool_)):
         raise TypeError(f"cholesky: `upper` must be a bool, got {type(upper).__name__} {upper!r:.80}")
     ad, x = matrix_input(x, "cholesky", xp, square=True)
@@ -383,6 +536,8 @@ def det(x: Array, /, *, xp: Namespace | None = None) -> Array:
     >>> float(xl.det(xp.asarray([[2.0, 0.0], [0.0, 3.0]])))
     6.0
     """
+    if xp is None and (f := _DET_FAST.get(type(x))) is not None and (r := f(x)) is not MISSING:
+        return r
     ad, x = matrix_input(x, "det", xp, square=True)
     shape = tuple(x.shape)
     if 0 in shape:
@@ -459,6 +614,8 @@ def slogdet(x: Array, /, *, xp: Namespace | None = None) -> SlogdetResult:
     >>> float(sign), round(float(logabsdet), 6)
     (-1.0, 0.693147)
     """
+    if xp is None and (f := _SLOGDET_FAST.get(type(x))) is not None and (r := f(x)) is not MISSING:
+        return r
     ad, x = matrix_input(x, "slogdet", xp, square=True)
     if 0 in tuple(x.shape):
         return SlogdetResult(_empty_det(ad, x, 1), _empty_det(ad, x, 0, real_dtype(ad, x)))

@@ -13,6 +13,19 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _unrolled
+from ._fastpath import (
+    JAX_FLOAT,
+    NP_FLOAT,
+    jax_looked,
+    jax_maker,
+    np_finite,
+    np_loud,
+    np_maker,
+    np_quiet,
+    torch_float,
+    torch_looked,
+    torch_maker,
+)
 from ._lib import _dispatch, _validate
 from ._lib._declare import (
     NA,
@@ -403,6 +416,90 @@ def _svd_fails(fn: str) -> BadInput:
                     note="Dask: when computed. Under `jax.jit`: NaN.")
 
 
+# ---------------------------------------------------------------------- fast paths
+# (see _fastpath.py) of svd, svdvals and qr: the library's kernel on a supported
+# dtype, S looked at quickly (NaN or inf: the checked path raises "did not converge")
+try:
+    from numpy.linalg import _umath_linalg as _ul
+
+    _NP_SVD: Any = {True: _ul.svd_f, False: _ul.svd_s, None: _ul.svd}
+except (ImportError, AttributeError):  # pragma: no cover - a NumPy without them
+    _NP_SVD = None
+# numpy.linalg.svd's loops: float32 in double, then cast (U/Vh dtype, S dtype)
+_NP_SVD_SIG = {
+    "f": ("d->ddd", "d->d", np.float32, np.float32), "d": ("d->ddd", "d->d", None, None),
+    "F": ("D->DdD", "D->d", np.complex64, np.float32), "D": ("D->DdD", "D->d", None, None),
+}
+
+
+def _np_svd_fast(x: Any, full: bool | None) -> Any:
+    """NumPy's SVD gufunc (`full` None: singular values only), as numpy.linalg.svd calls it."""
+    how = _NP_SVD_SIG.get(x.dtype.char)
+    if how is None or _NP_SVD is None or x.ndim < 2 or not x.size or not np_finite(x):
+        return _MISSING  # (NaN or inf: "did not converge", raised before LAPACK sees it)
+    token = np_quiet()
+    try:
+        out = _NP_SVD[full](x, signature=how[1] if full is None else how[0])
+    finally:
+        np_loud(token)
+    if full is None:
+        return (out if how[3] is None else out.astype(how[3])) if np_finite(out) else _MISSING
+    if not np_finite(out[1]):
+        return _MISSING
+    if how[2] is None:
+        return SVDResult(*out)
+    return SVDResult(out[0].astype(how[2]), out[1].astype(how[3]), out[2].astype(how[2]))
+
+
+# (JAX: `x` looked at first, NaN or inf: LAPACK may loop on it)
+_SVD_FAST = _dispatch.fast_paths("svd", {
+    "NumPy": np_maker(_np_svd_fast),
+    "PyTorch": torch_maker(torch_looked(lambda t: lambda x, full: t.linalg.svd(x, full_matrices=full),
+                                        look=1, wrap=SVDResult)),
+    "JAX": jax_maker(jax_looked(lambda jnp, x, full: jnp.linalg.svd(x, full_matrices=full), look=1,
+                                wrap=SVDResult, look_input=True), host_look=True),
+})
+_SVDVALS_FAST = _dispatch.fast_paths("svdvals", {
+    "NumPy": np_maker(lambda x: _np_svd_fast(x, None)),
+    "PyTorch": torch_maker(torch_looked(lambda t: t.linalg.svdvals)),
+    "JAX": jax_maker(jax_looked(lambda jnp, x: jnp.linalg.svdvals(x), look_input=True), host_look=True),
+})
+
+
+def _qr_fast(call: Any, ok: frozenset[Any], size: Any, r_mode: bool) -> Any:
+    """qr's fast path: `call(x, mode)` (the library's qr) on a non-empty (stack of)
+    matrices of a dtype in `ok` (``size(x)``: the number of elements); `r_mode`:
+    the library computes mode="r" itself (NumPy), else R of "reduced"."""
+
+    def fast(x: Any, mode: str) -> Any:
+        if x.dtype not in ok or x.ndim < 2 or not size(x):
+            return _MISSING
+        try:
+            if mode == "r":
+                return call(x, "r") if r_mode else call(x, "reduced")[1]
+            q, r = call(x, mode)
+        except Exception:  # named by the checked path
+            return _MISSING
+        return QRResult(q, r)
+
+    return fast
+
+
+def _size(x: Any) -> int:
+    return x.size
+
+
+def _numel(x: Any) -> int:
+    return x.numel()
+
+
+_QR_FAST = _dispatch.fast_paths("qr", {
+    "NumPy": np_maker(_qr_fast(lambda x, m: np.linalg.qr(x, mode=m), NP_FLOAT, _size, True)),
+    "PyTorch": torch_maker(lambda t: _qr_fast(lambda x, m: t.linalg.qr(x, mode=m), torch_float(t), _numel, False)),
+    "JAX": jax_maker(lambda jax, jnp: _qr_fast(lambda x, m: jnp.linalg.qr(x, mode=m), JAX_FLOAT, _size, False)),
+})
+
+
 _SVD_ON_DEVICE = ("the standard's `linalg.svd`, then a finite check of `S`", "reading `S` synchronizes the device")
 
 
@@ -481,6 +578,15 @@ def svd(
     >>> xl.to(xl.svd(xp.asarray([[3.0, 0.0], [0.0, 1.0]])).S, "numpy")
     array([3., 1.])
     """
+    if (
+        xp is None
+        and compute_uv is True
+        and hermitian is False
+        and (full_matrices is True or full_matrices is False)
+        and (f := _SVD_FAST.get(type(x))) is not None
+        and (r := f(x, full_matrices)) is not _MISSING
+    ):
+        return r
     if not (isinstance(full_matrices, (bool, np.bool_)) or (type(full_matrices) is int and full_matrices in (0, 1))):
         raise TypeError(
             f"svd: `full_matrices` must be a bool, got {type(full_matrices).__name__} {full_matrices!r:.80}"
@@ -561,6 +667,8 @@ def svdvals(x: Array, /, *, xp: Namespace | None = None) -> Array:
     >>> xl.to(xl.svdvals(xp.asarray([[1.0, 0.0], [0.0, 2.0]])), "numpy")
     array([2., 1.])
     """
+    if xp is None and (f := _SVDVALS_FAST.get(type(x))) is not None and (r := f(x)) is not _MISSING:
+        return r
     ad, x = _decomp_input(x, "svdvals", xp)
     if 0 in tuple(x.shape):
         k = min(x.shape[-2:])
@@ -627,6 +735,14 @@ def qr(x: Array, /, *, mode: str = "reduced", xp: Namespace | None = None) -> An
     >>> R.shape
     (2, 2)
     """
+    if (
+        xp is None
+        and type(mode) is str
+        and mode in _QR_MODES
+        and (f := _QR_FAST.get(type(x))) is not None
+        and (r := f(x, mode)) is not _MISSING
+    ):
+        return r
     if mode not in _QR_MODES:
         raise ValueError(f"qr: `mode` must be one of {_QR_MODES}, got {mode!r}")
     ad, x = _decomp_input(x, "qr", xp)

@@ -13,9 +13,21 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._fastpath import (
+    JAX_FLOAT,
+    MISSING,
+    NP_FLOAT,
+    jax_finite,
+    jax_maker,
+    np_maker,
+    torch_finite,
+    torch_float,
+    torch_maker,
+    torch_plain,
+)
 from ._lib import _validate
 from ._lib._declare import BadInput, Raises, declare
-from ._lib._dispatch import adapter2
+from ._lib._dispatch import adapter2, fast_paths
 from ._lib._errors import LinAlgError
 from ._lib._typing import Array, Namespace
 from ._linalg import matmul, svd, svdvals
@@ -93,6 +105,229 @@ def _default_int(ad: Adapter, x: Any) -> Any:
     return ad.xp.asarray(0, device=ad.device(x)).dtype
 
 
+# ---------------------------------------------------------------------- fast paths
+# (see _fastpath.py): the checked path's computation written once against NumPy's
+# API (NumPy itself, jax.numpy inside one jax.jit, torch through `_TorchOps`), for a
+# non-empty stack of one floating dtype with the default tolerance; the SVD's S
+# looked at quickly (NaN or inf: the checked path raises "did not converge").
+# Each step is the checked path's, in its order, so the results are its results.
+_EPS = {np.dtype(c): float(np.finfo(c).eps) for c in "fd"}
+_EPS.update({np.dtype("F"): _EPS[np.dtype("f")], np.dtype("D"): _EPS[np.dtype("d")]})
+
+
+# (methods and weak Python scalars where they compute what the checked path's
+# functions compute: each NumPy function in front of its method costs ~1 µs)
+def _inverse(xp: Any, s: Any, keep: Any) -> Any:
+    """1/s where `keep`, else 0: the checked path's ``where(keep, 1/where(keep, s, 1), 0)``."""
+    return xp.where(keep, 1.0 / xp.where(keep, s, 1.0), 0.0)
+
+
+def _pinv_body(xp: Any, amax: Any, cast: Any, x: Any, u: Any, s: Any, vh: Any, scale: float, cplx: bool) -> Any:
+    keep = s > amax(s) * scale
+    sinv = _inverse(xp, s, keep)
+    v = (xp.conj(vh) if cplx else vh).swapaxes(-1, -2)
+    uh = (xp.conj(u) if cplx else u).swapaxes(-1, -2)
+    return xp.matmul(v * cast(sinv, x.dtype)[..., None, :], uh)
+
+
+def _rank_body(xp: Any, amax: Any, cast: Any, s: Any, scale: float, it: Any) -> Any:
+    return xp.sum(cast(s > amax(s) * scale, it), -1)
+
+
+def _lstsq_body(xp: Any, amax: Any, cast: Any, a: Any, bm: Any, u: Any, s: Any, vh: Any, r: float,
+                cplx: bool, it: Any) -> tuple[Any, Any, Any]:
+    keep = s > amax(s) * r
+    sinv = _inverse(xp, s, keep)
+    uh = (xp.conj(u) if cplx else u).swapaxes(-1, -2)
+    v = (xp.conj(vh) if cplx else vh).swapaxes(-1, -2)
+    x = xp.matmul(v, cast(sinv, a.dtype)[..., None] * xp.matmul(uh, bm))
+    mag = xp.abs(bm - xp.matmul(a, x))
+    return x, (mag * mag).sum(-2), xp.sum(cast(keep, it), -1)
+
+
+def _np_amax(s: Any) -> Any:
+    return s.max(-1, keepdims=True)
+
+
+def _np_cast(x: Any, dt: Any) -> Any:
+    return x if x.dtype == dt else x.astype(dt)
+
+
+def _np_svd(x: Any, values_only: bool) -> Any:
+    from ._linalg import _np_svd_fast
+
+    return _np_svd_fast(x, None if values_only else False)
+
+
+def _np_pinv_fast(x: Any) -> Any:
+    if x.dtype not in NP_FLOAT or (out := _np_svd(x, False)) is MISSING:
+        return MISSING
+    u, s, vh = out
+    return _pinv_body(np, _np_amax, _np_cast, x, u, s, vh, max(x.shape[-2:]) * _EPS[x.dtype], x.dtype.kind == "c")
+
+
+def _np_rank_fast(x: Any) -> Any:
+    if x.dtype not in NP_FLOAT or (s := _np_svd(x, True)) is MISSING:
+        return MISSING
+    return _rank_body(np, _np_amax, _np_cast, s, max(x.shape[-2:]) * _EPS[x.dtype], _NP_INT)
+
+
+_NP_INT = np.asarray(0).dtype
+
+
+def _np_lstsq_fast(a: Any, b: Any) -> Any:
+    if ((dt := a.dtype) is not b.dtype and dt != b.dtype) or dt not in NP_FLOAT or a.ndim != 2:
+        return MISSING
+    m, n = a.shape
+    vector = b.ndim == 1
+    if not m or not n or not (vector or b.ndim == 2) or b.shape[0] != m or not b.size:
+        return MISSING
+    if (out := _np_svd(a, False)) is MISSING:
+        return MISSING
+    u, s, vh = out
+    x, res, rank = _lstsq_body(np, _np_amax, _np_cast, a, b[..., None] if vector else b, u, s, vh,
+                               _EPS[dt] * max(m, n), dt.kind == "c", _NP_INT)
+    return LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rank, s)
+
+
+class _TorchOps:
+    """What the bodies above call, for torch (NumPy's names where torch's differ)."""
+
+    def __init__(self, torch: Any) -> None:
+        self.t = torch
+        for name in ("where", "conj", "matmul", "abs", "sum"):
+            setattr(self, name, getattr(torch, name))
+
+
+def _torch_lstsq_paths(torch: Any) -> dict[str, Any]:
+    ops = _TorchOps(torch)
+    ok = torch_float(torch)
+    plain = torch_plain(torch)
+    svd, svdvals = torch.linalg.svd, torch.linalg.svdvals
+    eps = {d: float(torch.finfo(d).eps) for d in ok}
+    it = torch.asarray(0).dtype
+
+    def amax(s: Any) -> Any:
+        return torch.amax(s, -1, keepdim=True)
+
+    def cast(x: Any, dt: Any) -> Any:
+        return x if x.dtype == dt else x.to(dt)
+
+    def usv(x: Any) -> Any:
+        if x.dtype not in ok or not plain(x) or not x.numel():
+            return MISSING
+        try:
+            u, s, vh = svd(x, full_matrices=False)
+        except Exception:  # a shape or layout it refuses: named by the checked path
+            return MISSING
+        return (u, s, vh) if torch_finite(torch, s) else MISSING
+
+    def pinv(x: Any) -> Any:
+        if (out := usv(x)) is MISSING:
+            return MISSING
+        u, s, vh = out
+        return _pinv_body(ops, amax, cast, x, u, s, vh, max(x.shape[-2:]) * eps[x.dtype], x.is_complex())
+
+    def rank(x: Any) -> Any:
+        if x.dtype not in ok or not plain(x) or not x.numel():
+            return MISSING
+        try:
+            s = svdvals(x)
+        except Exception:  # a shape or layout it refuses: named by the checked path
+            return MISSING
+        if not torch_finite(torch, s):
+            return MISSING
+        return _rank_body(ops, amax, cast, s, max(x.shape[-2:]) * eps[x.dtype], it)
+
+    def lstsq(a: Any, b: Any) -> Any:
+        if a.dtype is not b.dtype or a.ndim != 2 or (not (vector := b.ndim == 1) and b.ndim != 2):
+            return MISSING
+        m, n = a.shape
+        if b.shape[0] != m or not b.numel() or (out := usv(a)) is MISSING:
+            return MISSING
+        u, s, vh = out
+        try:
+            x, res, rk = _lstsq_body(ops, amax, cast, a, b[..., None] if vector else b, u, s, vh,
+                                     eps[a.dtype] * max(m, n), a.is_complex(), it)
+        except Exception:  # `b` on another device, or not dense: named by the checked path
+            return MISSING
+        return LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rk, s)
+
+    return {"pinv": pinv, "matrix_rank": rank, "lstsq": lstsq}
+
+
+def _jax_lstsq_paths(jax: Any, jnp: Any) -> dict[str, Any]:
+    it = jnp.asarray(0).dtype
+
+    def amax(s: Any) -> Any:
+        return jnp.max(s, axis=-1, keepdims=True)
+
+    def cast(x: Any, dt: Any) -> Any:
+        return x if x.dtype == dt else x.astype(dt)
+
+    def pinv_body(x: Any) -> Any:
+        if x.dtype not in JAX_FLOAT:
+            return None
+        u, s, vh = jnp.linalg.svd(x, full_matrices=False)
+        cplx = jnp.iscomplexobj(x)
+        return _pinv_body(jnp, amax, cast, x, u, s, vh, max(x.shape[-2:]) * _EPS[np.dtype(x.dtype)], cplx), s
+
+    def rank_body(x: Any) -> Any:
+        if x.dtype not in JAX_FLOAT:
+            return None
+        s = jnp.linalg.svdvals(x)
+        return _rank_body(jnp, amax, cast, s, max(x.shape[-2:]) * _EPS[np.dtype(x.dtype)], it), s
+
+    def lstsq_body(a: Any, b: Any) -> Any:
+        if a.dtype not in JAX_FLOAT or a.dtype != b.dtype:
+            return None
+        vector = b.ndim == 1
+        u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+        x, res, rk = _lstsq_body(jnp, amax, cast, a, b[..., None] if vector else b, u, s, vh,
+                                 _EPS[np.dtype(a.dtype)] * max(a.shape), jnp.iscomplexobj(a), it)
+        return LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rk, s)
+
+    calls = {"pinv": jax.jit(pinv_body), "matrix_rank": jax.jit(rank_body), "lstsq": jax.jit(lstsq_body)}
+
+    def one(name: str) -> Any:
+        call = calls[name]
+
+        def fast(x: Any) -> Any:
+            if x.ndim < 2 or not x.size:
+                return MISSING
+            try:
+                out = call(x)
+            except Exception:  # a shape it refuses: named by the checked path
+                return MISSING
+            return out[0] if out is not None and jax_finite(out[1]) else MISSING
+
+        return fast
+
+    def lstsq(a: Any, b: Any) -> Any:
+        if a.ndim != 2 or not (b.ndim == 1 or b.ndim == 2) or b.shape[0] != a.shape[0] or not a.size or not b.size:
+            return MISSING
+        try:
+            out = calls["lstsq"](a, b)
+        except Exception:  # a shape it refuses: named by the checked path
+            return MISSING
+        return out if out is not None and jax_finite(out.singular_values) else MISSING
+
+    return {"pinv": one("pinv"), "matrix_rank": one("matrix_rank"), "lstsq": lstsq}
+
+
+def _lstsq_group(name: str, np_fast: Any) -> dict[type, Any]:
+    return fast_paths(name, {
+        "NumPy": np_maker(np_fast),
+        "PyTorch": torch_maker(lambda torch: _torch_lstsq_paths(torch)[name]),
+        "JAX": jax_maker(lambda jax, jnp: _jax_lstsq_paths(jax, jnp)[name], host_look=True),
+    })
+
+
+_PINV_FAST = _lstsq_group("pinv", _np_pinv_fast)
+_RANK_FAST = _lstsq_group("matrix_rank", _np_rank_fast)
+_LSTSQ_FAST = _lstsq_group("lstsq", _np_lstsq_fast)
+
+
 @declare(
     "linalg", args={"x": "matrix"}, reference=_pinv_reference, dtypes="linalg",
     how="xlinalg's `svd` (reduced), then the standard's operations",
@@ -134,6 +369,8 @@ def pinv(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -> Array
     array([[0.5, 0. ],
            [0. , 0. ]])
     """
+    if xp is None and rtol is None and (f := _PINV_FAST.get(type(x))) is not None and (r := f(x)) is not MISSING:
+        return r
     ad, x = matrix_input(x, "pinv", xp)
     xpn = ad.xp
     m, n = x.shape[-2:]
@@ -192,6 +429,8 @@ def matrix_rank(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -
     >>> int(xl.matrix_rank(xp.asarray([[1.0, 2.0], [2.0, 4.0]])))
     1
     """
+    if xp is None and rtol is None and (f := _RANK_FAST.get(type(x))) is not None and (r := f(x)) is not MISSING:
+        return r
     ad, x = matrix_input(x, "matrix_rank", xp)
     xpn = ad.xp
     it = _default_int(ad, x)
@@ -261,6 +500,9 @@ def lstsq(a: Array, b: Array, /, *, rcond: Any = None, xp: Namespace | None = No
     >>> [round(v, 6) for v in xl.to(res.solution, "numpy").tolist()], int(res.rank)
     ([1.0, 1.0], 2)
     """
+    if (xp is None and rcond is None and (t := type(a)) is type(b) and (f := _LSTSQ_FAST.get(t)) is not None
+            and (r := f(a, b)) is not MISSING):
+        return r
     ad, a, b = adapter2(a, b, "a", "b", xp)
     for nm, v in (("a", a), ("b", b)):
         if (err := ad.dense_error(v, nm, "lstsq")) is not None:

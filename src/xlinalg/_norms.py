@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from ._fastpath import JAX_FLOAT, MISSING, NP_FLOAT, jax_maker, np_maker, torch_float, torch_maker
 from ._lib import _validate
 from ._lib._declare import declare
-from ._lib._dispatch import adapter1
+from ._lib._dispatch import adapter1, fast_paths
 from ._lib._typing import Array, Namespace
 from ._linalg import svdvals
 from ._matrix import matrix_input, real_dtype
@@ -51,6 +52,58 @@ def _vector_norm_reference(x: Any) -> Any:
     import numpy as np
 
     return np.linalg.vector_norm(x)
+
+
+# ---------------------------------------------------------------------- fast paths
+# (see _fastpath.py): the library's own norm on a non-empty array of a supported
+# dtype, with the arguments the checked path would pass it (for matrix_norm the
+# orders that are not singular values; those go through svdvals)
+def _plain_matrix_ord(ord: Any) -> bool:
+    t = type(ord)
+    return (t is str and ord == "fro") or (t is int and ord in (1, -1)) or (t is float and ord in (_INF, -_INF))
+
+
+def _np_matrix_norm_fast(x: Any, o: Any, keep: bool) -> Any:
+    if x.dtype not in NP_FLOAT or x.ndim < 2 or not x.size:
+        return MISSING
+    if o != "fro":
+        return np.linalg.norm(x, ord=o, axis=(-2, -1), keepdims=keep)
+    # numpy.linalg.norm's own Frobenius, without its argument handling
+    r = np.sqrt(np.add.reduce(x * x if x.dtype.kind == "f" else (x.conj() * x).real, axis=(-2, -1)))
+    return r.reshape((*x.shape[:-2], 1, 1)) if keep else r
+
+
+def _torch_matrix_norm_fast(torch: Any) -> Any:
+    call = torch.linalg.matrix_norm
+    ok = torch_float(torch)
+
+    def fast(x: Any, o: Any, keep: bool) -> Any:
+        if x.dtype not in ok or not x.numel():
+            return MISSING
+        try:
+            return call(x, ord=o, keepdim=keep)
+        except Exception:  # a shape or layout it refuses: named by the checked path
+            return MISSING
+
+    return fast
+
+
+def _jax_matrix_norm_fast(jax: Any, jnp: Any) -> Any:
+    call = jnp.linalg.matrix_norm
+
+    def fast(x: Any, o: Any, keep: bool) -> Any:
+        if x.dtype not in JAX_FLOAT or x.ndim < 2 or not x.size:
+            return MISSING
+        return call(x, ord=o, keepdims=keep)
+
+    return fast
+
+
+_MATRIX_NORM_FAST = fast_paths("matrix_norm", {
+    "NumPy": np_maker(_np_matrix_norm_fast),
+    "PyTorch": torch_maker(_torch_matrix_norm_fast),
+    "JAX": jax_maker(_jax_matrix_norm_fast),
+})
 
 
 @declare(
@@ -103,6 +156,14 @@ def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: Any = "fro", xp: Na
     >>> float(xl.matrix_norm(xp.asarray([[3.0, 0.0], [0.0, 4.0]]), ord=2))
     4.0
     """
+    if (
+        xp is None
+        and (keepdims is False or keepdims is True)
+        and _plain_matrix_ord(ord)
+        and (f := _MATRIX_NORM_FAST.get(type(x))) is not None
+        and (r := f(x, ord, keepdims)) is not MISSING
+    ):
+        return r
     o = _matrix_ord(ord)
     keep = _bool(keepdims, "matrix_norm", "keepdims")
     ad, x = matrix_input(x, "matrix_norm", xp)
@@ -191,6 +252,56 @@ def _axes(axis: Any, ndim: int, ad: Adapter, x: Any) -> tuple[int, ...]:
     return tuple(out)
 
 
+# vector_norm's fast paths (see matrix_norm's): `axis` None, every axis as the
+# checked path passes them
+_EVERY_AXIS = tuple(tuple(range(n)) for n in range(9))
+
+
+def _np_vector_norm_fast(x: Any, keep: bool, o: Any) -> Any:
+    if x.dtype not in NP_FLOAT or not x.size or not 0 < (n := x.ndim) < 9:
+        return MISSING
+    if o != 2:
+        return np.linalg.vector_norm(x, axis=_EVERY_AXIS[n], keepdims=keep, ord=o)
+    # numpy.linalg.vector_norm's own 2-norm (norm of the raveled array), without its
+    # argument handling
+    v = x.ravel()
+    r = np.sqrt(np.add.reduce(v * v if v.dtype.kind == "f" else (v.conj() * v).real, axis=0))
+    return r.reshape((1,) * n) if keep else r
+
+
+def _torch_vector_norm_fast(torch: Any) -> Any:
+    call = torch.linalg.vector_norm
+    ok = torch_float(torch)
+
+    def fast(x: Any, keep: bool, o: Any) -> Any:
+        if x.dtype not in ok or not x.numel() or not 0 < (n := x.ndim) < 9:
+            return MISSING
+        try:
+            return call(x, ord=o, dim=_EVERY_AXIS[n], keepdim=keep)
+        except Exception:  # a layout it refuses: named by the checked path
+            return MISSING
+
+    return fast
+
+
+def _jax_vector_norm_fast(jax: Any, jnp: Any) -> Any:
+    call = jnp.linalg.vector_norm
+
+    def fast(x: Any, keep: bool, o: Any) -> Any:
+        if x.dtype not in JAX_FLOAT or not x.size or not 0 < (n := x.ndim) < 9:
+            return MISSING
+        return call(x, axis=_EVERY_AXIS[n], keepdims=keep, ord=o)
+
+    return fast
+
+
+_VECTOR_NORM_FAST = fast_paths("vector_norm", {
+    "NumPy": np_maker(_np_vector_norm_fast),
+    "PyTorch": torch_maker(_torch_vector_norm_fast),
+    "JAX": jax_maker(_jax_vector_norm_fast),
+})
+
+
 @declare(
     "linalg", args={"x": "vector"}, reference=_vector_norm_reference, dtypes="linalg", batched=False,
     how="the standard's `linalg.vector_norm`",
@@ -236,6 +347,15 @@ def vector_norm(x: Array, /, *, axis: Any = None, keepdims: bool = False, ord: A
     >>> float(xl.vector_norm(xp.asarray([3.0, -4.0]), ord=xp.inf))
     4.0
     """
+    if (
+        xp is None
+        and axis is None
+        and (keepdims is False or keepdims is True)
+        and (type(ord) is int or (type(ord) is float and ord == ord))
+        and (f := _VECTOR_NORM_FAST.get(type(x))) is not None
+        and (r := f(x, keepdims, ord)) is not MISSING
+    ):
+        return r
     o = _vector_ord(ord)
     keep = _bool(keepdims, "vector_norm", "keepdims")
     ad, x = adapter1(x, "x", xp)

@@ -15,9 +15,19 @@ from typing import Any
 import numpy as np
 
 from ._factor import inv
+from ._fastpath import (
+    JAX_FLOAT,
+    MISSING,
+    NP_FLOAT,
+    jax_maker,
+    np_maker,
+    torch_dense,
+    torch_float,
+    torch_maker,
+)
 from ._lib import _validate
 from ._lib._declare import BadInput, Raises, Returns, declare
-from ._lib._dispatch import adapter1, adapter2
+from ._lib._dispatch import adapter1, adapter2, fast_paths
 from ._lib._typing import Array, Namespace
 from ._linalg import matmul
 from ._matrix import matrix_input
@@ -99,6 +109,174 @@ def _int(v: Any, fn: str, name: str) -> int:
         raise TypeError(f"{fn}: `{name}` must be an int, got {type(v).__name__} {v!r:.80}") from None
 
 
+# ---------------------------------------------------------------------- fast paths
+# (see _fastpath.py): the library's own call with the arguments the checked path
+# would pass it, for the common case: dense arrays of one floating dtype (any dtype
+# for the views), the shapes checked that the library would not check itself; any
+# refusal or error of the library takes the checked path, which names the argument.
+# vecdot and cross: axis -1; tensordot: an int `axes`; matrix_power: n > 0.
+def _np_pair(x1: Any, x2: Any) -> bool:
+    return ((d := x1.dtype) is x2.dtype or d == x2.dtype) and d in NP_FLOAT
+
+
+def _np_matrix_power(x: Any, n: int) -> Any:
+    if x.dtype not in NP_FLOAT or x.ndim < 2 or not x.size or (s := x.shape)[-1] != s[-2]:
+        return MISSING
+    if n <= 3:  # numpy.linalg.matrix_power's own short cuts, without its checks
+        return x if n == 1 else np.matmul(x, x) if n == 2 else np.matmul(np.matmul(x, x), x)
+    return np.linalg.matrix_power(x, n)
+
+
+def _np_tensordot(x1: Any, x2: Any, n: int) -> Any:
+    if not _np_pair(x1, x2) or n > min(x1.ndim, x2.ndim):
+        return MISSING
+    try:
+        return np.tensordot(x1, x2, axes=n)
+    except ValueError:  # contracted axes of different sizes: named by the checked path
+        return MISSING
+
+
+_NP_VECDOT: Any = np.vecdot
+
+
+def _np_vecdot(x1: Any, x2: Any) -> Any:
+    if not _np_pair(x1, x2):
+        return MISSING
+    try:  # (the gufunc refuses 0-d operands and vectors of two lengths itself)
+        return _NP_VECDOT(x1, x2, axis=-1)
+    except ValueError:  # named by the checked path
+        return MISSING
+
+
+def _np_cross(x1: Any, x2: Any) -> Any:
+    if not _np_pair(x1, x2) or not x1.ndim or not x2.ndim or not x1.shape[-1] == x2.shape[-1] == 3:
+        return MISSING
+    try:
+        return np.cross(x1, x2, axis=-1)
+    except ValueError:  # batch shapes that do not broadcast: named by the checked path
+        return MISSING
+
+
+def _torch_products(torch: Any) -> dict[str, Any]:
+    dense = torch_dense(torch)
+    ok = torch_float(torch)
+    linalg = torch.linalg
+
+    def pair(x1: Any, x2: Any) -> bool:
+        return (d := x1.dtype) is x2.dtype and d in ok and dense(x1) and dense(x2)
+
+    def native(call: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return call(*args, **kwargs)
+        except Exception:  # a shape or device it refuses: named by the checked path
+            return MISSING
+
+    def transpose(x: Any) -> Any:
+        return x.mT if dense(x) and x.ndim >= 2 else MISSING
+
+    def diagonal(x: Any, k: int) -> Any:
+        return linalg.diagonal(x, offset=k) if dense(x) and x.ndim >= 2 else MISSING
+
+    def trace(x: Any, k: int) -> Any:
+        if x.dtype not in ok or not dense(x) or x.ndim < 2:
+            return MISSING
+        return torch.diagonal(x, offset=k, dim1=-2, dim2=-1).sum(-1)
+
+    def outer(x1: Any, x2: Any) -> Any:
+        return native(torch.outer, x1, x2) if pair(x1, x2) and x1.ndim == 1 and x2.ndim == 1 else MISSING
+
+    def tensordot(x1: Any, x2: Any, n: int) -> Any:
+        return native(torch.tensordot, x1, x2, dims=n) if pair(x1, x2) and n <= min(x1.ndim, x2.ndim) else MISSING
+
+    def vecdot(x1: Any, x2: Any) -> Any:
+        if not pair(x1, x2) or not x1.ndim or not x2.ndim or x1.shape[-1] != x2.shape[-1]:
+            return MISSING  # (torch.linalg.vecdot would broadcast the vectors' axis)
+        return native(linalg.vecdot, x1, x2, dim=-1)
+
+    def cross(x1: Any, x2: Any) -> Any:
+        if not pair(x1, x2) or x1.ndim == 0 or x1.shape != x2.shape or x1.shape[-1] != 3:
+            return MISSING
+        return native(linalg.cross, x1, x2, dim=-1)
+
+    def matrix_power(x: Any, n: int) -> Any:
+        return native(linalg.matrix_power, x, n) if x.dtype in ok and dense(x) and x.numel() else MISSING
+
+    return {"matrix_transpose": transpose, "diagonal": diagonal, "trace": trace, "outer": outer,
+            "tensordot": tensordot, "vecdot": vecdot, "cross": cross, "matrix_power": matrix_power}
+
+
+def _jax_products(jnp: Any) -> dict[str, Any]:
+    linalg = jnp.linalg
+
+    def pair(x1: Any, x2: Any) -> bool:
+        return (d := x1.dtype) == x2.dtype and d in JAX_FLOAT
+
+    def native(call: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return call(*args, **kwargs)
+        except Exception:  # a shape it refuses: named by the checked path
+            return MISSING
+
+    def trace(x: Any, k: int) -> Any:
+        return linalg.trace(x, offset=k) if x.dtype in JAX_FLOAT and x.ndim >= 2 else MISSING
+
+    def outer(x1: Any, x2: Any) -> Any:
+        return linalg.outer(x1, x2) if pair(x1, x2) and x1.ndim == 1 and x2.ndim == 1 else MISSING
+
+    def tensordot(x1: Any, x2: Any, n: int) -> Any:
+        return native(jnp.tensordot, x1, x2, axes=n) if pair(x1, x2) and n <= min(x1.ndim, x2.ndim) else MISSING
+
+    def vecdot(x1: Any, x2: Any) -> Any:
+        if not pair(x1, x2) or not x1.ndim or not x2.ndim or x1.shape[-1] != x2.shape[-1]:
+            return MISSING
+        return native(jnp.vecdot, x1, x2, axis=-1)
+
+    def cross(x1: Any, x2: Any) -> Any:
+        if not pair(x1, x2) or not x1.ndim or not x2.ndim or not x1.shape[-1] == x2.shape[-1] == 3:
+            return MISSING
+        return native(linalg.cross, x1, x2, axis=-1)
+
+    def matrix_power(x: Any, n: int) -> Any:
+        if x.dtype not in JAX_FLOAT or x.ndim < 2 or not x.size or (s := x.shape)[-1] != s[-2]:
+            return MISSING
+        return linalg.matrix_power(x, n)
+
+    return {"matrix_transpose": lambda x: x.mT if x.ndim >= 2 else MISSING,
+            "diagonal": lambda x, k: linalg.diagonal(x, offset=k) if x.ndim >= 2 else MISSING,
+            "trace": trace, "outer": outer, "tensordot": tensordot, "vecdot": vecdot, "cross": cross,
+            "matrix_power": matrix_power}
+
+
+_NP_PRODUCTS: dict[str, Any] = {
+    "matrix_transpose": lambda x: x.swapaxes(-1, -2) if x.ndim >= 2 else MISSING,
+    "diagonal": lambda x, k: x.diagonal(k, -2, -1) if x.ndim >= 2 else MISSING,
+    "trace": lambda x, k: np.asarray(x.trace(k, -2, -1)) if x.dtype in NP_FLOAT and x.ndim >= 2 else MISSING,
+    # numpy.outer's own product of the two vectors, without its argument handling
+    "outer": lambda x1, x2: (np.multiply(x1[:, None], x2[None, :]) if _np_pair(x1, x2) and x1.ndim == 1 and x2.ndim == 1
+                             else MISSING),
+    "tensordot": _np_tensordot, "vecdot": _np_vecdot, "cross": _np_cross, "matrix_power": _np_matrix_power,
+}
+_PAIRS = ("outer", "tensordot", "vecdot", "cross")
+
+
+def _product_paths(name: str) -> dict[type, Any]:
+    return fast_paths(name, {
+        "NumPy": np_maker(_NP_PRODUCTS[name]),
+        "PyTorch": torch_maker(lambda torch: _torch_products(torch)[name]),
+        "JAX": jax_maker(lambda jax, jnp: _jax_products(jnp)[name], one_device=name in _PAIRS),
+    })
+
+
+_TRANSPOSE_FAST = _product_paths("matrix_transpose")
+_DIAGONAL_FAST = _product_paths("diagonal")
+_TRACE_FAST = _product_paths("trace")
+_OUTER_FAST = _product_paths("outer")
+_TENSORDOT_FAST = _product_paths("tensordot")
+_VECDOT_FAST = _product_paths("vecdot")
+_CROSS_FAST = _product_paths("cross")
+_MATRIX_POWER_FAST = _product_paths("matrix_power")
+
+
 @declare(
     "linalg", args={"x": "matrix"}, reference=lambda x: np.swapaxes(x, -1, -2), dtypes="promote",
     how="the standard's `matrix_transpose`",
@@ -129,6 +307,8 @@ def matrix_transpose(x: Array, /, *, xp: Namespace | None = None) -> Array:
     >>> xl.matrix_transpose(xp.ones((2, 3))).shape
     (3, 2)
     """
+    if xp is None and (f := _TRANSPOSE_FAST.get(type(x))) is not None and (r := f(x)) is not MISSING:
+        return r
     ad, x = _one(x, "matrix_transpose", xp, min_ndim=2)
     return ad.xp.matrix_transpose(x)
 
@@ -167,6 +347,9 @@ def diagonal(x: Array, /, *, offset: int = 0, xp: Namespace | None = None) -> Ar
     >>> xl.to(xl.diagonal(xp.asarray([[1.0, 2.0], [3.0, 4.0]])), "numpy")
     array([1., 4.])
     """
+    if (xp is None and type(offset) is int and (f := _DIAGONAL_FAST.get(type(x))) is not None
+            and (r := f(x, offset)) is not MISSING):
+        return r
     k = _int(offset, "diagonal", "offset")
     ad, x = _one(x, "diagonal", xp, min_ndim=2)
     return ad.xp.linalg.diagonal(x, offset=k)
@@ -211,6 +394,9 @@ def trace(x: Array, /, *, offset: int = 0, dtype: Any = None, xp: Namespace | No
     >>> float(xl.trace(xp.asarray([[1.0, 2.0], [3.0, 4.0]])))
     5.0
     """
+    if (xp is None and dtype is None and type(offset) is int and (f := _TRACE_FAST.get(type(x))) is not None
+            and (r := f(x, offset)) is not MISSING):
+        return r
     k = _int(offset, "trace", "offset")
     ad, x = _one(x, "trace", xp, min_ndim=2, numeric=True)
     return _native(ad, "trace", lambda: ad.xp.linalg.trace(x, offset=k, dtype=dtype), ("x", x))
@@ -259,6 +445,9 @@ def outer(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     array([[3., 4.],
            [6., 8.]])
     """
+    if (xp is None and (t := type(x1)) is type(x2) and (f := _OUTER_FAST.get(t)) is not None
+            and (r := f(x1, x2)) is not MISSING):
+        return r
     ad, x1, x2 = _pair(x1, x2, "outer", xp)
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(
@@ -317,6 +506,9 @@ def tensordot(x1: Array, x2: Array, /, *, axes: Any = 2, xp: Namespace | None = 
     >>> xl.tensordot(xp.ones((2, 3, 4)), xp.ones((3, 4, 5))).shape
     (2, 5)
     """
+    if (xp is None and type(axes) is int and axes >= 0 and (t := type(x1)) is type(x2)
+            and (f := _TENSORDOT_FAST.get(t)) is not None and (r := f(x1, x2, axes)) is not MISSING):
+        return r
     ad, x1, x2 = _pair(x1, x2, "tensordot", xp)
     if isinstance(axes, bool):
         raise TypeError(f"tensordot: `axes` must be an int or a pair of sequences of ints, got {axes!r}")
@@ -398,6 +590,9 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = No
     >>> float(xl.vecdot(xp.asarray([1.0, 2.0]), xp.asarray([3.0, 4.0])))
     11.0
     """
+    if (xp is None and type(axis) is int and axis == -1 and (t := type(x1)) is type(x2)
+            and (f := _VECDOT_FAST.get(t)) is not None and (r := f(x1, x2)) is not MISSING):
+        return r
     k = _int(axis, "vecdot", "axis")
     ad, x1, x2 = _pair(x1, x2, "vecdot", xp)
     nd = max(x1.ndim, x2.ndim)
@@ -474,6 +669,9 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = Non
     >>> xl.to(xl.cross(xp.asarray([1.0, 0.0, 0.0]), xp.asarray([0.0, 1.0, 0.0])), "numpy")
     array([0., 0., 1.])
     """
+    if (xp is None and type(axis) is int and axis == -1 and (t := type(x1)) is type(x2)
+            and (f := _CROSS_FAST.get(t)) is not None and (r := f(x1, x2)) is not MISSING):
+        return r
     k = _int(axis, "cross", "axis")
     ad, x1, x2 = _pair(x1, x2, "cross", xp)
     for nm, v in (("x1", x1), ("x2", x2)):
@@ -550,6 +748,9 @@ def matrix_power(x: Array, /, n: int, *, errors: str = "raise", xp: Namespace | 
     array([[1., 3.],
            [0., 1.]])
     """
+    if (xp is None and errors == "raise" and type(n) is int and n > 0
+            and (f := _MATRIX_POWER_FAST.get(type(x))) is not None and (r := f(x, n)) is not MISSING):
+        return r
     k = _int(n, "matrix_power", "n")
     ad, x = matrix_input(x, "matrix_power", xp, square=True)
     xpn = ad.xp

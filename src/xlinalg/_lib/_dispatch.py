@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import threading
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import numpy as np
@@ -19,7 +20,10 @@ from ..backends._base import Adapter
 from ..backends._host import foreign_in_sequence
 from ..backends._numpy import NUMPY, refused_subclass
 
-__all__ = ["adapter1", "adapter2", "adapter_for", "adapter_for_namespace", "as_arrays", "describe", "host_array"]
+__all__ = [
+    "adapter1", "adapter2", "adapter_for", "adapter_for_namespace", "as_arrays", "describe", "fast_paths",
+    "host_array",
+]
 
 _SCALARS = (bool, int, float, complex)
 
@@ -47,6 +51,17 @@ FAST_OPS: dict[str, dict[type, tuple[Any, frozenset[Any], bool]]] = {
 FAST_SIGMOID: dict[type, tuple[Any, frozenset[Any]]] = {}
 #: array type -> its adapter's ``solve_fast`` (xl.solve with its defaults)
 FAST_SOLVE: dict[type, Any] = {}
+
+#: op -> {array type: the op's fast path for arrays of that exact type}, filled as
+#: types are met from the makers the op registered (:func:`fast_paths`). A fast path
+#: takes the op's arguments and returns its result only where the library's own
+#: call is the whole contract for them (the common case: one supported dtype, a
+#: finite result), else ``MISSING``: the op's checked path then runs and gives the
+#: same answer or the error naming the argument.
+FAST_LINALG: dict[str, dict[type, Any]] = {}
+#: op -> {adapter library ("NumPy", "PyTorch", "JAX"): ``make(adapter, array type)``
+#: returning the fast path for that type, or None}
+_FAST_MAKERS: dict[str, Mapping[str, Callable[[Adapter, type], Any]]] = {}
 
 
 #: taken only on a miss of _TYPE_CACHE: the first sight of a type is resolved once,
@@ -87,6 +102,32 @@ def _fill_fast_tables(cls: type, ad: Adapter | None) -> None:
         fn = ad.solve_fast_for(cls)
         if fn is not None:
             FAST_SOLVE[cls] = fn
+    for op, makers in _FAST_MAKERS.items():
+        _fill_fast_path(FAST_LINALG[op], makers, cls, ad)
+
+
+def _fill_fast_path(table: dict[type, Any], makers: Mapping[str, Callable[[Adapter, type], Any]],
+                    cls: type, ad: Adapter | None) -> None:
+    make = None if ad is None else makers.get(ad.library)
+    if make is not None and (fn := make(ad, cls)) is not None:  # type: ignore[arg-type]
+        table[cls] = fn
+
+
+def fast_paths(op: str, makers: Mapping[str, Callable[[Adapter, type], Any]]) -> dict[type, Any]:
+    """Register the fast paths of `op` and return its table (:data:`FAST_LINALG`).
+
+    `makers`: adapter library -> ``make(adapter, array type)``, called once per array
+    type of that library as the type is first met (NumPy's at once), returning the
+    fast path for arrays of exactly that type, or None (a subclass, a tracer, a
+    device the path does not serve). The op calls ``table.get(type(x))`` first.
+    """
+    table: dict[type, Any] = {}
+    with _LOOKUP_LOCK:
+        FAST_LINALG[op] = table
+        _FAST_MAKERS[op] = makers
+        for cls, ad in list(_TYPE_CACHE.items()):
+            _fill_fast_path(table, makers, cls, ad)
+    return table
 
 
 def describe(x: Any) -> str:

@@ -341,6 +341,8 @@ class NumPyAdapter(Adapter):
         return sign == 0
 
     def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+        if _hangs_lapack(a):
+            raise self._svd_error(a, "svd")
         try:
             out = np.linalg.svd(a, full_matrices=full_matrices)
         except np.linalg.LinAlgError as exc:
@@ -350,6 +352,8 @@ class NumPyAdapter(Adapter):
         return tuple(out)  # type: ignore[return-value]
 
     def svdvals(self, a: Any) -> Any:
+        if _hangs_lapack(a):
+            raise self._svd_error(a, "svdvals")
         try:
             s = np.linalg.svd(a, compute_uv=False)
         except np.linalg.LinAlgError as exc:
@@ -417,6 +421,16 @@ def refused_subclass(x: Any, name: str) -> TypeError | None:
             f"`numpy.asarray({name})`"
         )
     return None
+
+
+def _hangs_lapack(a: Any) -> bool:
+    """Whether `a` holds NaN or inf, which xlinalg's SVD refuses anyway ("did not
+    converge"), and which must not reach LAPACK: OpenBLAS's gesdd loops forever on
+    some of it (``[[inf, 1, 0], [1, 3, 1], [0, 1, 4]]``; numpy.linalg.svd hangs). A
+    quick total first (docs/performance.md), the exact test when it is not finite."""
+    from .._fastpath import np_finite
+
+    return not np_finite(a) and not bool(np.isfinite(a).all())
 
 
 def _not_converged(a: Any, s: Any) -> bool:

@@ -1,0 +1,246 @@
+"""What the fast paths of the linalg-extension functions share.
+
+Each function of ``_eig``, ``_factor``, ``_linalg``, ``_norms``, ``_products`` and
+``_lstsq`` may register fast paths (``_lib._dispatch.fast_paths``): for arrays of
+one exact type (``numpy.ndarray``, ``torch.Tensor``, JAX's concrete array), a
+function of the op's arguments that calls the library's own kernel and returns its
+result only where that call is the whole contract, else :data:`MISSING`. The op's
+checked path then runs and gives the same answer, or the error that names the
+argument. A fast path never decides anything the checked path would decide
+differently: it refuses (MISSING) whatever is not the common case (another dtype,
+an empty or non-finite result, a trace), and its result is the checked path's
+result for the same input, computed by the same kernel.
+
+This module holds the parts they share: the type tests that build the makers, the
+quiet floating-point state of NumPy's gufuncs, and quick finiteness tests of small
+results (a Python sum of a few numbers instead of ``isfinite`` + ``all`` + a read:
+docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import cmath
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .backends._base import MISSING, Adapter
+
+__all__ = [
+    "JAX_FLOAT",
+    "MISSING",
+    "NP_FLOAT",
+    "jax_finite",
+    "jax_looked",
+    "jax_maker",
+    "np_finite",
+    "np_loud",
+    "np_maker",
+    "np_quiet",
+    "torch_dense",
+    "torch_finite",
+    "torch_float",
+    "torch_looked",
+    "torch_maker",
+    "torch_plain",
+]
+
+_NP = np.ndarray
+
+#: NumPy's and JAX's floating dtypes the linear-algebra kernels take as they are
+NP_FLOAT = frozenset(np.dtype(c) for c in "fdFD")
+JAX_FLOAT = NP_FLOAT
+
+Maker = Callable[[Adapter, type], Any]
+
+
+def np_maker(fn: Callable[..., Any]) -> Maker:
+    """The maker of a NumPy fast path: `fn` for exactly ``numpy.ndarray`` (a subclass,
+    a masked array or ``np.matrix``, takes the checked path)."""
+    return lambda ad, cls: fn if cls is _NP else None
+
+
+def torch_maker(build: Callable[[Any], Callable[..., Any]]) -> Maker:
+    """The maker of a PyTorch fast path: ``build(torch)`` for exactly ``torch.Tensor``."""
+    return lambda ad, cls: build(ad.torch) if cls is ad.torch.Tensor else None  # type: ignore[attr-defined]
+
+
+def jax_maker(build: Callable[[Any, Any], Callable[..., Any]], *, host_look: bool = False,
+              one_device: bool = False) -> Maker:
+    """The maker of a JAX fast path: ``build(jax, jnp)`` for JAX's concrete array type
+    (never a tracer: under ``jax.jit`` the checked path runs). `host_look`: the path
+    looks at its result on the host, which it does only where every JAX device is a
+    CPU (no transfer, no wait for a device). `one_device`: the path takes two arrays,
+    only where JAX has one device (else the checked path names a mismatch)."""
+
+    def make(ad: Adapter, cls: type) -> Any:
+        if issubclass(cls, ad._tracer):  # type: ignore[attr-defined]
+            return None
+        if (host_look or one_device) and ad.fast_device_check:
+            return None
+        if host_look and not ad._all_cpu:  # type: ignore[attr-defined]
+            return None
+        return build(ad.jax, ad.xp)  # type: ignore[attr-defined]
+
+    return make
+
+
+# ---------------------------------------------------------------------- NumPy
+# NumPy's gufuncs signal a non-finite result through the floating-point state;
+# `np.errstate(all="ignore")` around one call costs ~2 µs, as much as a 3×3 det.
+# Its context variable set to a ready "ignore everything" state costs ~0.15 µs.
+try:
+    from numpy._core._multiarray_umath import _make_extobj
+    from numpy._core._ufunc_config import _extobj_contextvar  # type: ignore[attr-defined]
+
+    _IGNORE = _make_extobj(all="ignore")
+
+    def np_quiet() -> Any:
+        """Ignore floating-point errors until :func:`np_loud` (a token to pass it)."""
+        return _extobj_contextvar.set(_IGNORE)
+
+    def np_loud(token: Any) -> None:
+        _extobj_contextvar.reset(token)
+
+except (ImportError, AttributeError, TypeError):  # pragma: no cover - another NumPy layout
+
+    def np_quiet() -> Any:
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+
+    def np_loud(token: Any) -> None:
+        token.__exit__(None, None, None)
+
+
+def np_finite(h: np.ndarray) -> bool:
+    """Whether NumPy array `h` is all finite, as cheaply as its size allows.
+
+    A quick test: ``False`` may also be a huge finite array whose total overflows
+    (the caller then takes its checked path, which only costs time). No
+    floating-point warning either way."""
+    if h.size <= 64:
+        return cmath.isfinite(sum(h.ravel().tolist()))
+    return math.isfinite(np.vdot(h, h).real)
+
+
+# ---------------------------------------------------------------------- PyTorch
+def torch_finite(torch: Any, t: Any) -> bool:
+    """Whether tensor `t` is all finite (quick, as :func:`np_finite`): a vector or
+    matrix of a few numbers is read as Python numbers (one copy from a device);
+    anything else by one ``isfinite`` + ``all`` and a read."""
+    n = t.ndim
+    if n <= 2 and t.numel() <= 64:
+        v = t.tolist()
+        return cmath.isfinite(sum(map(sum, v)) if n == 2 else sum(v) if n else v)
+    return bool(torch.isfinite(t).all())
+
+
+def torch_plain(torch: Any) -> Callable[[Any], bool]:
+    """``plain(x)``: whether a fast path may branch on the values of tensor `x`: not
+    inside ``torch.compile`` (Dynamo would break the graph), torch.func's
+    transforms or on a meta tensor, where the checked path takes NaN instead of
+    exceptions (``Adapter.traced``)."""
+    compiling = torch.compiler.is_compiling
+    transforms = torch._C._are_functorch_transforms_active
+
+    def plain(x: Any) -> bool:
+        return not (compiling() or transforms() or x.is_meta)
+
+    return plain
+
+
+def torch_dense(torch: Any) -> Callable[[Any], bool]:
+    """``dense(x)``: whether tensor `x` is strided and not nested (what the checked
+    path takes; torch would compute some functions of sparse tensors)."""
+    strided = torch.strided
+
+    def dense(x: Any) -> bool:
+        return x.layout is strided and not x.is_nested
+
+    return dense
+
+
+def torch_float(torch: Any) -> frozenset[Any]:
+    """The floating dtypes the linear-algebra kernels take as they are."""
+    return frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
+
+
+def torch_looked(kernel: Callable[[Any], Callable[..., Any]], *, look: int | None = None,
+                 wrap: Callable[..., Any] | None = None, look_input: bool = False) -> Callable[[Any], Any]:
+    """The builder (for :func:`torch_maker`) of a decomposition's fast path, whose
+    result the contract looks at: ``kernel(torch)`` is the library's call
+    ``call(x, *args)``; output `look` of its result (None: the result itself) must
+    be finite, else the checked path runs (it raises "did not converge"); `wrap`:
+    the NamedTuple of the outputs; `look_input`: `x` itself is looked at first."""
+
+    def build(torch: Any) -> Any:
+        call = kernel(torch)
+        ok = torch_float(torch)
+        compiling = torch.compiler.is_compiling  # (torch_plain's tests, inline: one call less)
+        transforms = torch._C._are_functorch_transforms_active
+
+        def fast(x: Any, *args: Any) -> Any:
+            if x.dtype not in ok or compiling() or transforms() or x.is_meta:
+                return MISSING
+            try:
+                if look_input and not torch_finite(torch, x):
+                    return MISSING
+                out = call(x, *args)
+            except Exception:  # a shape or layout it refuses: named by the checked path
+                return MISSING
+            if not torch_finite(torch, out if look is None else out[look]):
+                return MISSING
+            return out if wrap is None else wrap(*out)
+
+        return fast
+
+    return build
+
+
+# ---------------------------------------------------------------------- JAX
+def jax_looked(body: Callable[..., Any], *, look: int | None = None, wrap: Callable[..., Any] | None = None,
+               look_input: bool = False) -> Callable[[Any, Any], Any]:
+    """The builder (for :func:`jax_maker` with ``host_look=True``) of a decomposition's
+    fast path: ``body(jnp, x, *static)`` under one ``jax.jit`` (a floating `x` only:
+    its dtype and shape checks run once, at trace time; `static`: hashable options
+    such as ``full_matrices``); then the host look of :func:`torch_looked`."""
+
+    def build(jax: Any, jnp: Any) -> Any:
+        def traced(x: Any, *static: Any) -> Any:
+            return body(jnp, x, *static) if x.dtype in JAX_FLOAT else None
+
+        calls: dict[int, Any] = {}
+
+        def fast(x: Any, *static: Any) -> Any:
+            call = calls.get(len(static))
+            if call is None:
+                call = calls[len(static)] = jax.jit(traced, static_argnums=tuple(range(1, 1 + len(static))))
+            try:
+                if look_input and not jax_finite(x):
+                    return MISSING
+                out = call(x, *static)
+            except Exception:  # a shape it refuses: named by the checked path
+                return MISSING
+            if out is None or not jax_finite(out if look is None else out[look]):
+                return MISSING
+            return out if wrap is None else wrap(*out)
+
+        return fast
+
+    return build
+
+
+def jax_finite(x: Any) -> bool:
+    """Whether a concrete JAX array on the CPU is all finite (quick, as
+    :func:`np_finite`): its memory read in place through the buffer protocol
+    (which waits for the result)."""
+    try:
+        m = memoryview(x)
+        if m.nbytes <= 512:
+            return cmath.isfinite(sum(m.cast("B").cast(m.format[-1]).tolist()))  # type: ignore[call-overload]
+    except (TypeError, ValueError, BufferError, NotImplementedError):
+        pass  # no export (another layout), or a format the cast refuses
+    return np_finite(np.asarray(x))

@@ -1,0 +1,215 @@
+"""The fast paths of the linalg extension (``_fastpath.py``) are the checked paths' answers.
+
+A call with ``xp=`` given always takes the checked path; the same call without it
+takes the fast path where one is registered for the array type. On every backend,
+for the sample inputs and for hostile ones (NaN, inf, integers, bool, float16,
+empty, too few dimensions, not square, stacks, mixed dtypes, strided views,
+big-endian data, failing factorizations, overflow), both calls must give the same
+result bit for bit (type, dtype, shape, values) or raise the same error with the
+same message. And the fast path must be taken for the common case.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import xlinalg as xl
+from conftest import BackendCase
+from xlinalg._fastpath import MISSING
+from xlinalg._lib._declare import OPERATIONS
+from xlinalg._lib._dispatch import FAST_LINALG
+
+_RNG = np.random.default_rng(38)
+_M = _RNG.standard_normal((3, 3))
+_SPD = _M @ _M.T + 3 * np.eye(3)
+_STACK = np.stack([_SPD, 2 * _SPD])
+_V = np.array([1.0, -2.0, 0.5])
+_B = _RNG.standard_normal((3, 2))
+
+
+def _with(a: np.ndarray, i: int, v: float) -> np.ndarray:
+    out = np.array(a, dtype=float)
+    out.flat[i] = v
+    return out
+
+
+#: one-array inputs: name -> host array
+ONE: dict[str, Any] = {
+    "sample": _SPD,
+    "float32": _SPD.astype(np.float32),
+    "complex128": _SPD + 0.5j * (_M - _M.T),
+    "complex64": (_SPD + 0.5j * (_M - _M.T)).astype(np.complex64),
+    "stack": _STACK,
+    "stack-float32": _STACK.astype(np.float32),
+    "nan": _with(_SPD, 4, np.nan),
+    "nan-lower": _with(_SPD, 3, np.nan),
+    "inf": _with(_SPD, 4, np.inf),
+    "nan-member": np.stack([_SPD, _with(_SPD, 4, np.nan)]),
+    "huge": _SPD * 1e200,
+    "tiny": _SPD * 1e-300,
+    "int": np.array([[2, 1, 0], [1, 3, 1], [0, 1, 4]]),
+    "bool": np.eye(3, dtype=bool),
+    "float16": _SPD.astype(np.float16),
+    "singular": np.ones((3, 3)),
+    "not-pd": -_SPD,
+    "rect": _RNG.standard_normal((3, 4)),
+    "tall": _RNG.standard_normal((4, 2)),
+    "vector": _V,
+    "scalar": np.asarray(2.0),
+    "0x0": np.zeros((0, 0)),
+    "empty-batch": np.zeros((0, 3, 3)),
+    "empty-matrices": np.zeros((2, 0, 0)),
+}
+
+#: two-array inputs: name -> (host x1, host x2)
+TWO: dict[str, Any] = {
+    "sample": None,  # the operation's declared sample
+    "float32": (_V.astype(np.float32), _V[::-1].astype(np.float32)),
+    "vectors": (_V, _V[::-1].copy()),
+    "mixed": (_V.astype(np.float32), _V),
+    "int": (np.array([1, 2, 3]), np.array([3, 1, 2])),
+    "bool": (np.ones(3, bool), np.ones(3, bool)),
+    "nan": (_with(_V, 1, np.nan), _V),
+    "mismatched": (_V, np.ones(2)),
+    "stacks": (np.stack([_V, 2 * _V]), np.stack([_V, _V, _V])),
+    "broadcast": (np.stack([_V, 2 * _V]), _V),
+    "matrix-vector": (_SPD, _V),
+    "matrix-matrix": (_SPD, _B),
+    "tall-vector": (_RNG.standard_normal((4, 2)), np.ones(4)),
+    "rect-bad-rows": (_B, np.ones(2)),
+    "scalars": (np.asarray(1.0), np.asarray(2.0)),
+    "empty": (np.zeros((0,)), np.zeros((0,))),
+}
+
+#: keyword variants per operation (besides its declared kwargs)
+VARIANTS: dict[str, list[dict[str, Any]]] = {
+    "cholesky": [{"upper": True}],
+    "svd": [{"full_matrices": False}],
+    "qr": [{"mode": "complete"}, {"mode": "r"}],
+    "matrix_norm": [{"ord": 1}, {"ord": -np.inf}, {"ord": "fro", "keepdims": True}, {"ord": 2}],
+    "vector_norm": [{"ord": 1}, {"ord": np.inf}, {"ord": 0.5}, {"keepdims": True}],
+    "diagonal": [{"offset": 1}, {"offset": -2}],
+    "trace": [{"offset": 1}],
+    "matrix_power": [{"n": 1}, {"n": 2}, {"n": 5}],
+    "tensordot": [{"axes": 0}, {"axes": 2}],
+}
+
+
+def _names() -> list[str]:
+    return sorted(FAST_LINALG)
+
+
+def _outcome(backend: BackendCase, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """("ok", result, host outputs) or ("raises", type, message); a lazy result is
+    computed here (Dask raises when computed)."""
+    try:
+        out = fn(*args, **kwargs)
+        host = [backend.np(u) for u in (tuple(out) if isinstance(out, tuple) else (out,))]
+    except Exception as exc:  # compared below: type and message
+        return ("raises", type(exc), str(exc))
+    return ("ok", out, host)
+
+
+def _same(backend: BackendCase, fast: Any, checked: Any, what: str) -> None:
+    assert fast[0] == checked[0], f"{what}: fast path {fast[:3]} but checked path {checked[:3]}"
+    if fast[0] == "raises":
+        assert fast[1:] == checked[1:], f"{what}: {fast[1:]} != {checked[1:]}"
+        return
+    f, c = fast[1], checked[1]
+    assert type(f) is type(c), f"{what}: result type {type(f)} != {type(c)}"
+    fs, cs = (tuple(f), tuple(c)) if isinstance(f, tuple) else ((f,), (c,))
+    for i, (u, v) in enumerate(zip(fs, cs, strict=True)):
+        assert type(u) is type(v), f"{what}, output {i}: {type(u)} != {type(v)}"
+        assert str(u.dtype) == str(v.dtype), f"{what}, output {i}: dtype {u.dtype} != {v.dtype}"
+        assert tuple(u.shape) == tuple(v.shape), f"{what}, output {i}: shape {u.shape} != {v.shape}"
+        np.testing.assert_array_equal(fast[2][i], checked[2][i], err_msg=f"{what}, output {i}")
+
+
+def _args(backend: BackendCase, name: str, case: str) -> tuple[Any, ...] | None:
+    op = OPERATIONS[name]
+    if op.arity == 1:
+        host = ONE[case]
+        if not backend.has_dtype(host.dtype):
+            return None
+        return (backend.arr(host),)
+    pair = TWO[case]
+    if pair is None:
+        return tuple(backend.arr(a) for a in op.sample_args())
+    return tuple(backend.arr(a) for a in pair)
+
+
+@pytest.mark.parametrize("name", _names())
+def test_fast_path_gives_the_checked_answer(backend: BackendCase, name: str) -> None:
+    op = OPERATIONS[name]
+    xp = backend.namespace()
+    cases = ONE if op.arity == 1 else TWO
+    for kwargs in [dict(op.kwargs), *({**op.kwargs, **v} for v in VARIANTS.get(name, []))]:
+        for case in cases:
+            args = _args(backend, name, case)
+            if args is None:
+                continue
+            what = f"{name}({case}, {kwargs}) on {backend.name}"
+            fast = _outcome(backend, op.func, *args, **kwargs)
+            checked = _outcome(backend, op.func, *args, xp=xp, **kwargs)
+            _same(backend, fast, checked, what)
+
+
+def test_numpy_special_layouts() -> None:
+    """Views, Fortran order, big-endian data, read-only memory: NumPy only."""
+    ro = _SPD.copy()
+    ro.flags.writeable = False
+    layouts = {"transposed": _SPD.T, "strided": np.repeat(_SPD, 2, axis=1)[:, ::2],
+               "big-endian": _SPD.astype(">f8"), "read-only": ro, "fortran": np.asfortranarray(_SPD)}
+    case = BackendCase("numpy", xl.backends.get_backend("numpy"))
+    for name in _names():
+        op = OPERATIONS[name]
+        for layout, x in layouts.items():
+            args = (x,) if op.arity == 1 else (x, _V)
+            fast = _outcome(case, op.func, *args, **op.kwargs)
+            checked = _outcome(case, op.func, *args, xp=np, **op.kwargs)
+            _same(case, fast, checked, f"{name}({layout})")
+
+
+@pytest.mark.parametrize("name", _names())
+def test_fast_path_is_taken(backend: BackendCase, name: str) -> None:
+    """The common case (the declared sample) takes the fast path where the backend
+    has one: NumPy, PyTorch, JAX on the CPU."""
+    op = OPERATIONS[name]
+    args = tuple(backend.arr(a) for a in op.sample_args())
+    op.func(*args, **op.kwargs)  # the type is met (its fast paths made)
+    fast = FAST_LINALG[name].get(type(args[0]))
+    if backend.library not in ("numpy", "torch", "jax") or backend.gpu:
+        assert fast is None or backend.library in ("torch", "jax")  # (a GPU's torch/JAX may have one)
+        return
+    assert fast is not None, f"{name}: no fast path for {type(args[0])}"
+    # the fast path's own arguments: the keywords the function hands it
+    extra = {"matrix_power": (op.kwargs.get("n"),), "tensordot": (op.kwargs.get("axes"),), "diagonal": (0,),
+             "trace": (0,), "matrix_norm": ("fro", False), "vector_norm": (False, 2),
+             "cholesky": (False,), "svd": (True,), "qr": ("reduced",)}.get(name, ())
+    out = fast(*args, *extra)
+    assert out is not MISSING, f"{name}: the fast path refused its declared sample on {backend.name}"
+
+
+def test_torch_autograd_through_the_fast_path() -> None:
+    """A tensor that requires grad: the fast path's result carries the graph."""
+    torch = pytest.importorskip("torch")
+    for name in ("eigvalsh", "det", "svdvals", "pinv", "matrix_norm", "trace"):
+        x = torch.tensor(_SPD, requires_grad=True)
+        out = OPERATIONS[name].func(x)
+        out.sum().backward()
+        assert x.grad is not None, name
+        assert torch.isfinite(x.grad).all(), name
+
+
+def test_numpy_svd_never_hands_lapack_an_inf_it_loops_on() -> None:
+    """OpenBLAS's gesdd loops forever on this matrix (numpy.linalg.svd hangs): every
+    NumPy path of the SVD family raises "did not converge" before LAPACK sees it."""
+    x = _with(_SPD, 0, np.inf)
+    for fn in (xl.svd, xl.svdvals, xl.pinv, xl.matrix_rank, lambda a, xp=None: xl.lstsq(a, _V, xp=xp),
+               lambda a, xp=None: xl.matrix_norm(a, ord=2, xp=xp)):
+        for xp in (None, np):
+            with pytest.raises(xl.LinAlgError, match="did not converge"):
+                fn(x, xp=xp)
