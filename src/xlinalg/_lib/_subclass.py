@@ -30,6 +30,8 @@ def keep_subclass(result: Any, *inputs: Any) -> Any:
     kernel returned) give the same type (docs/semantics.md).
     """
     t = type(result)
+    if t is np.ndarray and result.ndim and type(inputs[0]) is np.ndarray and len(inputs) == 1:
+        return result  # the common case, first: one plain input, an array result
     if t is not np.ndarray:
         if isinstance(result, np.generic):
             result = np.asarray(result)
