@@ -390,20 +390,40 @@ def test_stall_classification():
 
 
 STALL_CASES = textwrap.dedent('''
-    """A case slow in some measurements of a worker: a stall on demand."""
+    """A case slow in some measurements of a worker: a stall on demand, on a virtual
+    clock (a call costs what the test says, however busy the machine is)."""
     import os
-    import time
 
-    from xlinalg.bench import Case, register_case
+    from xlinalg.bench import Case, _cell, register_case
 
     BEGINS = {"n": 0}
     # "measurement number:seconds per call,...": the others take 4 ms a call
     SLOW = {int(k): float(v) for k, v in (x.split(":") for x in
             os.environ.get("XL_TEST_SLOW_BEGINS", "").split(",") if x)}
     COUNTER = os.environ["XL_TEST_BEGIN_FILE"]  # counted over the run's worker processes
+    NOW = [0.0]  # the virtual clock: only the op moves it
+    TIMER = {"real": None, "next": False}
+
+
+    def _virtual_clock():
+        return NOW[0]
+
+
+    def _timer(*args, **kwargs):
+        # the Timer of the cell set up just before (not the fence self-check's)
+        if TIMER["next"]:
+            TIMER["next"] = False
+            kwargs["clock"] = _virtual_clock
+        return TIMER["real"](*args, **kwargs)
 
 
     def _setup(rng, n):
+        # in a worker process only: the test's own process keeps its Timer
+        assert os.getpid() != int(os.environ["XL_TEST_PID"]), "t_stall must run in a worker"
+        if TIMER["real"] is None:
+            TIMER["real"] = _cell.Timer
+            _cell.Timer = _timer
+        TIMER["next"] = True
         with open(COUNTER, "a") as f:  # once per measurement of the cell
             f.write("x")
         BEGINS["n"] = os.path.getsize(COUNTER)
@@ -411,7 +431,7 @@ STALL_CASES = textwrap.dedent('''
 
 
     def _op(ctx, x):
-        time.sleep(SLOW.get(BEGINS["n"], 0.004))
+        NOW[0] += SLOW.get(BEGINS["n"], 0.004)
         return x * 2.0
 
 
@@ -434,11 +454,12 @@ def test_recheck_remeasures_and_flags_a_stall(tmp_path, monkeypatch, slow, stall
     cases.write_text(STALL_CASES)
     monkeypatch.setenv("XL_TEST_SLOW_BEGINS", slow)  # 1: first pass, 2: second, 3: remeasure
     monkeypatch.setenv("XL_TEST_BEGIN_FILE", str(tmp_path / "begins"))
+    monkeypatch.setenv("XL_TEST_PID", str(os.getpid()))
     out = tmp_path / "r.jsonl"
     run_benchmark(RunConfig(backends=["numpy"], cases=["t_stall"], scale="quick", out=out,
                             timer=FAST, calibrate=False, case_files=[cases], memory=False,
                             time_limit=60, threads=1,
-                            stall_factor=4.0))  # 25x stalls; 4 ms sleeps stretch under load
+                            stall_factor=4.0))  # 25x stalls on the virtual clock: exact
     res = read_results(out)
     recs = res.records
     assert len(recs) == 2  # the first pass, then the record over the passes (newest wins)
@@ -448,12 +469,16 @@ def test_recheck_remeasures_and_flags_a_stall(tmp_path, monkeypatch, slow, stall
     assert recs[1]["verdict"]["passes"] == len(passes)
     if stalled is None:  # nothing off: min_passes passes, no stall field
         assert "stall" not in recs[1]
+        assert [round(p["median_s"], 9) for p in passes] == [0.004] * len(passes)  # the virtual clock
         assert len(passes) == FAST.min_passes == 4
         return
     st = recs[1]["stall"]
     assert st["stalled"] is stalled
     assert st["how"].startswith(how)
     assert st["factor"] > 4.0
+    # the virtual clock: every pass's median is what the case said, to the rounding
+    slow_at = {int(k): float(v) for k, v in (x.split(":") for x in slow.split(","))}
+    assert {round(m, 9) for m in st["pass_medians_s"]} <= {0.004, *slow_at.values()}
     # passes that disagree get more passes, up to the cap; every pass stays (a
     # process's state is the noise it is: the interval is built from all of them)
     assert len(passes) == FAST.max_passes == 6

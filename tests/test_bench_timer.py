@@ -247,12 +247,45 @@ def test_fence_selfcheck_time_grows_with_work(backend):
 def test_fence_selfcheck_fails_a_fence_that_does_not_wait(monkeypatch):
     """Dask's fence is the evaluation of the graph: with it gone, the timed call
     only builds the graph, at any size. Both attempts must see it (the retry with
-    the large size doubled cannot rescue a fence that does not wait)."""
+    the large size doubled cannot rescue a fence that does not wait).
+
+    The real pipeline (case, cell, Dask's threaded scheduler) on a virtual clock, so
+    a busy machine cannot blur the verdict: a call costs 10 us of dispatch, and each
+    Dask task the work of its result (``size ** 1.5`` ns), counted by a Dask callback
+    wherever the task runs, inside the timed block or not."""
     require_backend("dask")
+    from dask.callbacks import Callback
+
     from xlinalg.bench import _cell
 
-    monkeypatch.setattr(_cell, "_materialize", lambda backend, out: out)
-    res = fence_selfcheck("dask", sizes=(32, 1024))
+    now = [0.0]
+    tasks = [0]
+
+    def clock():
+        return now[0]
+
+    def posttask(key, result, dsk, state, worker_id):
+        tasks[0] += 1
+        now[0] += 1e-9 * float(getattr(result, "size", 0)) ** 1.5
+
+    real_timer = _cell.Timer
+
+    def timer(stmt, **kwargs):
+        def call():
+            now[0] += 1e-5  # the dispatch, the same at every size
+            return stmt()
+        return real_timer(call, **{**kwargs, "clock": clock})
+
+    monkeypatch.setattr(_cell, "Timer", timer)
+    with Callback(posttask=posttask):
+        control = fence_selfcheck("dask", sizes=(32, 1024))  # the real fence: the work shows
+        assert control["ok"] is True, control
+        assert control["attempts"][0]["ratio"] > 1000, control  # (1024/32)**3 of work, less dispatch
+        monkeypatch.setattr(_cell, "_materialize", lambda backend, out: out)
+        before = tasks[0]
+        res = fence_selfcheck("dask", sizes=(32, 1024))
+    assert tasks[0] > before  # the cells' result checks still compute (outside the timed blocks)
+    assert res["attempts"][0]["ratio"] == pytest.approx(1.0)  # the dispatch alone, at both sizes
     assert res["ok"] is False, res
     assert [a["sizes"] for a in res["attempts"]] == [[32, 1024], [32, 2048]]
     assert not any(a["ok"] for a in res["attempts"])

@@ -549,45 +549,72 @@ def test_streams_a_batch_larger_than_a_worker(client) -> None:
     assert abs(total - 5 * n) < 1e-6 * n
 
 
-@pytest.mark.skip(reason="hangs on merged main since 2026-12-06 (gate opened after the kill "
-                  "never reached): open, issue 34 point 23")
 def test_survives_a_worker_killed_mid_run(client, tmp_path) -> None:
-    """A worker killed while it holds tasks: the tasks wait on a gate the test opens
-    only after the kill, so the victim certainly dies mid-task and the result needs
-    its tasks run again elsewhere (no sleep racing the kill)."""
-    import os
+    """A worker killed while it runs a task: every task waits at a gate the test
+    opens only after the kill, so the victim certainly dies mid-task, and the result
+    needs its task run again elsewhere. Each task leaves a file per start (its
+    worker's pid) and one when done, so the test proves the event: the victim ran a
+    task, its process is gone, its task never finished there and ran again on
+    another worker, and the nanny brought the cluster back to two workers. Every
+    wait is bounded."""
     import signal
     import time
 
+    import psutil
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
     gate = tmp_path / "gate"
-    a, b = _well_posed(16 * 4_000, 4_000, 5)
-    x = xl.solve(a, b).map_blocks(_gated, gate=str(gate), dtype=a.dtype)
+    nchunks = 16
+    a, b = _well_posed(nchunks * 4_000, 4_000, 5)
+    before = set(client.scheduler_info()["workers"])
+    # meta given: Dask must not call _gated on the client to infer it (that would wait at the gate)
+    x = xl.solve(a, b).map_blocks(_gated, gate=str(gate), marks=str(marks), dtype=a.dtype,
+                                  meta=np.empty((0, 0, 0), dtype=a.dtype))
     future = client.compute(x.sum())
-    deadline = time.monotonic() + 120
-    while True:  # a worker holding tasks (blocked at the gate)
-        busy = [w for w, tasks in client.processing().items() if tasks]
-        if busy:
-            break
-        assert time.monotonic() < deadline, "the cluster never started the tasks"
+
+    def started() -> list[int]:
+        return [int(f.name.split("-")[1]) for f in marks.glob("start-*")]
+
+    deadline = time.monotonic() + 300  # past a cold numba compile of the kernel in a worker
+    while not started():  # a task running in a worker, waiting at the gate
+        assert not future.done(), future.exception(timeout=5) if future.status == "error" else future
+        assert time.monotonic() < deadline, "no task started on the cluster"
         time.sleep(0.05)
-    victim = busy[0]
-    pid = client.run(os.getpid, workers=[victim])[victim]
-    os.kill(pid, signal.SIGKILL)  # (a worker of this module's cluster: its nanny starts a new one)
+    victim = started()[0]
+    os.kill(victim, signal.SIGKILL)  # (a worker of this module's cluster: its nanny starts a new one)
+    deadline = time.monotonic() + 60
+    while psutil.pid_exists(victim) and psutil.Process(victim).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, f"worker process {victim} did not die"
+        time.sleep(0.05)
     assert not future.done()  # nothing could finish: every task waits at the gate
     gate.touch()
-    assert abs(future.result(timeout=180) - 5 * 16 * 4_000) < 1e-6
-    client.wait_for_workers(2, timeout=60)
-    assert victim not in client.scheduler_info()["workers"]  # it did die (a new one took its place)
+    assert abs(future.result(timeout=300) - 5 * nchunks * 4_000) < 1e-6
+    done = [int(f.name.split("-")[1]) for f in marks.glob("done-*")]
+    assert victim not in done  # the victim's task never finished there...
+    assert len(done) == nchunks  # ...every chunk finished once, elsewhere
+    assert len(started()) >= nchunks + 1  # so the killed task ran again
+    client.wait_for_workers(2, timeout=120)  # the nanny restarted it
+    after = set(client.scheduler_info()["workers"])
+    assert len(after) == 2
+    assert after != before  # a new worker (address) in place of the dead one
 
 
-def _gated(x, gate):
-    """`x`, once the file `gate` exists (the test creates it)."""
+def _gated(x, gate, marks):
+    """`x`, once the file `gate` exists (the test creates it); a file in `marks` names
+    this process when the task starts and when it is done."""
     import os
     import time
+    import uuid
 
-    deadline = time.monotonic() + 300
+    if x.size == 0:  # never called for meta (it is given), but never waits for one either
+        return x
+    tag = f"{os.getpid()}-{uuid.uuid4().hex}"
+    open(os.path.join(marks, f"start-{tag}"), "w").close()
+    deadline = time.monotonic() + 600
     while not os.path.exists(gate):
         if time.monotonic() > deadline:
             raise TimeoutError(f"the gate {gate} was never opened")
         time.sleep(0.01)
+    open(os.path.join(marks, f"done-{tag}"), "w").close()
     return x

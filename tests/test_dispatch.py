@@ -579,41 +579,49 @@ def test_a_library_whose_arrays_subclass_numpys_is_found_wherever_it_is_listed(m
 
 # Every thread meets a type for the first time at once: the cache entry must be
 # built once (a second build could differ), and every thread gets the same answer.
+# The race by construction: the first fill holds the cache's lock until the 7 other
+# threads have found the type missing and wait on that lock (counted by the lock).
 _KINDS_RACE = """
 import threading, time
 import numpy as np
 from xlinalg import backends
 
+class CountingLock:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.waiting = []  # threads that found the lock held (the fill under way)
+    def __enter__(self):
+        if not self.lock.acquire(blocking=False):
+            self.waiting.append(threading.get_ident())
+            self.lock.acquire()
+        return self
+    def __exit__(self, *exc):
+        self.lock.release()
+
+lock = backends._KINDS_LOCK = CountingLock()
 made = []
-entered = []  # threads inside backend_of
-overlap = []  # how many were inside while the first fill was under way
+overlap = []
 real = backends._make_kind
-real_backend_of = backends.backend_of
 def slow(cls):
     made.append(cls)
-    # the race by construction: the fill waits until every thread is inside
-    # backend_of (each then meets the empty cache or waits for the fill)
     deadline = time.monotonic() + 60
-    while len(entered) < 8 and time.monotonic() < deadline:
+    while len(lock.waiting) < 7 and time.monotonic() < deadline:
         time.sleep(0.001)
-    overlap.append(len(entered))
-    time.sleep(0.05)  # and gives them time to reach the cache
+    overlap.append(len(lock.waiting))
     return real(cls)
-def counting(x):
-    entered.append(1)
-    return real_backend_of(x)
 backends._make_kind = slow
 barrier = threading.Barrier(8)
 out = []
 def work():
     barrier.wait()
-    out.append(counting(np.float16(1)))
+    out.append(backends.backend_of(np.float16(1)))
     backends.synchronize(np.float16(1))
 threads = [threading.Thread(target=work) for _ in range(8)]
 for t in threads: t.start()
 for t in threads: t.join(timeout=90)
 assert out == ["numpy"] * 8, out
-assert overlap and overlap[0] == 8, overlap  # all 8 met the type during its first fill
+# the 7 others met the empty cache during the first fill, each a different thread
+assert overlap == [7] and len(set(lock.waiting)) == 7, (overlap, lock.waiting)
 assert made == [np.float16], made
 print("ok")
 """

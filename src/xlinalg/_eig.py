@@ -28,6 +28,7 @@ from ._fastpath import (
 from ._lib._declare import BadInput, Raises, declare
 from ._lib._dispatch import fast_paths
 from ._lib._errors import LinAlgError
+from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._matrix import (
     complex_dtype,
@@ -38,6 +39,7 @@ from ._matrix import (
     real_dtype,
 )
 from .backends._base import Adapter
+from .backends._numpy import NUMPY
 
 __all__ = ["EigResult", "EighResult", "eig", "eigh", "eigvals", "eigvalsh"]
 
@@ -292,13 +294,13 @@ def eigh(x: Array, /, *, xp: Namespace | None = None) -> EighResult:
         n = x.shape[-1]
         w = xpn.zeros((*x.shape[:-1],), dtype=real_dtype(ad, x), device=ad.device(x))
         v = xpn.zeros(tuple(x.shape), dtype=x.dtype, device=ad.device(x))
-        return EighResult(w, v + xpn.eye(n, dtype=x.dtype, device=ad.device(x)) if n else v)
+        return keep_subclass(EighResult(w, v + xpn.eye(n, dtype=x.dtype, device=ad.device(x)) if n else v), x)
     if ad.lazy:
         w, v = dask_gufunc(ad, _np_eigh_block, "(m,m)->(m),(m,m)", x,
                            [(1, real_dtype(ad, x)), (2, x.dtype)], {}, "eigh")
         return EighResult(w, v)
     w, v = _native_eigh(ad, x, "eigh", False)
-    return EighResult(w, v)
+    return keep_subclass(EighResult(w, v), x) if ad is NUMPY else EighResult(w, v)
 
 
 @declare(
@@ -339,10 +341,11 @@ def eigvalsh(x: Array, /, *, xp: Namespace | None = None) -> Array:
         return r
     ad, x = matrix_input(x, "eigvalsh", xp, square=True)
     if 0 in tuple(x.shape):
-        return ad.xp.zeros((*x.shape[:-1],), dtype=real_dtype(ad, x), device=ad.device(x))
+        return keep_subclass(ad.xp.zeros((*x.shape[:-1],), dtype=real_dtype(ad, x), device=ad.device(x)), x)
     if ad.lazy:
         return dask_gufunc(ad, _np_eigvalsh_block, "(m,m)->(m)", x, [(1, real_dtype(ad, x))], {}, "eigvalsh")
-    return _native_eigh(ad, x, "eigvalsh", True)
+    w = _native_eigh(ad, x, "eigvalsh", True)
+    return keep_subclass(w, x) if ad is NUMPY else w
 
 
 def _np_eig(x: np.ndarray, values_only: bool, fn: str) -> Any:
@@ -491,12 +494,12 @@ def eig(x: Array, /, *, xp: Namespace | None = None) -> EigResult:
         n = x.shape[-1]
         w = ad.xp.zeros((*x.shape[:-1],), dtype=cdt, device=ad.device(x))
         v = ad.xp.zeros(tuple(x.shape), dtype=cdt, device=ad.device(x))
-        return EigResult(w, v + ad.xp.eye(n, dtype=cdt, device=ad.device(x)) if n else v)
+        return keep_subclass(EigResult(w, v + ad.xp.eye(n, dtype=cdt, device=ad.device(x)) if n else v), x)
     if ad.lazy:
         w, v = dask_gufunc(ad, _np_eig_block, "(m,m)->(m),(m,m)", x, [(1, cdt), (2, cdt)], {}, "eig")
         return EigResult(w, v)
     w, v = _native_eig(ad, x, "eig", False)
-    return EigResult(w, v)
+    return keep_subclass(EigResult(w, v), x) if ad is NUMPY else EigResult(w, v)
 
 
 @declare(
@@ -540,10 +543,11 @@ def eigvals(x: Array, /, *, xp: Namespace | None = None) -> Array:
     ad, x = matrix_input(x, "eigvals", xp, square=True)
     cdt = complex_dtype(ad, x)
     if 0 in tuple(x.shape):
-        return ad.xp.zeros((*x.shape[:-1],), dtype=cdt, device=ad.device(x))
+        return keep_subclass(ad.xp.zeros((*x.shape[:-1],), dtype=cdt, device=ad.device(x)), x)
     if ad.lazy:
         return dask_gufunc(ad, _np_eigvals_block, "(m,m)->(m)", x, [(1, cdt)], {}, "eigvals")
-    return _native_eig(ad, x, "eigvals", True)
+    w = _native_eig(ad, x, "eigvals", True)
+    return keep_subclass(w, x) if ad is NUMPY else w
 
 
 def _np_hermitian_svd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

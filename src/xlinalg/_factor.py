@@ -39,6 +39,7 @@ from ._lib._declare import (
 )
 from ._lib._dispatch import fast_paths
 from ._lib._errors import LinAlgError
+from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._matrix import (
     dask_gufunc,
@@ -174,7 +175,7 @@ def inv(x: Array, /, *, errors: str = "raise", xp: Namespace | None = None) -> A
         if 0 in tuple(x.shape):
             if errors != "raise":
                 _validate.check_errors(errors)
-            return ad.xp.zeros(tuple(x.shape), dtype=x.dtype, device=ad.device(x))
+            return keep_subclass(ad.xp.zeros(tuple(x.shape), dtype=x.dtype, device=ad.device(x)), x)
     if errors != "raise":
         _validate.check_errors(errors)
     try:
@@ -434,7 +435,7 @@ def cholesky(x: Array, /, *, upper: bool = False, errors: str = "raise", xp: Nam
         _validate.check_errors(errors)
     xpn = ad.xp
     if 0 in tuple(x.shape):
-        return xpn.zeros(tuple(x.shape), dtype=x.dtype, device=ad.device(x))
+        return keep_subclass(xpn.zeros(tuple(x.shape), dtype=x.dtype, device=ad.device(x)), x)
     if ad.lazy:
         low = dask_members(ad, x, _np_cholesky_block, errors, "cholesky", "not positive definite", _CHOL_FIX)
     else:
@@ -445,7 +446,7 @@ def cholesky(x: Array, /, *, upper: bool = False, errors: str = "raise", xp: Nam
         )
     if upper:
         low = xpn.matrix_transpose(xpn.conj(low) if ad.kind(low.dtype) == "c" else low)
-    return low
+    return keep_subclass(low, x) if ad is NUMPY else low
 
 
 def _np_cholesky(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -541,9 +542,9 @@ def det(x: Array, /, *, xp: Namespace | None = None) -> Array:
     ad, x = matrix_input(x, "det", xp, square=True)
     shape = tuple(x.shape)
     if 0 in shape:
-        return _empty_det(ad, x, 1)
+        return keep_subclass(_empty_det(ad, x, 1), x)
     if ad.library == "NumPy" and _NP_DET is not None:
-        return _np_det_block(x)
+        return keep_subclass(_np_det_block(x), x)
     if ad.lazy:
         return dask_gufunc(ad, _np_det_block, "(m,m)->()", x, [(0, x.dtype)], {}, "det")
     return _nan_where_not_finite(ad, x, ad.xp.linalg.det(x))
@@ -618,9 +619,9 @@ def slogdet(x: Array, /, *, xp: Namespace | None = None) -> SlogdetResult:
         return r
     ad, x = matrix_input(x, "slogdet", xp, square=True)
     if 0 in tuple(x.shape):
-        return SlogdetResult(_empty_det(ad, x, 1), _empty_det(ad, x, 0, real_dtype(ad, x)))
+        return keep_subclass(SlogdetResult(_empty_det(ad, x, 1), _empty_det(ad, x, 0, real_dtype(ad, x))), x)
     if ad.library == "NumPy" and _NP_SLOGDET is not None:
-        return SlogdetResult(*_np_slogdet_block(x))
+        return keep_subclass(SlogdetResult(*_np_slogdet_block(x)), x)
     if ad.lazy:
         sign, logabs = dask_gufunc(
             ad, _np_slogdet_block, "(m,m)->(),()", x, [(0, x.dtype), (0, real_dtype(ad, x))], {}, "slogdet",

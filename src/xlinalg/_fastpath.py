@@ -58,8 +58,25 @@ Maker = Callable[[Adapter, type], Any]
 
 def np_maker(fn: Callable[..., Any]) -> Maker:
     """The maker of a NumPy fast path: `fn` for exactly ``numpy.ndarray`` (a subclass,
-    a masked array or ``np.matrix``, takes the checked path)."""
-    return lambda ad, cls: fn if cls is _NP else None
+    a masked array or ``np.matrix``, takes the checked path). A 0-d result becomes a
+    NumPy scalar, as the checked path's ``keep_subclass`` makes it for plain input
+    (docs/semantics.md, subclasses)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return _np_scalars(fn(*args, **kwargs))
+
+    return lambda ad, cls: call if cls is _NP else None
+
+
+def _np_scalars(r: Any) -> Any:
+    """`r` with each 0-d ``numpy.ndarray`` (also in a tuple) as a NumPy scalar."""
+    t = type(r)
+    if t is _NP:
+        return r[()] if r.ndim == 0 else r
+    if isinstance(r, tuple):
+        fields = [_np_scalars(v) for v in r]
+        return t(*fields) if hasattr(t, "_fields") else t(fields)
+    return r  # MISSING, a scalar already
 
 
 def torch_maker(build: Callable[[Any], Callable[..., Any]]) -> Maker:

@@ -29,10 +29,12 @@ from ._lib import _validate
 from ._lib._declare import BadInput, Raises, declare
 from ._lib._dispatch import adapter2, fast_paths
 from ._lib._errors import LinAlgError
+from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._linalg import matmul, svd, svdvals
 from ._matrix import matrix_input, real_dtype
 from .backends._base import Adapter
+from .backends._numpy import NUMPY
 
 __all__ = ["LstsqResult", "lstsq", "matrix_rank", "pinv"]
 
@@ -376,13 +378,14 @@ def pinv(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -> Array
     m, n = x.shape[-2:]
     if 0 in tuple(x.shape):
         _cutoff_check(rtol)
-        return xpn.zeros((*x.shape[:-2], n, m), dtype=x.dtype, device=ad.device(x))
+        return keep_subclass(xpn.zeros((*x.shape[:-2], n, m), dtype=x.dtype, device=ad.device(x)), x)
     u, s, vh = svd(x, full_matrices=False)
     keep = s > _cutoff(ad, x, s, rtol, "pinv")
     sinv = xpn.where(keep, 1.0 / xpn.where(keep, s, xpn.ones_like(s)), xpn.zeros_like(s))
     v = xpn.matrix_transpose(xpn.conj(vh) if ad.kind(x.dtype) == "c" else vh)
     uh = xpn.matrix_transpose(xpn.conj(u) if ad.kind(x.dtype) == "c" else u)
-    return matmul(v * ad.astype(sinv, x.dtype)[..., None, :], uh)
+    out = matmul(v * ad.astype(sinv, x.dtype)[..., None, :], uh)
+    return keep_subclass(out, x) if ad is NUMPY else out
 
 
 def _cutoff_check(rtol: Any) -> None:
@@ -436,9 +439,10 @@ def matrix_rank(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -
     it = _default_int(ad, x)
     if 0 in tuple(x.shape):
         _cutoff_check(rtol)
-        return xpn.zeros(tuple(x.shape[:-2]), dtype=it, device=ad.device(x))
+        return keep_subclass(xpn.zeros(tuple(x.shape[:-2]), dtype=it, device=ad.device(x)), x)
     s = svdvals(x)
-    return xpn.sum(xpn.astype(s > _cutoff(ad, x, s, rtol, "matrix_rank"), it), axis=-1)
+    rank = xpn.sum(xpn.astype(s > _cutoff(ad, x, s, rtol, "matrix_rank"), it), axis=-1)
+    return keep_subclass(rank, x) if ad is NUMPY else rank
 
 
 @declare(
@@ -534,7 +538,7 @@ def lstsq(a: Array, b: Array, /, *, rcond: Any = None, xp: Namespace | None = No
         res = xpn.zeros((*batch, bm.shape[-1]), dtype=rdt, device=ad.device(a)) + _sq(ad, bm)
         rank = xpn.zeros(tuple(a.shape[:-2]), dtype=_default_int(ad, a), device=ad.device(a))
         s = xpn.zeros((*a.shape[:-2], k), dtype=rdt, device=ad.device(a))
-        return LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rank, s)
+        return keep_subclass(LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rank, s), a, b)
     u, s, vh = svd(a, full_matrices=False)
     eps = _eps(ad, a)
     r = eps * max(m, n) if rcond is None else (eps if rcond < 0 else float(rcond))
@@ -546,7 +550,8 @@ def lstsq(a: Array, b: Array, /, *, rcond: Any = None, xp: Namespace | None = No
     x = matmul(v, ad.astype(sinv, a.dtype)[..., None] * matmul(uh, bm))
     res = _sq(ad, bm - matmul(a, x))
     rank = xpn.sum(xpn.astype(keep, _default_int(ad, a)), axis=-1)
-    return LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rank, s)
+    out = LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rank, s)
+    return keep_subclass(out, a, b) if ad is NUMPY else out
 
 
 def _sq(ad: Adapter, r: Any) -> Any:

@@ -13,6 +13,7 @@ import numpy as np
 from ._lib import _dispatch, _validate
 from ._lib._declare import declare
 from ._lib._errors import LinAlgError
+from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._linalg import _solve_checked, solve
 from .backends._base import Adapter
@@ -161,8 +162,18 @@ def solve_many(
             pass  # shapes differ (or devices): group below
         else:
             _check_system(ad, a, b, range(n))
-            return _unstack(ad, _solve_group(ad, A, B, range(n), errors, xp))
-    return _solve_grouped(ad, a, b, errors, xp)
+            xs = _unstack(ad, _solve_group(ad, A, B, range(n), errors, xp))
+            return _subclassed(a, b, xs) if ad is NUMPY and t0 is not np.ndarray else xs
+    xs = _solve_grouped(ad, a, b, errors, xp)
+    if ad is NUMPY and (list(map(type, a)).count(np.ndarray) != n or list(map(type, b)).count(np.ndarray) != n):
+        return _subclassed(a, b, xs)
+    return xs
+
+
+def _subclassed(a: Sequence[Any], b: Sequence[Any], xs: list[Any]) -> list[Any]:
+    """Each NumPy solution as ``solve(a[i], b[i])`` gives it: a NumPy subclass of
+    ``a[i]`` or ``b[i]`` kept (stacking a group into one array drops it)."""
+    return [keep_subclass(x, ai, bi) for x, ai, bi in zip(xs, a, b)]
 
 
 _DTYPE = operator.attrgetter("dtype")

@@ -18,10 +18,12 @@ from ._fastpath import JAX_FLOAT, MISSING, NP_FLOAT, jax_maker, np_maker, torch_
 from ._lib import _validate
 from ._lib._declare import declare
 from ._lib._dispatch import adapter1, fast_paths
+from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._linalg import svdvals
 from ._matrix import matrix_input, real_dtype
 from .backends._base import Adapter
+from .backends._numpy import NUMPY
 
 __all__ = ["matrix_norm", "vector_norm"]
 
@@ -171,7 +173,7 @@ def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: Any = "fro", xp: Na
     m, n = x.shape[-2:]
     if 0 in tuple(x.shape[:-2]) and m and n:  # no members (Dask's max refuses zero-size blocks)
         shape = (*x.shape[:-2], 1, 1) if keep else tuple(x.shape[:-2])
-        return xpn.zeros(shape, dtype=real_dtype(ad, x), device=ad.device(x))
+        return keep_subclass(xpn.zeros(shape, dtype=real_dtype(ad, x), device=ad.device(x)), x)
     if m == 0 or n == 0:
         # a sum over no values is 0; a max or min over none is undefined
         summed = o in ("fro", "nuc") or (o in (1, -1) and n != 0) or (o in (_INF, -_INF) and m != 0)
@@ -182,15 +184,17 @@ def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: Any = "fro", xp: Na
                 "with no rows (columns) are defined, as 0"
             )
         shape = (*x.shape[:-2], 1, 1) if keep else tuple(x.shape[:-2])
-        return xpn.zeros(shape, dtype=real_dtype(ad, x), device=ad.device(x))
+        return keep_subclass(xpn.zeros(shape, dtype=real_dtype(ad, x), device=ad.device(x)), x)
     if o in (2, -2, "nuc"):
         s = svdvals(x)
         r = xpn.sum(s, axis=-1) if o == "nuc" else (xpn.max(s, axis=-1) if o == 2 else xpn.min(s, axis=-1))
-        return r[..., None, None] if keep else r
+        r = r[..., None, None] if keep else r
+        return keep_subclass(r, x) if ad is NUMPY else r
     if not ad.lazy:
         native = _native_matrix_norm(ad)
         if native is not None:
-            return native(x, o, keep)
+            r = native(x, o, keep)
+            return keep_subclass(r, x) if ad is NUMPY else r
     a = xpn.abs(x)
     if o == "fro":
         r = xpn.sqrt(xpn.sum(a * a, axis=(-2, -1), keepdims=keep))
@@ -371,13 +375,14 @@ def vector_norm(x: Array, /, *, axis: Any = None, keepdims: bool = False, ord: A
         out_shape = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keep else tuple(
             s for i, s in enumerate(shape) if i not in axes
         )
-        return xpn.full(out_shape, value, dtype=real_dtype(ad, x), device=ad.device(x))
+        return keep_subclass(xpn.full(out_shape, value, dtype=real_dtype(ad, x), device=ad.device(x)), x)
     if not ad.lazy:
         if ad.library == "PyTorch":
             return ad.torch.linalg.vector_norm(x, ord=o, dim=axes, keepdim=keep)  # type: ignore[attr-defined]
         f = getattr(getattr(xpn, "linalg", None), "vector_norm", None)
         if f is not None:
-            return f(x, axis=axes, keepdims=keep, ord=o)
+            r = f(x, axis=axes, keepdims=keep, ord=o)
+            return keep_subclass(r, x) if ad is NUMPY else r
     a = xpn.abs(x)
     if o == math.inf:
         return xpn.max(a, axis=axes, keepdims=keep)

@@ -28,10 +28,12 @@ from ._fastpath import (
 from ._lib import _validate
 from ._lib._declare import BadInput, Raises, Returns, declare
 from ._lib._dispatch import adapter1, adapter2, fast_paths
+from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._linalg import matmul
 from ._matrix import matrix_input
 from .backends._base import Adapter
+from .backends._numpy import NUMPY
 
 __all__ = ["cross", "diagonal", "matrix_power", "matrix_transpose", "outer", "tensordot", "trace", "vecdot"]
 
@@ -93,11 +95,14 @@ def _one(x: Any, fn: str, xp: Any, *, min_ndim: int = 0, numeric: bool = False) 
 def _native(ad: Adapter, fn: str, call: Any, *named: tuple[str, Any]) -> Any:
     """``call()``, the library's own kernel; a dtype it has no kernel for (torch's
     float8, complex32 or uint16-64 sums, ml_dtypes' int4 in NumPy) is named with the
-    cast to make (:func:`xlinalg._lib._validate.native_error`)."""
+    cast to make (:func:`xlinalg._lib._validate.native_error`). A NumPy result is
+    wrapped as NumPy wraps a ufunc's (:func:`keep_subclass`: NumPy's own ``outer``,
+    ``cross`` and ``tensordot`` drop a subclass, its ``trace`` makes a 0-d array)."""
     try:
-        return call()
+        out = call()
     except Exception as e:
         _validate.reraise(ad, fn, e, *named)
+    return keep_subclass(out, *(v for _, v in named)) if ad is NUMPY else out
 
 
 def _int(v: Any, fn: str, name: str) -> int:
@@ -756,7 +761,7 @@ def matrix_power(x: Array, /, n: int, *, errors: str = "raise", xp: Namespace | 
     xpn = ad.xp
     if k == 0 or 0 in tuple(x.shape):
         eye = xpn.eye(x.shape[-1], dtype=x.dtype, device=ad.device(x))
-        return xpn.zeros(tuple(x.shape), dtype=x.dtype, device=ad.device(x)) + eye
+        return keep_subclass(xpn.zeros(tuple(x.shape), dtype=x.dtype, device=ad.device(x)) + eye, x)
     if k < 0:
         x = inv(x, errors=errors)
         k = -k
@@ -767,7 +772,8 @@ def matrix_power(x: Array, /, n: int, *, errors: str = "raise", xp: Namespace | 
             return ad.torch.linalg.matrix_power(x, k)  # type: ignore[attr-defined]
         f = getattr(xpn.linalg, "matrix_power", None)
         if f is not None:
-            return f(x, k)
+            r = f(x, k)
+            return keep_subclass(r, x) if ad is NUMPY else r
     result = None
     base = x
     while k:

@@ -9,6 +9,7 @@ import numpy as np
 from ._lib import _singular
 from ._lib._declare import BadInput, Raises, declare
 from ._lib._dispatch import adapter2 as _adapter2
+from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._linalg import _JAX_SOLVE_NOTE, solve
 
@@ -109,6 +110,7 @@ def solve_ex(a: Array, b: Array, /, *, method: str = "auto", xp: Namespace | Non
     array([[ 1.,  1.],
            [nan, nan]])
     """
+    a0, b0 = a, b  # the caller's arrays: an ndarray subclass is kept (keep_subclass)
     try:
         x = solve(a, b, errors="nan", method=method, xp=xp)
     except (ValueError, TypeError) as e:  # solve's argument errors, under this function's name
@@ -124,7 +126,7 @@ def solve_ex(a: Array, b: Array, /, *, method: str = "auto", xp: Namespace | Non
     n = int(a.shape[-1])
     batch = tuple(x.shape[:-1] if len(b.shape) == 1 else x.shape[:-2])
     if n == 0:  # nothing to factor: no member is singular
-        return SolveExResult(x, ns.zeros(batch, dtype=ns.bool, device=ad.device(x)))
+        return keep_subclass(SolveExResult(x, ns.zeros(batch, dtype=ns.bool, device=ad.device(x))), a0, b0)
     scale = _singular.column_scale(ns, a)
     sing = _singular.singular_from_pivots(ns, _singular.lu_pivots(ns, a), scale, _singular.tolerance(ns, x.dtype, n))
     finite = _singular.finite_members(ns, scale, bm)
@@ -138,4 +140,4 @@ def solve_ex(a: Array, b: Array, /, *, method: str = "auto", xp: Namespace | Non
     dead = ns.logical_or(mask, ns.logical_not(finite))
     dead = dead[..., None] if len(b.shape) == 1 else dead[..., None, None]
     x = ad.fill_nan(dead, x)  # (no host-to-device copy of the NaN: no sync on a GPU)
-    return SolveExResult(x, mask)
+    return keep_subclass(SolveExResult(x, mask), a0, b0)
