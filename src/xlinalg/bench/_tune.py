@@ -34,14 +34,16 @@ from typing import Any
 
 import numpy as np
 
+from ..backends._tune_natives import (
+    BLOCKWISE_BACKENDS,
+    TUNE_BACKENDS,
+    native_batched_solve,
+    warm_only_by_default,
+)
+
 #: the batch sizes (systems) measured by default, and with ``--quick``
 TUNE_BATCHES = (1, 10, 100, 1000, 10_000, 100_000, 1_000_000)
 QUICK_BATCHES = (10, 1000, 100_000)
-#: the CPU backends whose eager unrolled path is the numba kernel
-TUNE_BACKENDS = ("numpy", "torch-cpu", "jax-cpu")
-#: and those whose unrolled path runs per block (Dask: NumPy's eager in-place
-#: kernel in each block's task, not numba: docs/unrolled.md), measured when named
-BLOCKWISE_BACKENDS = ("dask",)
 TUNE_DTYPES = ("float64", "float32")
 #: ``batch_min`` of an n where the kernel never won by the margin: never automatic
 NEVER = 1 << 62
@@ -102,21 +104,7 @@ def first_call(fn: Callable[[], Any]) -> float:
 # ---------------------------------------------------------------------- one cell
 def _native(backend: str) -> Callable[[Any, Any], Any]:
     """The library's own batched solve."""
-    if backend == "numpy":
-        return np.linalg.solve
-    if backend.startswith("torch"):
-        import torch
-
-        return torch.linalg.solve
-    if backend.startswith("jax"):
-        import jax.numpy as jnp
-
-        return jnp.linalg.solve
-    if backend == "dask":  # NumPy's batched solve on each block (Dask has none of its own)
-        import dask.array as da
-
-        return lambda a, b: da.map_blocks(np.linalg.solve, a, b, dtype=a.dtype)
-    raise ValueError(f"xlinalg bench --tune: no native solve for backend {backend!r}")
+    return native_batched_solve(backend)
 
 
 def data(n: int, batch: int, dtype: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -282,7 +270,7 @@ def derive(results: dict[str, Any], margin: float = MARGIN, against: str = "xl_n
             **rule,
             "n_max": n_max,
             "batch_min": tuple(per_n[n] for n in range(1, n_max + 1)),
-            "warm_only": key[0].startswith("torch") and compiler != "numba",
+            "warm_only": warm_only_by_default(key[0], compiler),
             "extra_first_call_s": tuple(extra),
             "saving_per_system_s": tuple(saving),
         }
