@@ -28,7 +28,6 @@ import statistics
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -36,25 +35,8 @@ import numpy as np
 from scipy.special import expit
 
 import xlinalg as xl
-
-
-def _calibrate(fn: Callable[[], Any], min_time: float) -> int:
-    number = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt >= min_time:
-            return number
-        number *= 2
-
-
-def _sample(fn: Callable[[], Any], number: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
+from xlinalg.bench._tune import calibrate as _calibrate
+from xlinalg.bench._tune import time_block as _sample
 
 
 def _stats(samples: list[float]) -> tuple[float, float]:

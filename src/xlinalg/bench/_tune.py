@@ -52,7 +52,9 @@ MARGIN = 1.2
 
 
 # ---------------------------------------------------------------------- timing
-def _calibrate(fn: Callable[[], Any], min_time: float) -> int:
+def calibrate(fn: Callable[[], Any], min_time: float) -> int:
+    """Calls of `fn` per block so that one block lasts at least `min_time` seconds
+    (doubling from 1). Shared with ``benchmarks/overhead.py``."""
     number = 1
     while True:
         t0 = time.perf_counter()
@@ -63,7 +65,8 @@ def _calibrate(fn: Callable[[], Any], min_time: float) -> int:
         number *= 2
 
 
-def _block(fn: Callable[[], Any], number: int) -> float:
+def time_block(fn: Callable[[], Any], number: int) -> float:
+    """Seconds per call of `fn`, over one block of `number` calls."""
     t0 = time.perf_counter()
     for _ in range(number):
         fn()
@@ -77,12 +80,12 @@ def interleaved(fns: dict[str, Callable[[], Any]], repeats: int, min_time: float
     B C A, ...), so that a drift or a burst of load on a shared machine hits
     every callable alike.
     """
-    numbers = {k: _calibrate(f, min_time) for k, f in fns.items()}
+    numbers = {k: calibrate(f, min_time) for k, f in fns.items()}
     keys = list(fns)
     samples: dict[str, list[float]] = {k: [] for k in keys}
     for r in range(repeats):
         for k in keys[r % len(keys):] + keys[:r % len(keys)]:
-            samples[k].append(_block(fns[k], numbers[k]))
+            samples[k].append(time_block(fns[k], numbers[k]))
     return samples
 
 
