@@ -213,3 +213,80 @@ def test_numpy_svd_never_hands_lapack_an_inf_it_loops_on() -> None:
         for xp in (None, np):
             with pytest.raises(xl.LinAlgError, match="did not converge"):
                 fn(x, xp=xp)
+
+
+_NO_LOOP_SCRIPT = r"""
+import json, sys
+import numpy as np
+import xlinalg as xl
+from xlinalg.backends import get_backend
+
+be = get_backend(sys.argv[1])
+be.configure_for_tests()
+spd = np.array(json.loads(sys.argv[2]))
+v = be.from_numpy(np.array([1.0, -2.0, 0.5]))
+calls = {
+    "svd": lambda a: xl.svd(a), "svd_reduced": lambda a: xl.svd(a, full_matrices=False),
+    "svdvals": xl.svdvals, "pinv": xl.pinv, "matrix_rank": xl.matrix_rank,
+    "lstsq": lambda a: xl.lstsq(a, v), "matrix_norm_2": lambda a: xl.matrix_norm(a, ord=2),
+}
+tri = np.array([[1.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]])
+bads = {}
+for where, val in (((0, 0), np.inf), ((1, 2), -np.inf), ((2, 2), np.nan)):
+    for base_name, base in (("spd", spd), ("tri", tri)):
+        m = base.copy()
+        m[where] = val
+        bads[f"{base_name}{where}={val}"] = m
+bads["stack"] = np.stack([spd, bads["tri(0, 0)=inf"]])
+bads["float32"] = bads["spd(0, 0)=inf"].astype(np.float32)
+out = {}
+for label, m in bads.items():
+    x = be.from_numpy(m)
+    for name, fn in calls.items():
+        if name == "lstsq" and m.ndim > 2:
+            continue
+        try:
+            r = fn(x)
+            if be.lazy:
+                be.materialize(r if not isinstance(r, tuple) else r[0])
+            out[f"{label} {name}"] = "returned"
+        except xl.LinAlgError as exc:
+            out[f"{label} {name}"] = "LinAlgError: " + str(exc)
+bad = bads["tri(0, 0)=inf"]
+if be.function_compiler == "jax.jit":
+    # under the compiler: NaN for the non-finite member, the right factors for the other
+    import jax
+    stack = be.from_numpy(np.stack([bad, spd]))
+    u, s, vh = jax.jit(xl.svd)(stack)
+    s = np.asarray(s)
+    ref = np.linalg.svd(spd, compute_uv=False)
+    out["jit"] = [bool(np.isnan(s[0]).all()), bool(np.allclose(s[1], ref)),
+                  bool(np.isnan(np.asarray(jax.jit(xl.pinv)(stack))[0]).all())]
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_no_svd_path_hands_lapack_an_input_it_loops_on(backend: BackendCase) -> None:
+    """Some non-finite matrices make LAPACK's gesdd loop forever (NumPy's, so
+    array-api-strict's, and jaxlib's full SVD, eagerly and under jax.jit): on
+    every backend, for NaN, inf and -inf at several places, a stack and float32, each
+    function of the SVD family raises "did not converge" and returns, and under
+    jax.jit the member is NaN while its finite neighbour is right. Run in a child
+    process, so that a regression is a failure with a timeout, not a hung suite."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _NO_LOOP_SCRIPT, backend.name, json.dumps(_SPD.tolist())],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    out = json.loads(line[len("RESULT "):])
+    for name, got in out.items():
+        if name == "jit":
+            assert got == [True, True, True], got
+            continue
+        assert got.startswith("LinAlgError"), (name, got)
+        assert "did not converge" in got, (name, got)

@@ -293,9 +293,12 @@ def _jax_lstsq_paths(jax: Any, jnp: Any) -> dict[str, Any]:
 
     def one(name: str) -> Any:
         call = calls[name]
+        # pinv's full SVD (LAPACK gesdd) may not return on NaN or inf: such an `x`
+        # goes to the checked path, whose SVD never hands it to LAPACK
+        look = name == "pinv"
 
         def fast(x: Any) -> Any:
-            if x.ndim < 2 or not x.size:
+            if x.ndim < 2 or not x.size or (look and not jax_finite(x)):
                 return MISSING
             try:
                 out = call(x)
@@ -307,6 +310,8 @@ def _jax_lstsq_paths(jax: Any, jnp: Any) -> dict[str, Any]:
 
     def lstsq(a: Any, b: Any) -> Any:
         if a.ndim != 2 or not (b.ndim == 1 or b.ndim == 2) or b.shape[0] != a.shape[0] or not a.size or not b.size:
+            return MISSING
+        if not jax_finite(a):  # its SVD may not return (pinv above): the checked path
             return MISSING
         try:
             out = calls["lstsq"](a, b)

@@ -379,7 +379,10 @@ class Adapter:
     # NaN for both. xlinalg raises LinAlgError for both, everywhere (NaN under a
     # trace); checking S costs a look at k numbers (a wait for the result on a GPU),
     # and only when S is not finite a look at x (an overflowing S is inf, no error).
+    # The input is looked at first (a concrete one): OpenBLAS's gesdd, which NumPy
+    # and so array-api-strict call, loops forever on some non-finite matrices.
     def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+        self._refuse_nonfinite_svd_input(a, "svd")
         try:
             out = tuple(self.xp.linalg.svd(a, full_matrices=full_matrices))
         except Exception as exc:
@@ -390,6 +393,7 @@ class Adapter:
         return out
 
     def svdvals(self, a: Any) -> Any:
+        self._refuse_nonfinite_svd_input(a, "svdvals")
         try:
             s = self.xp.linalg.svdvals(a)
         except Exception as exc:
@@ -398,6 +402,11 @@ class Adapter:
             raise self._svd_error(a, "svdvals") from exc
         self._check_svd(a, s, "svdvals")
         return s
+
+    def _refuse_nonfinite_svd_input(self, a: Any, fn: str) -> None:
+        xp = self.xp
+        if not self.traced(a) and not bool(xp.all(xp.isfinite(a))):
+            raise self._svd_error(a, fn)
 
     def _check_svd(self, a: Any, s: Any, fn: str) -> None:
         # a non-finite S is a failure when it holds NaN or `a` is not finite; a finite

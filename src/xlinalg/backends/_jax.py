@@ -46,6 +46,7 @@ class JaxAdapter(Adapter):
         self.fast["sigmoid"] = jax.nn.sigmoid
         self.sigmoid_dtypes = frozenset(np.dtype(c) for c in "fd")
         self.fast_excluded = NP_NON_NUMERIC
+        self._masked_svd: dict[bool, Any] = {}
         # jnp.linalg.solve under our own jit: its Python checks run once per input
         # signature (at trace time), not on every call; dtypes the fast path does
         # not take compile to a program returning None (cached too)
@@ -116,6 +117,19 @@ class JaxAdapter(Adapter):
 
     def backend(self, x: Any) -> str:
         return jax_backend_name(x)
+
+    def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+        # jaxlib's CPU SVD (LAPACK gesdd) loops forever on some non-finite input
+        # ([[inf, 1, 0], [1, 3, 1], [0, 1, 4]]), eagerly and under jax.jit alike: such
+        # members never reach it (masked_svd), their factors are NaN, and the check
+        # below raises eagerly as on every backend (NaN under a trace)
+        call = self._masked_svd.get(full_matrices)
+        if call is None:
+            jax, jnp = self.jax, self.xp
+            call = self._masked_svd[full_matrices] = jax.jit(lambda x: masked_svd(jnp, x, full_matrices))
+        out = tuple(call(a))
+        self._check_svd(a, out[1], "svd")
+        return out
 
     def float_dtypes(self, x: Any) -> tuple[Any, Any]:
         jnp = self.xp
@@ -215,6 +229,17 @@ class JaxAdapter(Adapter):
 
     def sigmoid(self, x: Any) -> Any:
         return self.jax.nn.sigmoid(x)
+
+
+def masked_svd(jnp: Any, x: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+    """``jnp.linalg.svd`` (traced) of the members of `x` that are all finite; the
+    others get NaN factors and never reach LAPACK, whose gesdd may not return on
+    NaN or inf (see :meth:`JaxAdapter.svd`)."""
+    ok = jnp.all(jnp.isfinite(x), axis=(-2, -1))
+    u, s, vh = jnp.linalg.svd(jnp.where(ok[..., None, None], x, 0), full_matrices=full_matrices)
+    nan = float("nan")
+    return (jnp.where(ok[..., None, None], u, nan), jnp.where(ok[..., None], s, nan),
+            jnp.where(ok[..., None, None], vh, nan))
 
 
 def _finite_or_missing(solve: Callable[[Any, Any], Any], one_matrix: bool = False) -> Callable[[Any, Any], Any]:
