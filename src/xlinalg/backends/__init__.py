@@ -25,10 +25,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import _convert
 from .._lib._public import publish as _publish
 from .._lib._typing import Array
-from . import _cupy, _dask, _jax, _numpy, _strict, _torch
+from . import _convert, _cupy, _dask, _jax, _numpy, _strict, _torch
 from ._base import Adapter, Backend, BackendUnavailableError
 from ._host import foreign_in_sequence
 from ._numpy import NUMPY, refused_subclass

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _convert
 from .._lib import _singular
+from . import _convert
 from ._adapter import nan_members, singular_members
 from ._base import MISSING, NP_NON_NUMERIC, Adapter, Backend
 from ._numpy import NUMPY
