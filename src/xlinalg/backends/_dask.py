@@ -451,15 +451,15 @@ class DaskBackend(Backend):
         return "per call: compute() (Dask graphs are evaluated inside the timed call)"
 
     def configure(self, *, threads: int | None, allow_tf32: bool) -> Callable[[], None]:
-        # a cluster's Client, or the threaded scheduler (bench/_dask.py)
-        from ..bench import _dask
+        # a cluster's Client, or the threaded scheduler (_dask_cluster.py)
+        from . import _dask_cluster
 
-        return _dask.configure(threads)
+        return _dask_cluster.configure(threads)
 
     def settings(self, state: dict[str, Any]) -> None:
-        from ..bench import _dask
+        from . import _dask_cluster
 
-        state["dask"] = _dask.state()  # scheduler, workers, chunking: kept with each result
+        state["dask"] = _dask_cluster.state()  # scheduler, workers, chunking: kept with each result
         state["threads"]["dask_workers"] = state["dask"]["dask_workers"]
 
     def array_types(self) -> tuple[type, ...]:
