@@ -36,7 +36,8 @@ from hypothesis.extra import numpy as hnp
 import xlinalg as xl
 from conftest import BackendCase, require_backend, tolerance
 from xlinalg import _unrolled as U
-from xlinalg._unrolled import _inplace, _schedule, _selection
+from xlinalg._kernels import _inplace, _schedule
+from xlinalg._unrolled import _selection
 from xlinalg.backends import _jax as jax_backend
 from xlinalg.backends import _numpy as numpy_backend
 from xlinalg.backends import _torch as torch_backend
@@ -204,7 +205,7 @@ def test_raise_reads_one_flag_not_the_result(backend: BackendCase, rng: np.rando
     a = rng.standard_normal((5, n, n)) + 3 * np.eye(n)
     b = rng.standard_normal(n) if vector else rng.standard_normal((5, n, 2))
     aa, bb = backend.arr(a), backend.arr(b)
-    ad = xl._lib._dispatch.adapter_for((aa, bb), ("a", "b"))
+    ad = xl._dispatch.adapter_for((aa, bb), ("a", "b"))
     copied: list[object] = []
     real = ad.to_host
     monkeypatch.setattr(ad, "to_host", lambda x: copied.append(x) or real(x))
@@ -477,7 +478,7 @@ def c_kernels(tmp_path_factory: pytest.TempPathFactory):
     cases = [(n, lay, t) for n in (1, 2, 3, 5, U.MAX_N) for lay in U.LAYOUTS for t in ("double", "float")]
     src = [_HARNESS]
     for n, lay, t in cases:
-        body = _schedule._c_source(n, lay).replace("\n", " \\\n")
+        body = _schedule.c_source(n, lay).replace("\n", " \\\n")
         src.append(f"KERNEL(k_{n}_{lay.replace('-', '_')}_{t}, {t}, {body})\n")
     d = tmp_path_factory.mktemp("ckern")
     (d / "k.cpp").write_text("\n".join(src))

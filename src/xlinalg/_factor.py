@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import _validate
+from ._dispatch import fast_paths
 from ._fastpath import (
     JAX_FLOAT,
     MISSING,
@@ -29,7 +31,6 @@ from ._fastpath import (
     torch_maker,
     torch_plain,
 )
-from ._lib import _validate
 from ._lib._declare import (
     BadInput,
     Raises,
@@ -37,7 +38,6 @@ from ._lib._declare import (
     all_nan,
     declare,
 )
-from ._lib._dispatch import fast_paths
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace

@@ -12,7 +12,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _unrolled
+from . import _dispatch, _unrolled, _validate
+from ._dispatch import adapter1 as _adapter1
+from ._dispatch import adapter2 as _adapter2
 from ._fastpath import (
     JAX_FLOAT,
     NP_FLOAT,
@@ -26,7 +28,6 @@ from ._fastpath import (
     torch_looked,
     torch_maker,
 )
-from ._lib import _dispatch, _validate
 from ._lib._declare import (
     NA,
     BadInput,
@@ -37,8 +38,6 @@ from ._lib._declare import (
     reconstructs,
     some_nonfinite,
 )
-from ._lib._dispatch import adapter1 as _adapter1
-from ._lib._dispatch import adapter2 as _adapter2
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ._lib import _validate
-from ._lib._dispatch import adapter1
+from . import _validate
+from ._dispatch import adapter1
 from ._lib._errors import LinAlgError
 from .backends._base import Adapter
 
@@ -153,9 +153,9 @@ def not_converged(ad: Adapter, x: Any, fn: str, what: str) -> LinAlgError:
 # ---------------------------------------------------------------------- Dask
 def numpy_chunks(ad: Adapter, x: Any, fn: str, name: str = "x") -> None:
     """Refuse a Dask array whose chunks are not NumPy arrays (named for `fn`)."""
-    from .backends._dask import _numpy_chunks
+    from .backends._dask import require_numpy_chunks
 
-    _numpy_chunks(x, fn, name)
+    require_numpy_chunks(x, fn, name)
 
 
 def dask_gufunc(ad: Adapter, kernel: Callable[..., Any], sig: str, x: Any, metas: list[tuple[int, Any]],

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _validate
+from ._dispatch import adapter1, adapter2, fast_paths
 from ._factor import inv
 from ._fastpath import (
     JAX_FLOAT,
@@ -25,9 +27,7 @@ from ._fastpath import (
     torch_float,
     torch_maker,
 )
-from ._lib import _validate
 from ._lib._declare import BadInput, Raises, Returns, declare
-from ._lib._dispatch import adapter1, adapter2, fast_paths
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._linalg import matmul
@@ -48,7 +48,7 @@ _VEC_BATCH = np.ones((2, 3)), np.ones((4, 3))
 
 def _vectors(n: int, text: str = "as NumPy") -> dict[str, BadInput]:
     """The generic cells whose default arguments are matrices, given as vectors of `n`."""
-    from ._lib._badinput import L, ReadOnly, with_float16
+    from ._badinput import L, ReadOnly, with_float16
 
     v, w = np.arange(1.0, n + 1), np.ones(n)
     h = np.ones(n, np.float16)
@@ -95,7 +95,7 @@ def _one(x: Any, fn: str, xp: Any, *, min_ndim: int = 0, numeric: bool = False) 
 def _native(ad: Adapter, fn: str, call: Any, *named: tuple[str, Any]) -> Any:
     """``call()``, the library's own kernel; a dtype it has no kernel for (torch's
     float8, complex32 or uint16-64 sums, ml_dtypes' int4 in NumPy) is named with the
-    cast to make (:func:`xlinalg._lib._validate.native_error`). A NumPy result is
+    cast to make (:func:`xlinalg._validate.native_error`). A NumPy result is
     wrapped as NumPy wraps a ufunc's (:func:`keep_subclass`: NumPy's own ``outer``,
     ``cross`` and ``tensordot`` drop a subclass, its ``trace`` makes a 0-d array)."""
     try:
