@@ -10,8 +10,22 @@ import sys
 from collections.abc import Iterator
 from typing import Any, cast
 
-from ._common import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, _Terminated, _UsageError
+from ._common import (
+    ExitCode,
+    _study,
+    _Terminated,
+    _UsageError,
+)
 from ._table import _print_table, _Progress
+
+#: Where a run without --out writes its results file (and the report beside it):
+#: a folder of the current directory, covered by the project's .gitignore.
+RESULTS_DIR = "xlinalg-results"
+
+
+def default_out(now: dt.datetime | None = None) -> str:
+    """The results file of a run without --out: ``xlinalg-results/xlinalg-bench-DATE-TIME.jsonl``."""
+    return os.path.join(RESULTS_DIR, f"xlinalg-bench-{now or dt.datetime.now():%Y%m%d-%H%M%S}.jsonl")
 
 
 def _split(text: str | None, option: str) -> list[str] | None:
@@ -25,6 +39,7 @@ def _split(text: str | None, option: str) -> list[str] | None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    _study()
     from ..backends import get_backend
     from ..bench import (
         BenchUsageError,
@@ -42,7 +57,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from ..bench._runner import opt_in_backends, validate_config, validate_options
 
     if args.tune:
-        from ..bench._tune import cli_tune
+        from ._tune import cli_tune
 
         return cli_tune(args)
     if args.list_cases:
@@ -57,15 +72,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             for sc in ("quick", "default", "full"):
                 sizes = ", ".join(_size_str(s) for s in c.sizes_for(sc))
                 print(terminal(f"{'':12s}   {sc:8s} {sizes}"))
-        return EXIT_OK
+        return ExitCode.OK
     if args.resume and not args.out:
         raise _UsageError("xlinalg bench: error: --resume needs --out FILE (the file to continue)")
     if args.resume and args.overwrite:
         raise _UsageError("xlinalg bench: error: --resume and --overwrite exclude each other")
     if args.out is not None and not args.out.strip():
         raise _UsageError("xlinalg bench: error: --out: an empty file name; name the results file, "
-                          "or leave --out out for xlinalg-bench-DATE-TIME.jsonl")
-    out = args.out or f"xlinalg-bench-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl"
+                          f"or leave --out out for {RESULTS_DIR}/xlinalg-bench-DATE-TIME.jsonl")
+    out = args.out or default_out()
     config = RunConfig(
         backends=_split(args.backends, "--backends"),
         cases=_split(args.cases, "--cases"),
@@ -91,6 +106,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     )
     if args.dry_run:
         return _dry_run(config)
+    if not args.out:
+        try:
+            os.makedirs(RESULTS_DIR, exist_ok=True)
+        except OSError as exc:
+            raise _UsageError(f"xlinalg bench: error: cannot create the results folder "
+                              f"{RESULTS_DIR}/ ({exc.strerror or exc}); name the results "
+                              "file with --out FILE") from None
     progress = _Progress(enabled=not args.no_progress)
     try:
         # before anything starts (a Dask cluster's processes); --scheduler and
@@ -127,7 +149,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         print(terminal(f"xlinalg bench: {how}; {n} finished cell(s) of this run are in {out}; "
                        f"complete it with: xlinalg bench --resume --out {out} (and the same "
                        "options)"), file=sys.stderr)
-        return EXIT_SIGTERM if isinstance(exc, _Terminated) else EXIT_SIGINT
+        return ExitCode.SIGTERM if isinstance(exc, _Terminated) else ExitCode.SIGINT
     finally:
         progress.stop()
 
@@ -165,7 +187,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         print(terminal(last))
     if not args.no_report and records:
         _write_report(summary.path)
-    return EXIT_FAILED if bad else EXIT_OK
+    return ExitCode.FAILED if bad else ExitCode.OK
 
 
 @contextlib.contextmanager
@@ -211,7 +233,7 @@ def _write_report(path: Any) -> None:
     from ..bench._report import write_report
 
     try:
-        outdir, n = write_report([path])
+        outdir, n = write_report([path], study=_study())
     except (ResultsFileError, OSError, ImportError) as exc:
         print(terminal(f"xlinalg bench: warning: no report written ({exc}); "
                        f"'xlinalg report {path}' writes it"), file=sys.stderr)
@@ -226,10 +248,10 @@ def _write_report(path: Any) -> None:
 def _print_summary(records: list[dict[str, Any]]) -> None:
     """The report's summary in the terminal: which library for which workload, one line
     each (workloads this run did not measure are left out)."""
-    from ..bench import _findings as F
     from ..bench._escape import terminal
 
-    rows = [w for w in F.summary(records) if w["line"] != "not in this file"]
+    summary = _study().summary
+    rows = [w for w in summary(records) if w["line"] != "not in this file"] if summary else []
     if not rows:
         return
     print("Which library for which workload, on this machine (the report's summary):")
@@ -255,7 +277,7 @@ def _dry_run(config: Any) -> int:
                    f"{', '.join(config.backends or ())}; nothing is timed"))
     for name, labels in sizes.items():
         print(terminal(f"  {name:24s} {get_case(name).section:11s} {', '.join(labels)}"))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _size_str(s: Any) -> str:

@@ -1,15 +1,33 @@
-"""What every ``xlinalg`` command shares: exit statuses, one-line errors, streams,
-the console, and how times and sizes are written."""
+"""What every ``xlinalg`` command shares: the exit statuses (:class:`ExitCode`),
+one-line errors, streams, the console, and how times and sizes are written."""
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import sys
 from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-EXIT_SIGINT, EXIT_SIGTERM = 130, 143
-EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in xlinalg (reported in one line, never a traceback)
+
+class ExitCode(enum.IntEnum):
+    """The exit status of every ``xlinalg`` command (``info``, ``bench``, ``report``,
+    ``compare``): the one definition, documented in docs/benchmark.md."""
+
+    #: success
+    OK = 0
+    #: the run finished but some cell failed or gave a wrong result (all recorded);
+    #: ``compare --fail-on``: a cell flagged (or a machine shift)
+    FAILED = 1
+    #: usage or environment error: unknown backend, case or option, an unavailable
+    #: backend, an unreadable or invalid results file, one another run is writing,
+    #: a file that cannot be written (disk full, read-only)
+    USAGE = 2
+    #: EX_SOFTWARE: an internal error, a bug in xlinalg (one line, never a traceback)
+    INTERNAL = 70
+    #: interrupted by Ctrl-C (128 + SIGINT)
+    SIGINT = 130
+    #: stopped by SIGTERM (128 + SIGTERM)
+    SIGTERM = 143
 
 
 def _tolerant_streams() -> None:
@@ -50,6 +68,14 @@ def _console(stderr: bool = False) -> Any:
     if not console.is_terminal:  # a file or a pipe: do not squeeze tables into 80 columns
         console = Console(stderr=stderr, highlight=False, width=200)
     return console
+
+
+def _study() -> Any:
+    """The documents' study (:data:`xlinalg.study.STUDY`), loaded: its cases registered
+    beside the harness's. Every command that runs or reads cases composes it."""
+    from ..study import STUDY
+
+    return STUDY
 
 
 def _fmt_bytes(n: float | None) -> str:

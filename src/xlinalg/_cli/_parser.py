@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
-from typing import Any, NoReturn
+from typing import NoReturn
 
+from . import _compare, _report
 from ._common import _fmt_bytes, _UsageError
 
 
@@ -100,7 +100,8 @@ def _build_parser() -> _Parser:
                    help="allow TF32/reduced-precision float32 matmul and cuDNN convolutions "
                         "(off by default)")
     p.add_argument("--out", metavar="FILE",
-                   help="results file, JSON Lines (default: xlinalg-bench-DATE-TIME.jsonl)")
+                   help="results file, JSON Lines (default: "
+                        "xlinalg-results/xlinalg-bench-DATE-TIME.jsonl)")
     p.add_argument("--resume", action="store_true",
                    help="continue --out FILE: skip the cells already in it")
     p.add_argument("--retry-failed", action="store_true",
@@ -167,17 +168,13 @@ def _build_parser() -> _Parser:
                         "backends), and exit without timing anything")
 
     parser.subparsers = {"info": p_info, "bench": p}  # type: ignore[attr-defined]
-    for name, helptext in (("report", "tables and plots from a results file"),
-                           ("compare", "compare two results files")):
+    for name, helptext, command in (
+            ("report", "tables and plots from a results file", _report),
+            ("compare", "compare two results files", _compare)):
         sp = sub.add_parser(name, help=helptext, description=helptext)
-        _subcommand(name).add_arguments(sp)
+        command.add_arguments(sp)
         parser.subparsers[name] = sp  # type: ignore[attr-defined]
     return parser
-
-
-def _subcommand(name: str) -> Any:
-    """``xlinalg.bench._<name>``: report and compare, each with ``add_arguments`` and ``run``."""
-    return importlib.import_module(f"xlinalg.bench._{name}")
 
 
 #: Most threads (--threads) or worker processes (--dask-workers): the libraries
