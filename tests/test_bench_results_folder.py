@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from xlinalg._cli._bench import RESULTS_DIR, default_out
+from xlinalg._cli._bench import default_out
+from xlinalg._cli._common import RESULTS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
@@ -54,6 +55,16 @@ def test_a_results_folder_that_cannot_be_made_is_a_usage_error(tmp_path):
     assert "--out" in p.stderr
     assert "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_the_tune_table_goes_to_the_results_folder_too(tmp_path):
+    p = _bench(tmp_path, "--tune", "--backends", "numpy", "--tune-n", "2", "--tune-batches",
+               "10", "--tune-dtypes", "float64", "--dry-run")
+    if p.returncode == 2 and "numba" in p.stderr:
+        pytest.skip(p.stderr.strip())
+    assert p.returncode == 0, p.stderr
+    assert f"would write xlinalg-results{os.sep}xlinalg-unrolled-selection.json" in p.stdout
+    assert list(tmp_path.iterdir()) == []  # a dry run makes nothing
 
 
 def test_a_dry_run_makes_no_folder(tmp_path):

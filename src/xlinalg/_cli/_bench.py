@@ -11,16 +11,14 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 from ._common import (
+    RESULTS_DIR,
     ExitCode,
+    _results_dir,
     _study,
     _Terminated,
     _UsageError,
 )
 from ._table import _print_table, _Progress
-
-#: Where a run without --out writes its results file (and the report beside it):
-#: a folder of the current directory, covered by the project's .gitignore.
-RESULTS_DIR = "xlinalg-results"
 
 
 def default_out(now: dt.datetime | None = None) -> str:
@@ -107,12 +105,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(config)
     if not args.out:
-        try:
-            os.makedirs(RESULTS_DIR, exist_ok=True)
-        except OSError as exc:
-            raise _UsageError(f"xlinalg bench: error: cannot create the results folder "
-                              f"{RESULTS_DIR}/ ({exc.strerror or exc}); name the results "
-                              "file with --out FILE") from None
+        _results_dir()
     progress = _Progress(enabled=not args.no_progress)
     try:
         # before anything starts (a Dask cluster's processes); --scheduler and

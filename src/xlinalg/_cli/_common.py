@@ -30,6 +30,24 @@ class ExitCode(enum.IntEnum):
     SIGTERM = 143
 
 
+#: Where ``xlinalg bench`` without --out writes (its results file and the report
+#: beside it, or the --tune table): a folder of the current directory, covered by
+#: the project's .gitignore.
+RESULTS_DIR = "xlinalg-results"
+
+
+def _results_dir() -> None:
+    """Make :data:`RESULTS_DIR` (a usage error, one line, if it cannot be made)."""
+    import os
+
+    try:
+        os.makedirs(RESULTS_DIR, exist_ok=True)
+    except OSError as exc:
+        raise _UsageError(f"xlinalg bench: error: cannot create the results folder "
+                          f"{RESULTS_DIR}/ ({exc.strerror or exc}); name the output file "
+                          "with --out FILE") from None
+
+
 def _tolerant_streams() -> None:
     """Output that the terminal's encoding cannot show (an ASCII-only locale:
     LANG=C, PYTHONIOENCODING=ascii) is written as escapes, never an error."""

@@ -152,7 +152,8 @@ def _build_parser() -> _Parser:
     tune = p.add_argument_group(
         "tuning method='auto' (--tune)",
         "measure where the numba kernel beats xl.solve(method='native') on this machine and "
-        "write a selection table to --out (default: xlinalg-unrolled-selection.json); "
+        "write a selection table to --out (default: "
+        "xlinalg-results/xlinalg-unrolled-selection.json); "
         "XLINALG_UNROLLED_SELECTION=FILE makes xlinalg use it (docs/unrolled.md)")
     tune.add_argument("--tune", action="store_true",
                       help="tune instead of benchmarking (--backends: some of numpy, torch-cpu, "

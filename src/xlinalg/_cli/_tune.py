@@ -8,7 +8,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ._common import ExitCode, _UsageError
+from ._common import RESULTS_DIR, ExitCode, _results_dir, _UsageError
 
 __all__ = ["cli_tune"]
 
@@ -44,7 +44,7 @@ def cli_tune(args: Any) -> ExitCode:
     backends = [b.strip() for b in args.backends.split(",")] if args.backends else list(TUNE_BACKENDS)
     if problem is not None and any(b in TUNE_BACKENDS for b in backends):
         raise _UsageError(f"xlinalg bench: error: --tune measures NumPy's compiled kernel, and {problem}")
-    out = args.out or "xlinalg-unrolled-selection.json"
+    out = args.out or os.path.join(RESULTS_DIR, "xlinalg-unrolled-selection.json")
     if os.path.exists(out) and not args.overwrite:
         raise _UsageError(f"xlinalg bench: error: --out {out!r} exists; add --overwrite to replace it")
     bad = [b for b in backends if b not in TUNE_BACKENDS + BLOCKWISE_BACKENDS]
@@ -67,6 +67,8 @@ def cli_tune(args: Any) -> ExitCode:
         print(f"  {len(avail) * len(dtypes) * len(set(ns)) * len(set(batches))} cells, then the first calls; "
               f"would write {out} (dry run: nothing timed)")
         return ExitCode.OK
+    if not args.out:
+        _results_dir()
     results = tune(avail, dtypes, sorted(set(ns)), sorted(set(batches)), repeats=2 if quick else 3,
                    progress=lambda s: print(s, flush=True))
     source = os.path.abspath(out)
