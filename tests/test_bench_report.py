@@ -259,7 +259,7 @@ def test_compare_records_and_test():
 def test_compare_prints_intervals_rounded_outward():
     """A cell not flagged at a 1.10 threshold (its interval starts at 1.0996) must not
     print "[1.100, ...]"; ends outside 1e-3..1e6 keep three significant digits."""
-    from xlinalg.bench._compare import _fmt_interval
+    from xlinalg.bench._compare import fmt_change_interval as _fmt_interval
 
     assert _fmt_interval(1.0996, 1.2004) == "[1.099, 1.201]"
     assert _fmt_interval(1.15, 1.25) == "[1.150, 1.250]"
@@ -704,12 +704,12 @@ def test_an_old_results_file_reads_through_the_legacy_path():
 def test_ratio_axis_is_log_only_over_a_wide_span():
     from xlinalg.bench import _plots
 
-    plt = _plots._plt()
+    plt = _plots.pyplot()
     for vals, scale in (([(0.9, 1.0, 1.1, ""), (1.1, 1.2, 1.3, "noisy")], "linear"),
                         ([(0.25, 0.29, 0.31, ""), (0.3, 0.4, 0.45, "")], "linear"),
                         ([(0.01, 0.02, 0.03, ""), (4.0, 5.0, 6.0, "")], "log")):
         fig, ax = plt.subplots()
-        _plots._ratio_bars(ax, ["512"], {"numpy": vals[:1], "torch-cpu": vals[1:]})
+        _plots.ratio_bars(ax, ["512"], {"numpy": vals[:1], "torch-cpu": vals[1:]})
         assert ax.get_yscale() == scale, vals
         # a linear axis still labels more than the 1 line
         labels = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
@@ -816,7 +816,7 @@ def test_plot_colours_follow_the_backend_registry():
     from xlinalg.backends import BACKEND_NAMES
     from xlinalg.bench import _plots
 
-    colours = [_plots._color(b) for b in BACKEND_NAMES]
+    colours = [_plots.color_of(b) for b in BACKEND_NAMES]
     assert len(set(colours)) == len(colours)  # every known backend its own colour
     # a name the registry does not know: a palette colour from its characters, the
     # same in every process (a colour from hash() would change with PYTHONHASHSEED)
@@ -824,9 +824,9 @@ def test_plot_colours_follow_the_backend_registry():
     import subprocess
     import sys
 
-    mine = _plots._color("my-backend")
+    mine = _plots.color_of("my-backend")
     assert mine in _plots._PALETTE
-    script = "from xlinalg.bench import _plots; print(_plots._color('my-backend'))"
+    script = "from xlinalg.bench import _plots; print(_plots.color_of('my-backend'))"
     for seed in ("1", "2"):
         r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                            env={**os.environ, "PYTHONHASHSEED": seed}, timeout=120)

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> ExitCode:
     from ..bench._escape import terminal
-    from ..bench._report import _merge_files, _superseded_warnings, write_report
+    from ..bench._report import merge_files, superseded_warnings, write_report
     from ..bench._store import ResultsFileError, read_results
 
     paths = [args.results, *(getattr(args, "more", None) or [])]
@@ -33,8 +33,8 @@ def run(args: argparse.Namespace) -> ExitCode:
     except ResultsFileError as exc:
         print(terminal(f"xlinalg report: error: {exc}"), file=sys.stderr)
         return ExitCode.USAGE
-    for w in [w for f in files for w in f.warnings] + _superseded_warnings(
-            files, _merge_files(files)[2]):
+    for w in [w for f in files for w in f.warnings] + superseded_warnings(
+            files, merge_files(files)[2]):
         print(terminal(f"xlinalg report: warning: {w}"), file=sys.stderr)
     try:
         outdir, n = write_report(paths, Path(args.out) if args.out else None,

@@ -117,7 +117,7 @@ def _median(r: Mapping[str, Any]) -> float | None:
 
 def _pass_logs(r: Mapping[str, Any]) -> list[float]:
     """Logs of the passes' medians (``time.passes``) of a record: one per pass."""
-    passes = _get(r, "time", "passes")
+    passes = get_path(r, "time", "passes")
     # logs, not ratios: 1e308 over 1e-308 overflows
     return [math.log(float(m)) for p in passes if isinstance(p, dict)
             and isinstance(m := p.get("median_s"), (int, float)) and not isinstance(m, bool)
@@ -141,7 +141,7 @@ def _starved_cores(r: Mapping[str, Any]) -> float | None:
 def _cores(r: Mapping[str, Any]) -> float | None:
     """The effective cores of a side-by-side record (CPU time over wall time), if a
     finite number, else None."""
-    v = _get(r, "side_by_side", "effective_cores")
+    v = get_path(r, "side_by_side", "effective_cores")
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
         return None
     return float(v)
@@ -444,15 +444,15 @@ def _why_not(o: Mapping[str, Any], n: Mapping[str, Any]) -> str:
     for side, r in (("old", o), ("new", n)):
         st = r.get("status")
         if st in ("failed", "skipped"):
-            err = _get(r, "error", "message") or r.get("skip_reason") or r.get("reason")
+            err = get_path(r, "error", "message") or r.get("skip_reason") or r.get("reason")
             out.append(f"{side} {st}" + (f": {str(err)[:80]}" if err else ""))
         elif _median(r) is None:
-            v = _get(r, "time", "median_s")
+            v = get_path(r, "time", "median_s")
             out.append(f"{side} has no positive finite median time (got {v!r})")
     return "; ".join(out) or "no comparable times"
 
 
-def _get(d: Any, *path: str) -> Any:
+def get_path(d: Any, *path: str) -> Any:
     for p in path:
         if not isinstance(d, dict):
             return None
@@ -466,7 +466,7 @@ def header_differences(old: Mapping[str, Any] | None,
     old, new = old or {}, new or {}
     out = []
     for key in ("machine_id", "host"):  # "host": files written before 2026-12-04
-        a, b = _get(old, "env", key), _get(new, "env", key)
+        a, b = get_path(old, "env", key), get_path(new, "env", key)
         if a is not None and b is not None:
             if a != b:  # the values are not shown: a host name is nobody's business
                 out.append("machine: the two files come from different machines")
@@ -477,17 +477,17 @@ def header_differences(old: Mapping[str, Any] | None,
                         ("threads", ("run", "threads")), ("TF32", ("run", "allow_tf32")),
                         ("execution", ("run", "execution")), ("xlinalg", ("env", "xlinalg")),
                         ("NumPy", ("env", "numpy"))):
-        a, b = _get(old, *path), _get(new, *path)
+        a, b = get_path(old, *path), get_path(new, *path)
         if a != b:
             out.append(f"{label}: {a!r} -> {b!r}")
-    po, pn = _get(old, "env", "packages") or {}, _get(new, "env", "packages") or {}
+    po, pn = get_path(old, "env", "packages") or {}, get_path(new, "env", "packages") or {}
     if isinstance(po, dict) and isinstance(pn, dict):
         out.extend(f"{k} version: {po.get(k)!r} -> {pn.get(k)!r}"
                    for k in sorted(set(po) | set(pn)) if po.get(k) != pn.get(k))
     return out
 
 
-def _fmt(x: float, digits: int = 3) -> str:
+def fmt_number(x: float, digits: int = 3) -> str:
     """`x` with `digits` decimals, or 3 significant digits outside 0.001-1e6
     (an interval from hostile times reaches 1e307 or 0: never 300 digits)."""
     if x != 0 and math.isfinite(x) and not _fixed(x):
@@ -496,15 +496,15 @@ def _fmt(x: float, digits: int = 3) -> str:
 
 
 def _fixed(x: float) -> bool:
-    """Whether :func:`_fmt` writes `x` with fixed decimals (else 3 significant digits)."""
+    """Whether :func:`fmt_number` writes `x` with fixed decimals (else 3 significant digits)."""
     return math.isfinite(x) and 1e-3 <= abs(x) < 1e6
 
 
-def _fmt_interval(lo: float, hi: float) -> str:
-    """"[0.997, 1.104]": each end as :func:`_fmt` writes it, rounded outward (low end
+def fmt_change_interval(lo: float, hi: float) -> str:
+    """"[0.997, 1.104]": each end as :func:`fmt_number` writes it, rounded outward (low end
     down, high end up), so an interval whose low end is 1.0996 never prints as
     "[1.100, ...]" beside a 1.10 threshold it did not clear."""
     def end(x: float, up: bool) -> str:
-        return _fmt(round_outward(x, 3, up)) if _fixed(x) else _fmt(x)
+        return fmt_number(round_outward(x, 3, up)) if _fixed(x) else fmt_number(x)
 
     return f"[{end(lo, False)}, {end(hi, True)}]"

@@ -31,10 +31,10 @@ __all__ = ["MAX_WIDTH_PX", "make_plots", "plot_speedups"]
 #: Widest plot in pixels (a reader sees it whole at 100% zoom).
 MAX_WIDTH_PX = 1600
 _DPI = 100
-_MAX_W_IN = MAX_WIDTH_PX / _DPI - 0.1
+MAX_WIDTH_IN = MAX_WIDTH_PX / _DPI - 0.1
 
 
-def _plt() -> Any:
+def pyplot() -> Any:
     import matplotlib as mpl
 
     mpl.use("Agg", force=True)
@@ -43,11 +43,11 @@ def _plt() -> Any:
     return plt
 
 
-def _fig(width_in: float, height_in: float = 4.5) -> tuple[Any, Any]:
-    return _plt().subplots(figsize=(min(max(width_in, 6.0), _MAX_W_IN), height_in))
+def new_figure(width_in: float, height_in: float = 4.5) -> tuple[Any, Any]:
+    return pyplot().subplots(figsize=(min(max(width_in, 6.0), MAX_WIDTH_IN), height_in))
 
 
-def _save(fig: Any, outdir: Path, name: str, title: str, section: str, *,
+def save_plot(fig: Any, outdir: Path, name: str, title: str, section: str, *,
           layout: bool = True) -> dict[str, Any]:
     """`fig` as ``name.png``: a 256-colour palette PNG (the plots are flat colours and
     text, so nothing visible is lost and the file is about a third of matplotlib's RGBA
@@ -63,7 +63,7 @@ def _save(fig: Any, outdir: Path, name: str, title: str, section: str, *,
         fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=_DPI)  # figsize x dpi: never wider than MAX_WIDTH_PX
-    _plt().close(fig)
+    pyplot().close(fig)
     buf.seek(0)
     with Image.open(buf) as im:
         pal = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT,
@@ -76,14 +76,14 @@ def _save(fig: Any, outdir: Path, name: str, title: str, section: str, *,
             "width": width, "height": height}
 
 
-def _time_axis(axis: Any) -> None:
+def time_axis(axis: Any) -> None:
     """Tick labels as times with units (10 µs, 1 ms) on a log axis."""
     from matplotlib.ticker import FuncFormatter
 
     axis.set_major_formatter(FuncFormatter(lambda v, _: format_time(v) if v > 0 else ""))
 
 
-def _plain_axis(axis: Any) -> None:
+def plain_axis(axis: Any) -> None:
     """Tick labels as plain numbers (0.5, 2, 100) instead of 10^x on a log axis."""
     from matplotlib.ticker import FuncFormatter
 
@@ -105,7 +105,7 @@ _WRITTEN: contextvars.ContextVar[dict[str, tuple[str, ...]] | None] = contextvar
     "xlinalg_plot_names", default=None)
 
 
-def _safe(*parts: Any) -> str:
+def plot_name(*parts: Any) -> str:
     """A file name for a plot of `parts` (ASCII, at most 100 bytes), joined by ``_``.
 
     Distinct parts give distinct files: a join can be ambiguous (case ``s`` with
@@ -125,7 +125,7 @@ def _safe(*parts: Any) -> str:
     return name
 
 
-def _text(s: Any) -> str:
+def plot_label(s: Any) -> str:
     """Text from a results file, safe for matplotlib (no mathtext, no control
     characters, bounded length)."""
     return plot_text(s, max_len=80)
@@ -136,7 +136,7 @@ _MARK = {"noisy": " ~", "stalled": " STALL"}
 _PALETTE = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9", "C7")
 
 
-def _color(backend: str) -> str:
+def color_of(backend: str) -> str:
     """The same colour for a backend in every plot: its place in the backend registry
     (a new library gets the next colour without an edit here); a name the registry does
     not know gets one from its characters."""
@@ -163,12 +163,12 @@ def _thin(keys: list[Any]) -> tuple[list[Any], bool]:
 _LOG_SPAN = 10.0
 
 
-def _bar_width_in(n_bars: int) -> float:
+def bar_width_in(n_bars: int) -> float:
     """Figure width for `n_bars` bars: room for a label over each, within the limit."""
     return 3.5 + 0.65 * n_bars
 
 
-def _ratio_bars(ax: Any, groups: list[str], series: dict[str, list[tuple[float, float, float,
+def ratio_bars(ax: Any, groups: list[str], series: dict[str, list[tuple[float, float, float,
                                                                            str] | None]],
                 ) -> bool:
     """Grouped bars of ratios with interval error bars; "~"/"STALL" marks. True: a mark."""
@@ -191,10 +191,10 @@ def _ratio_bars(ax: Any, groups: list[str], series: dict[str, list[tuple[float, 
             lo.append(max(0.0, v[1] - v[0]))
             hi.append(max(0.0, v[2] - v[1]))
             marks.append(v[3])
-        color = _color(b)
+        color = color_of(b)
         bars = ax.bar(xs, ys, w, color=color, yerr=[lo, hi], capsize=2,
                       error_kw={"elinewidth": 0.8, "alpha": 0.7})
-        handles.append(Patch(color=color, label=_text(b)))
+        handles.append(Patch(color=color, label=plot_label(b)))
         for bar, m in zip(bars, marks):
             if m:
                 bar.set_hatch("//")
@@ -211,7 +211,7 @@ def _ratio_bars(ax: Any, groups: list[str], series: dict[str, list[tuple[float, 
             if e > 0]
     if ends and max(ends + [1.0]) / min(ends + [1.0]) >= _LOG_SPAN:
         ax.set_yscale("log")
-        _plain_axis(ax.yaxis)
+        plain_axis(ax.yaxis)
     # else linear: a log axis over less than a decade labels one or two ticks
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups, fontsize=8, rotation=30 if len(groups) > 6 else 0)
@@ -222,7 +222,7 @@ def _ratio_bars(ax: Any, groups: list[str], series: dict[str, list[tuple[float, 
     return marked
 
 
-def _ratio(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, float, str] | None:
+def ratio_with_mark(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, float, str] | None:
     rr = F.ratio(slow, fast)
     if rr is None:
         return None
@@ -251,19 +251,19 @@ def plot_speedups(records: list[dict[str, Any]], outdir: Path,
         keys, thinned = _thin(keys)
         backends = sorted({b for k in keys for b, x in by_size[k].items()
                            if b != baseline and F.good(x)})
-        series = {b: [(_ratio(by_size[k][baseline], by_size[k][b])
+        series = {b: [(ratio_with_mark(by_size[k][baseline], by_size[k][b])
                        if b in by_size[k] and F.good(by_size[k][b]) else None) for k in keys]
                   for b in backends}
-        fig, ax = _fig(_bar_width_in(len(keys) * max(1, len(backends))))
-        _ratio_bars(ax, [_text(k) for k in keys], series)
+        fig, ax = new_figure(bar_width_in(len(keys) * max(1, len(backends))))
+        ratio_bars(ax, [plot_label(k) for k in keys], series)
         names = [str(n) for n in (by_size[keys[0]][baseline].get("params") or {})] or ["size"]
-        ax.set_xlabel(_text(f"size ({' x '.join(names)})"))
-        ax.set_ylabel(f"speed-up over {_text(baseline)} (>1: faster; bars: IQR range)")
+        ax.set_xlabel(plot_label(f"size ({' x '.join(names)})"))
+        ax.set_ylabel(f"speed-up over {plot_label(baseline)} (>1: faster; bars: IQR range)")
         cdt = F.compute_dtype(next(iter(by_size[keys[0]].values())))
-        title = (f"{sec} {_text(case)} ({_text(cdt)}): speed-up over {_text(baseline)}"
+        title = (f"{sec} {plot_label(case)} ({plot_label(cdt)}): speed-up over {plot_label(baseline)}"
                  + (f", {_MAX_SIZES} of the sizes" if thinned else ""))
         ax.set_title(title, fontsize=10)
-        out.append(_save(fig, outdir, _safe("speedup", sec, case, dtype), title, sec))
+        out.append(save_plot(fig, outdir, plot_name("speedup", sec, case, dtype), title, sec))
     return out
 
 

@@ -47,7 +47,7 @@ def _peak_mem(r: dict[str, Any]) -> str:
     return _fmt_bytes(max(nums)) if nums else "-"
 
 
-def _note(r: dict[str, Any]) -> str:
+def cell_note(r: dict[str, Any]) -> str:
     st = r.get("status")
     if st == "skipped":
         return f"skipped: {r.get('skip_reason') or 'no reason recorded'}"
@@ -77,12 +77,12 @@ def _section_table(rs: list[dict[str, Any]], peaks: dict[str, Any],
             r["case"], r["backend"], str(r["size_label"]), F.compute_dtype(r),
             _fmt_time(t.get("median_s")) if ran else "-",
             _fmt_time(t.get("iqr_s")) if ran else "-",
-            _fmt_time(_first(r)) if ran else "-",
+            _fmt_time(first_call(r)) if ran else "-",
             f"{rate:.3g} {unit}" if rate is not None else "-",
             f"{100 * frac:.1f}%" if frac is not None else "-",
             str((r.get("check") or {}).get("verdict", "-")),
             _peak_mem(r) if ran else "-",
-            _note(r) or str(r.get("status")),
+            cell_note(r) or str(r.get("status")),
             *([origin.get(id(r), "?")] if origin else []),
         ])
     return hdr, rows
@@ -108,7 +108,7 @@ def _env_lines(hdr: HeaderRecord | None) -> list[str]:
     return lines
 
 
-def _first(r: dict[str, Any]) -> float | None:
+def first_call(r: dict[str, Any]) -> float | None:
     v = (r.get("time") or {}).get("first_call_s")
     return float(v) if isinstance(v, (int, float)) and v >= 0 else None
 
@@ -123,7 +123,7 @@ def _pivot_cell(r: dict[str, Any] | None) -> str:
         # the first clause in whole words, and a mark where text was left out (the
         # full note is in the section's every-cell table): "failed (timeout): cell ran
         # past the time limit of 120 s [...]", never "... limit of 120 [...]"
-        head, more, _ = _note(r).partition("; ")
+        head, more, _ = cell_note(r).partition("; ")
         text = textwrap.shorten(head, width=64, placeholder=" [...]")
         if more and text and not text.endswith("[...]"):
             text += " [...]"
@@ -132,7 +132,7 @@ def _pivot_cell(r: dict[str, Any] | None) -> str:
     med = F.median(r)
     rel = f" ±{50 * (q[2] - q[0]) / med:.0f}%" if q and med else ""
     mark = {"noisy": " (noisy)", "stalled": " (STALLED)"}.get(F.shaky(r), "")
-    first = _first(r)
+    first = first_call(r)
     return (f"{_fmt_time(med)}{rel}{mark}"
             + (f"\nfirst call {_fmt_time(first)}" if first is not None else ""))
 
@@ -224,7 +224,7 @@ def _run_line(f: ResultsFile, i: int, shown: int) -> str:
             f"calibration GEMM: {', '.join(gemm) if gemm else 'not in this run'}")
 
 
-def _anchor(section: str | None) -> str:
+def anchor(section: str | None) -> str:
     return "sec-" + "".join(c for c in str(section).lower() if c.isalnum())
 
 
@@ -250,7 +250,7 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
     of the same machine, e.g. the float32 run next to the float64 one); `study` adds
     its section titles, its parts of the report and its plots."""
     files = [res, *(extra or [])]
-    latest, source, superseded = _merge_files(files)
+    latest, source, superseded = merge_files(files)
     records = _plain(latest.values())
     origin = ({id(r): _run_label(source[k]) for k, r in latest.items()}
               if len(files) > 1 else None)
@@ -276,7 +276,7 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
                    + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")."))
     blocks.extend(("p", f"Warning: {w}") for f in files for w in f.warnings)
     blocks.extend(("p", f"Warning: {w}") for w in _mixing_warnings(res, files[1:], records))
-    blocks.extend(("p", f"Warning: {w}") for w in _superseded_warnings(files, superseded))
+    blocks.extend(("p", f"Warning: {w}") for w in superseded_warnings(files, superseded))
     if len(files) > 1:
         blocks.append(("p", "The runs in this report, and how fast the machine was in each "
                             "(the calibration GEMM and the share of noisy cells: numbers from "
@@ -292,14 +292,14 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
             blocks += part.blocks
     toc: list[tuple[str, str]] = [part.toc for part in parts if part.lead]
     toc += [part.toc for part in parts if not part.lead]
-    toc += [(f"{sec}: {titles.get(sec, '')}", _anchor(sec)) for sec in secs]
+    toc += [(f"{sec}: {titles.get(sec, '')}", anchor(sec)) for sec in secs]
     toc += [("Environment and this machine's peaks", "environment")]
     blocks += [("h", 2, "Contents", "contents"), ("toc", toc)]
     for part in parts:
         if not part.lead:
             blocks += part.blocks
     for sec, rs in secs.items():
-        blocks.append(("h", 2, f"{sec}: {titles.get(sec, '')}", _anchor(sec)))
+        blocks.append(("h", 2, f"{sec}: {titles.get(sec, '')}", anchor(sec)))
         docs = sorted({str(r.get("case_doc")) for r in rs if r.get("case_doc")})
         if docs:
             blocks.append(("ul", docs))
@@ -332,7 +332,7 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
     return blocks, plot_list
 
 
-def _merge_files(files: list[ResultsFile]) -> tuple[
+def merge_files(files: list[ResultsFile]) -> tuple[
         dict[str, ResultRecord], dict[str, int], dict[tuple[int, int], list[ResultRecord]]]:
     """The cells a report over `files` shows: (key -> record, key -> index of the file
     it comes from, (earlier file, later file) -> the earlier file's records the later
@@ -351,7 +351,7 @@ def _merge_files(files: list[ResultsFile]) -> tuple[
     return latest, source, superseded
 
 
-def _superseded_warnings(files: list[ResultsFile],
+def superseded_warnings(files: list[ResultsFile],
                          superseded: dict[tuple[int, int], list[ResultRecord]]) -> list[str]:
     """One warning per pair of files where the later one replaced cells of the earlier."""
     out = []

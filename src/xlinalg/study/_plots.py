@@ -13,18 +13,18 @@ from typing import Any
 
 from ..bench import _findings as H
 from ..bench._plots import (
-    _MAX_W_IN,
-    _bar_width_in,
-    _color,
-    _fig,
-    _plain_axis,
-    _plt,
-    _ratio,
-    _ratio_bars,
-    _safe,
-    _save,
-    _text,
-    _time_axis,
+    MAX_WIDTH_IN,
+    bar_width_in,
+    color_of,
+    new_figure,
+    plain_axis,
+    plot_label,
+    plot_name,
+    pyplot,
+    ratio_bars,
+    ratio_with_mark,
+    save_plot,
+    time_axis,
 )
 from . import _findings as S
 
@@ -42,7 +42,7 @@ def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, An
         # a full sweep (about 100 sizes) gets the whole width limit: at 1000 px its
         # points and rings ran together
         n_sizes = len({H.side(r) for r in rs})
-        fig, ax = _fig(10 if n_sizes <= 20 else _MAX_W_IN, 5.5 if n_sizes <= 20 else 6.5)
+        fig, ax = new_figure(10 if n_sizes <= 20 else MAX_WIDTH_IN, 5.5 if n_sizes <= 20 else 6.5)
         lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in rs:
             lines[r["backend"]].append(r)
@@ -53,8 +53,8 @@ def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, An
             rows = [(H.side(r), q, r) for r in pts if (q := H.quartiles(r)) is not None]
             xs = [x for x, _, _ in rows]
             qs = [q for _, q, _ in rows]
-            (line,) = ax.plot(xs, [q[1] for q in qs], marker="o", ms=3, label=_text(b),
-                              color=_color(b))
+            (line,) = ax.plot(xs, [q[1] for q in qs], marker="o", ms=3, label=plot_label(b),
+                              color=color_of(b))
             ax.fill_between(xs, [q[0] for q in qs], [q[2] for q in qs],
                             color=line.get_color(), alpha=0.2, lw=0)
             bad = [(x, q[1]) for x, q, r in rows if H.shaky(r)]
@@ -64,16 +64,16 @@ def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, An
                         ms=7, mfc="none", mec=line.get_color())
         ax.set_xscale("log")
         ax.set_yscale("log")
-        _plain_axis(ax.xaxis)
-        _time_axis(ax.yaxis)
+        plain_axis(ax.xaxis)
+        time_axis(ax.yaxis)
         ax.set_xlabel("matrix side n (one n x n system and one right-hand side)")
         ax.set_ylabel("time per solve (median; band: IQR)")
-        title = f"{_text(case)}: runtime against matrix side n ({_text(dtype)})"
+        title = f"{plot_label(case)}: runtime against matrix side n ({plot_label(dtype)})"
         ax.set_title(title + ("\nringed points: noisy or stalled cells" if shaky_any else ""),
                      fontsize=11)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(title="backend")
-        out.append(_save(fig, outdir, _safe("sweep", case, dtype), title, "Q3"))
+        out.append(save_plot(fig, outdir, plot_name("sweep", case, dtype), title, "Q3"))
     return out
 
 
@@ -88,11 +88,11 @@ def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[di
         by_method[(d["method"], d["dtype"])].append(d)
     multi = len({d["dtype"] for d in rows}) > 1
     for (method, dtype), ds in sorted(by_method.items()):
-        labels = [f"{_text(d['backend'])}\n{_text(d['size'])}" for d in ds]
+        labels = [f"{plot_label(d['backend'])}\n{plot_label(d['size'])}" for d in ds]
         x = list(range(len(ds)))
         w = 0.4
-        fig, ax = _fig(1.0 * len(ds) + 3.5, 5.0)
-        for off, key, label in ((-w / 2, "loop", "Python loop"), (w / 2, "method", _text(method))):
+        fig, ax = new_figure(1.0 * len(ds) + 3.5, 5.0)
+        for off, key, label in ((-w / 2, "loop", "Python loop"), (w / 2, "method", plot_label(method))):
             qs = [d[f"{key}_q"] for d in ds]
             ax.bar([i + off for i in x], [q[1] for q in qs], w, label=label,
                    yerr=[[q[1] - q[0] for q in qs], [q[2] - q[1] for q in qs]], capsize=2,
@@ -103,19 +103,19 @@ def plot_loop_vs_batched(records: list[dict[str, Any]], outdir: Path) -> list[di
         ax.set_xticks(x)
         ax.set_xticklabels(labels, fontsize=8, rotation=30, ha="right")
         ax.set_yscale("log")
-        _time_axis(ax.yaxis)
+        time_axis(ax.yaxis)
         ax.set_ylabel("median time for all COUNT systems")
         ax.set_xlabel("backend, COUNT x n")
-        title = (f"Python loop vs {_text(method)}, {_text(dtype)} (speed-up on the bars; "
+        title = (f"Python loop vs {plot_label(method)}, {plot_label(dtype)} (speed-up on the bars; "
                  "error bars: IQR)")
         # two lines: a narrow plot (few bars) cut the one-line title off
-        ax.set_title(f"Python loop vs {_text(method)}, {_text(dtype)}\n(speed-up on the bars; "
+        ax.set_title(f"Python loop vs {plot_label(method)}, {plot_label(dtype)}\n(speed-up on the bars; "
                      "error bars: IQR)", fontsize=11)
         ax.grid(True, axis="y", which="both", alpha=0.3)
         # beside the axes: inside, it covered short bars
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        name = _safe("loop_vs", method, dtype) if multi else _safe("loop_vs", method)
-        out.append(_save(fig, outdir, name, title, "question"))
+        name = plot_name("loop_vs", method, dtype) if multi else plot_name("loop_vs", method)
+        out.append(save_plot(fig, outdir, name, title, "question"))
     return out
 
 
@@ -142,15 +142,15 @@ def plot_precision(records: list[dict[str, Any]], outdir: Path) -> list[dict[str
                 for k in keys:
                     c = next((r for r in cells if r["backend"] == b
                               and str(r["size_label"]) == k), None)
-                    series[b].append(None if c is None else _ratio(base[(b, dtype, k)], c))
-            fig, ax = _fig(_bar_width_in(len(keys) * len(backends)))
-            _ratio_bars(ax, [_text(k) for k in keys], series)
+                    series[b].append(None if c is None else ratio_with_mark(base[(b, dtype, k)], c))
+            fig, ax = new_figure(bar_width_in(len(keys) * len(backends)))
+            ratio_bars(ax, [plot_label(k) for k in keys], series)
             ax.set_xlabel("GEMM size (m x k x n)")
             ax.set_ylabel(f"float32 time / {target} time (>1: {target} faster)")
             title = (f"A12: {target} GEMM against the same backend's float32 GEMM "
-                     f"({_text(dtype)} run)")
+                     f"({plot_label(dtype)} run)")
             ax.set_title(title, fontsize=10)
-            out.append(_save(fig, outdir, _safe("precision", target, dtype), title, "A12"))
+            out.append(save_plot(fig, outdir, plot_name("precision", target, dtype), title, "A12"))
     return out
 
 
@@ -180,17 +180,17 @@ def plot_pairs(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, An
                           key=lambda lab: H.size_key(next(p[0] for (_, la), p in pairs.items()
                                                           if la == lab)))
             backends = sorted({b for b, _ in pairs})
-            series = {b: [(_ratio(*pairs[(b, k)]) if (b, k) in pairs else None) for k in keys]
+            series = {b: [(ratio_with_mark(*pairs[(b, k)]) if (b, k) in pairs else None) for k in keys]
                       for b in backends}
-            fig, ax = _fig(_bar_width_in(len(keys) * len(backends)))
-            _ratio_bars(ax, [_text(k) for k in keys], series)
+            fig, ax = new_figure(bar_width_in(len(keys) * len(backends)))
+            ratio_bars(ax, [plot_label(k) for k in keys], series)
             first = next(iter(pairs.values()))[0]
             names = [str(n) for n in (first.get("params") or {})] or ["size"]
-            ax.set_xlabel(_text(f"size ({' x '.join(names)})"))
+            ax.set_xlabel(plot_label(f"size ({' x '.join(names)})"))
             ax.set_ylabel(what)
-            title = f"{sec}: {_text(slow)} against {_text(fast)} ({_text(dtype)})"
+            title = f"{sec}: {plot_label(slow)} against {plot_label(fast)} ({plot_label(dtype)})"
             ax.set_title(title, fontsize=10)
-            out.append(_save(fig, outdir, _safe("pair", sec, slow, fast, dtype), title,
+            out.append(save_plot(fig, outdir, plot_name("pair", sec, slow, fast, dtype), title,
                              sec))
     return out
 
@@ -286,9 +286,9 @@ def plot_summary(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, 
         for j, b in enumerate(backends):
             if b in r["ratios"]:
                 grid[i, j] = min(r["ratios"][b], _SUMMARY_MAX_RATIO)
-    plt = _plt()
+    plt = pyplot()
     cell_w, label_w, verdict_w = 1.25, 3.3, 4.2
-    width = min(label_w + cell_w * len(backends) + verdict_w, _MAX_W_IN)
+    width = min(label_w + cell_w * len(backends) + verdict_w, MAX_WIDTH_IN)
     height = 1.6 + 0.3 * len(rows)
     fig = plt.figure(figsize=(width, height))
     ax = fig.add_axes((label_w / width, 0.9 / height, cell_w * len(backends) / width,
@@ -318,13 +318,13 @@ def plot_summary(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, 
             ax.text(j, i, f"{H.fmt_ratio(x)}{mark}", ha="center", va="center", fontsize=9,
                     color=colour)
     ax.set_xticks(range(len(backends)))
-    ax.set_xticklabels([_text(b) for b in backends], fontsize=10)
+    ax.set_xticklabels([plot_label(b) for b in backends], fontsize=10)
     ax.xaxis.tick_top()
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([_text(r["label"]) for r in rows], fontsize=9)
+    ax.set_yticklabels([plot_label(r["label"]) for r in rows], fontsize=9)
     ax.tick_params(length=0)
     for i, r in enumerate(rows):
-        ax.text(len(backends) - 0.4, i, _text(r["verdict"]), ha="left", va="center",
+        ax.text(len(backends) - 0.4, i, plot_label(r["verdict"]), ha="left", va="center",
                 fontsize=9, clip_on=False,
                 color="#999999" if r["mark"] == "none" else "black")
         if i and r["workload"] != rows[i - 1]["workload"]:
@@ -340,7 +340,7 @@ def plot_summary(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, 
     bar.ax.tick_params(labelsize=8)
     title = "Which library for which workload: time over the fastest, with the verdict"
     # fig.tight_layout would move the hand-placed axes: saved as laid out
-    return [_save(fig, outdir, _safe(SUMMARY_PLOT), title, "summary", layout=False)]
+    return [save_plot(fig, outdir, plot_name(SUMMARY_PLOT), title, "summary", layout=False)]
 
 
 def make_plots(records: list[dict[str, Any]], outdir: Path,

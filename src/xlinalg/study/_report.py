@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..bench._report import Block, _anchor, _first, _note
+from ..bench._report import Block, anchor, cell_note, first_call
 from ..bench._study import ReportPart
 from ..bench._units import format_time as _fmt_time
 from . import _findings as F
@@ -41,7 +41,7 @@ def _loop_blocks(records: list[dict[str, Any]]) -> list[Block]:
     q1 = [r for r in records if F.section_of(r) == "Q1" and F.good(r)]
     if q1:
         per = "; ".join(f"{r['backend']} {r['dtype']} {r['size_label']}: "
-                        f"{_fmt_time(F.median(r))} (first call {_fmt_time(_first(r))})"
+                        f"{_fmt_time(F.median(r))} (first call {_fmt_time(first_call(r))})"
                         for r in sorted(q1, key=lambda r: F.median(r) or 0.0))
         out.append(("p", f"Q1, the question's Python loop (medians, fastest first): {per}."))
     q2 = [r for r in records if F.section_of(r) == "Q2"]
@@ -49,17 +49,17 @@ def _loop_blocks(records: list[dict[str, Any]]) -> list[Block]:
     if q2ok:
         per = "; ".join(f"{r['backend']} {r['dtype']} {r['size_label']}: "
                         f"{_fmt_time(F.median(r))} per loop, first call (numba compiles) "
-                        f"{_fmt_time(_first(r))}" for r in q2ok)
+                        f"{_fmt_time(first_call(r))}" for r in q2ok)
         out.append(("p", f"Q2, the loop under numba @njit: {per}. The question's puzzle, "
                          "from its code: solve_numpy_njit_a only builds a dispatcher "
                          "(njit(f, dim=dim) is never called), so its 0.16 ms timed nothing; "
                          "solve_numpy_njit_b's 1.27 s is the first call, which includes "
                          "numba's compilation, the cost measured here as the first call."))
     elif q2:
-        out.append(("p", "Q2 (numba): " + "; ".join(sorted({_note(r) or str(r.get("status"))
+        out.append(("p", "Q2 (numba): " + "; ".join(sorted({cell_note(r) or str(r.get("status"))
                                                            for r in q2}))))
     gpu_here = any(F.is_gpu(r["backend"]) for r in records)
-    firsts = [(r, f) for r in records if F.section_of(r) in ("Q1", "Q4") and (f := _first(r))]
+    firsts = [(r, f) for r in records if F.section_of(r) in ("Q1", "Q4") and (f := first_call(r))]
     slow = max(firsts, key=lambda t: t[1]) if firsts else None
     out.append(("p", "Measured here: the per-call cost of a loop (Q1 against Q4) and each "
                      "cell's first call (library start-up, compilation, and for GPU cells "
@@ -105,7 +105,7 @@ def _summary_blocks(records: list[dict[str, Any]], env: dict[str, Any],
     rows = []
     for w in F.summary(records):
         link = next((s for s in w["sections"] if s in secs), None)
-        rows.append([("link", w["title"], _anchor(link)) if link else w["title"],
+        rows.append([("link", w["title"], anchor(link)) if link else w["title"],
                      ", ".join(w["sections"]), w["line"]])
     return [
         ("h", 2, "Summary: which library for which workload", "summary"),
