@@ -34,6 +34,7 @@ os.environ.setdefault("JAX_ENABLE_X64", "1")
 from hypothesis import HealthCheck, settings
 
 import xlinalg as xl
+import xlinalg.study
 from xlinalg import backends as _registry
 from xlinalg._lib._env import FALSE, env_flag
 from xlinalg.testing import (

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from test_bench_schema import result, run_cli, write
-from xlinalg.bench import ResultsFileError, ResultStore, _store, read_results
+from xlinalg.bench import ResultsFileError, ResultStore, _resultsfile, read_results
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,7 +68,7 @@ def test_corrupt_truncated_and_oversized_archives_are_one_line_errors(tmp_path, 
     # a bomb: a few KiB that inflate past the bound are refused, never inflated whole
     bomb = tmp_path / "bomb"
     bomb.write_bytes((lzma.compress if kind == "xz" else gzip.compress)(b"\n" * (2 * 2**20)))
-    monkeypatch.setattr(_store, "MAX_FILE_BYTES", 2**20)
+    monkeypatch.setattr(_resultsfile, "MAX_FILE_BYTES", 2**20)
     with pytest.raises(ResultsFileError, match=r"holds over the 1 MiB a results file may have, compressed"):
         read_results(bomb)
     code, _, err = run_cli("compare", str(bomb), str(bomb))

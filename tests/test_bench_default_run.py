@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from xlinalg._cli._parser import _build_parser
+from xlinalg._cli._parser import build_parser
 from xlinalg.backends import BACKEND_NAMES, available_backends, get_backend
 from xlinalg.bench import RunConfig, case_names, get_case, plan_cells
 from xlinalg.bench._runner import opt_in_backends, validate_options
@@ -82,7 +82,7 @@ def test_the_default_run_plans_one_group_per_headline_cell(tmp_path: Path) -> No
 
 # ---------------------------------------------------------------------- --help examples
 def _help_examples() -> list[tuple[str, list[str]]]:
-    parser = _build_parser()
+    parser = build_parser()
     out = []
     for name, sub in parser.subparsers.items():  # type: ignore[attr-defined]
         for line in (sub.epilog or "").splitlines():

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from test_bench_schema import result, run_cli, write
 from xlinalg.bench._compare import compare_records
-from xlinalg.bench._findings._article import compare_text, fmt_ms
 from xlinalg.bench._findings._verdicts import fmt_interval, fmt_ratio, ratio, verdict
 from xlinalg.bench._stats import all_pairs, exp_or_limit, paired_ratio, ratio_interval
 from xlinalg.bench._units import format_time
+from xlinalg.study._findings._article import compare_text, fmt_ms
 
 TINY = 5e-324  # the smallest subnormal
 EXTREMES = [1e308, sys.float_info.max, 1e-308, sys.float_info.min, TINY, 2e-320, 1e-6, 1.0]

@@ -211,6 +211,7 @@ def test_worker_does_not_outlive_a_killed_runner(tmp_path, case_file):
         pytest.skip("parent-death signal is Linux-only")
     out = tmp_path / "r.jsonl"
     script = textwrap.dedent(f"""
+        import xlinalg.study  # the documents' cases (q3_solve_sweep)
         from xlinalg.bench import RunConfig, TimerConfig, run_benchmark
         run_benchmark(RunConfig(backends=["numpy"], cases=["q3_solve_sweep", "t_sleepy"], sizes=["4"],
                                 out={str(out)!r}, case_files=[{str(case_file)!r}],

@@ -277,8 +277,8 @@ def _starved_group():
 def test_a_cell_without_a_verdict_says_so_everywhere():
     from xlinalg._cli._table import _verdict_text, conclusion_line
     from xlinalg.bench import _findings as F
-    from xlinalg.bench._findings._article import compare_text
-    from xlinalg.bench._findings._summary import _generic_line
+    from xlinalg.study._findings._article import compare_text
+    from xlinalg.study._findings._summary import _generic_line
 
     by = _starved_group()
     texts = {
@@ -307,7 +307,7 @@ def test_a_cell_without_a_verdict_says_so_everywhere():
 def test_article_figures_divide_to_the_ratio_printed_beside_them():
     import re
 
-    from xlinalg.bench._findings._article import compare_text
+    from xlinalg.study._findings._article import compare_text
 
     rng = np.random.default_rng(12)
     for _ in range(50):

@@ -18,6 +18,7 @@ from xlinalg.bench._compare import compare_records, p_value
 from xlinalg.bench._plots import MAX_WIDTH_PX
 from xlinalg.bench._report import _md_text
 from xlinalg.bench._store import SCHEMA_VERSION, cell_key, dumps_record
+from xlinalg.study import _findings as S
 
 ENV = {"xlinalg": "0.1.0", "python": {"version": "3.11"}, "cpu": {"model": "test CPU",
        "logical_cores": 2, "usable_cores": 2}, "memory_bytes": 16 * 2**30, "gpus": [],
@@ -258,7 +259,7 @@ def test_compare_records_and_test():
 def test_compare_prints_intervals_rounded_outward():
     """A cell not flagged at a 1.10 threshold (its interval starts at 1.0996) must not
     print "[1.100, ...]"; ends outside 1e-3..1e6 keep three significant digits."""
-    from xlinalg.bench._compare import _fmt_interval
+    from xlinalg.bench._compare import fmt_change_interval as _fmt_interval
 
     assert _fmt_interval(1.0996, 1.2004) == "[1.099, 1.201]"
     assert _fmt_interval(1.15, 1.25) == "[1.150, 1.250]"
@@ -305,7 +306,7 @@ def test_claims_use_engine_params_and_give_mixed_verdicts():
           _rec("a10_layout", "numpy", [512, 1], 1e-3, params={"n": 512, "contiguous": 1}),
           _rec("a10_layout", "torch-cpu", [512, 0], 2e-3, params={"n": 512, "contiguous": 0}),
           _rec("a10_layout", "torch-cpu", [512, 1], 1e-3, params={"n": 512, "contiguous": 1})]
-    c = {x["claim"]: x for x in F.claims(rs, ENV, F.calibrate_peaks(rs))}
+    c = {x["claim"]: x for x in S.claims(rs, ENV, F.calibrate_peaks(rs))}
     layout = c["non-contiguous operands cost about 2x in matmul"]
     assert layout["verdict"].startswith("mixed")
     assert "confirmed for torch-cpu" in layout["verdict"]
@@ -323,13 +324,13 @@ def test_out_of_memory_claim_says_why_a_cell_did_not_finish():
     nodt = _rec("a12_precision_bfloat16", "numpy", size, None, status="skipped",
                 skip_reason="numpy has no bfloat16 dtype")
     claim = "NumPy runs out of memory at 2048x4096x8192"
-    c = {x["claim"]: x for x in F.claims([ok, slow, nodt], ENV, {})}[claim]
+    c = {x["claim"]: x for x in S.claims([ok, slow, nodt], ENV, {})}[claim]
     assert c["verdict"] == "refuted"
     assert f"{ok['key']}: ok, peak 1 MiB" in c["evidence"]
     assert f"{slow['key']}: failed (timeout, not out of memory)" in c["evidence"]
     assert f"{nodt['key']}: skipped (numpy has no bfloat16 dtype)" in c["evidence"]
     oom = dict(slow, error={"kind": "oom", "type": "MemoryError", "message": "out of memory"})
-    c = {x["claim"]: x for x in F.claims([ok, oom], ENV, {})}[claim]
+    c = {x["claim"]: x for x in S.claims([ok, oom], ENV, {})}[claim]
     assert c["verdict"] == "confirmed"
     assert oom["key"] in c["evidence"]
 
@@ -478,13 +479,13 @@ def test_summary_says_who_ties_with_whom():
                                                                         size, 34e-3),
           _rec("a4_sigmoid", "numpy", size, 100e-3), _rec("a4_sigmoid", "torch-cpu", size, 37e-3),
           _rec("a4_sigmoid", "jax-cpu", size, 37.3e-3)]
-    line = next(w["line"] for w in F.summary(rs) if w["title"] == "Elementwise")
+    line = next(w["line"] for w in S.summary(rs) if w["title"] == "Elementwise")
     assert line == ("tie within noise in all 3 cells "
                     "(array-api-strict = numpy in 2; jax-cpu = torch-cpu in 1)")
     # beside a decisive win, the ties are named too
     rs.append(_rec("a4_sigmoid", "dask", [8, 8], 1e-3))
     rs += [_rec("a4_add", "numpy", [8, 8], 1e-3), _rec("a4_add", "torch-cpu", [8, 8], 3e-3)]
-    line = next(w["line"] for w in F.summary(rs) if w["title"] == "Elementwise")
+    line = next(w["line"] for w in S.summary(rs) if w["title"] == "Elementwise")
     assert line.startswith("numpy: fastest in 1 of 4 cells (3.00x over the runner-up)")
     assert line.endswith("; 3 tie(s) within noise (array-api-strict = numpy in 2; "
                          "jax-cpu = torch-cpu in 1)")
@@ -513,7 +514,7 @@ def test_duplicate_cases_do_not_name_second_winners():
     assert F.section_of(rs[0]) == "Extra"
     cw = F.case_winners(F.winners(rs))
     assert [(w["case"], w["winner"]) for w in cw] == [("a1_gemm", "torch-cpu")]
-    gemm = next(s for s in F.summary(rs) if s["anchor"] == "gemm")
+    gemm = next(s for s in S.summary(rs) if s["anchor"] == "gemm")
     assert gemm["line"].startswith("torch-cpu: fastest in 1 of 1")
 
 
@@ -632,16 +633,16 @@ def test_run_drift_reads_the_stream_by_its_rate_not_its_time():
     n = 8 * 2**20
     f64 = _rec("calib_stream", "numpy", n, 12e-3, nbytes=3 * 8 * n)
     f32 = _rec("calib_stream", "numpy", n, 6e-3, dtype="float32", nbytes=3 * 4 * n)
-    x, text = F.cross_dtype_drift([f64, f32])
+    x, text = S.cross_dtype_drift([f64, f32])
     assert x == pytest.approx(1.0, rel=0.01)
     assert "GB/s" in text
     slow = _rec("calib_stream", "numpy", n, 12e-3, dtype="float32", nbytes=3 * 4 * n)
-    assert F.cross_dtype_drift([f64, slow])[0] == pytest.approx(2.0, rel=0.01)
+    assert S.cross_dtype_drift([f64, slow])[0] == pytest.approx(2.0, rel=0.01)
     # the loop of tiny solves is no measure of drift: NumPy's float32 solve costs
     # about 1.2x its float64 one per call on a quiet machine (both full runs here)
     loops = [_rec("q1_solve_loop", "numpy", [1000, 5], 7e-3),
              _rec("q1_solve_loop", "numpy", [1000, 5], 14e-3, dtype="float32")]
-    assert F.cross_dtype_drift(loops) is None
+    assert S.cross_dtype_drift(loops) is None
 
 
 def test_best_rates_leave_out_rates_above_the_peak():
@@ -649,7 +650,7 @@ def test_best_rates_leave_out_rates_above_the_peak():
     hot = _rec("a5_broadcast", "numpy", [128, 1024, 1], 1e-6, nbytes=2 * 8 * 128 * 1024, seed=1)
     hot["throughput"].update(cache_resident=True,
                              above_peak={"gbs": {"rate": hot["throughput"]["gbs"], "peak": 12.0}})
-    c = next(c for c in F.claims([ok, hot], {}, {}) if "bandwidth" in c["claim"])
+    c = next(c for c in S.claims([ok, hot], {}, {}) if "bandwidth" in c["claim"])
     assert f"{hot['throughput']['gbs']:.1f} GB/s" not in c["evidence"]
     assert f"{ok['throughput']['gbs']:.1f} GB/s" in c["evidence"]
     assert "1 rate(s) above the run's calibrated peak left out" in c["evidence"]
@@ -703,12 +704,12 @@ def test_an_old_results_file_reads_through_the_legacy_path():
 def test_ratio_axis_is_log_only_over_a_wide_span():
     from xlinalg.bench import _plots
 
-    plt = _plots._plt()
+    plt = _plots.pyplot()
     for vals, scale in (([(0.9, 1.0, 1.1, ""), (1.1, 1.2, 1.3, "noisy")], "linear"),
                         ([(0.25, 0.29, 0.31, ""), (0.3, 0.4, 0.45, "")], "linear"),
                         ([(0.01, 0.02, 0.03, ""), (4.0, 5.0, 6.0, "")], "log")):
         fig, ax = plt.subplots()
-        _plots._ratio_bars(ax, ["512"], {"numpy": vals[:1], "torch-cpu": vals[1:]})
+        _plots.ratio_bars(ax, ["512"], {"numpy": vals[:1], "torch-cpu": vals[1:]})
         assert ax.get_yscale() == scale, vals
         # a linear axis still labels more than the 1 line
         labels = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
@@ -744,7 +745,7 @@ def test_small_ratios_keep_their_digits_in_intervals():
     assert F.fmt_interval(141.6, 1234.5) == "[141-1235]"
     numpy_cell = _rec("a1_gemm", "numpy", [64, 64, 64], 1e-3)
     torch_cell = _rec("a1_gemm", "torch-cpu", [64, 64, 64], 0.12, seed=1)
-    nums, _ = F.compare_text(numpy_cell, torch_cell, None)
+    nums, _ = S.compare_text(numpy_cell, torch_cell, None)
     assert "0.0083x [0.0082-0.0084]" in nums, nums  # was "[0.01-0.01]"
 
 
@@ -779,7 +780,7 @@ def test_a_long_failure_note_is_cut_at_a_word_in_the_pivot(tmp_path):
 
 
 def test_eager_against_compiled_has_its_own_plot(tmp_path):
-    from xlinalg.bench import _plots
+    from xlinalg.study import _plots
 
     rs = [_rec(case, b, [1024, 1024], t, seed=i)
           for i, (case, b, t) in enumerate((("a13_fusion_eager", "numpy", 2e-3),
@@ -798,7 +799,7 @@ def test_claims_write_large_ratios_without_exponents():
     rs = [_rec("a2_fc", "numpy", [32, 128, 256], 2.2), _rec("a2_fc", "torch-cpu", [32, 128, 256],
                                                            1e-3, seed=1)]
     text = " ".join(str(c["evidence"]) + str(c["verdict"])
-                    for c in F.claims(rs, ENV, F.calibrate_peaks(rs)))
+                    for c in S.claims(rs, ENV, F.calibrate_peaks(rs)))
     assert "e+" not in text
     assert "time = 2190x [2176-2207]" in text, text  # the 15 samples, rounded outward
 
@@ -815,7 +816,7 @@ def test_plot_colours_follow_the_backend_registry():
     from xlinalg.backends import BACKEND_NAMES
     from xlinalg.bench import _plots
 
-    colours = [_plots._color(b) for b in BACKEND_NAMES]
+    colours = [_plots.color_of(b) for b in BACKEND_NAMES]
     assert len(set(colours)) == len(colours)  # every known backend its own colour
     # a name the registry does not know: a palette colour from its characters, the
     # same in every process (a colour from hash() would change with PYTHONHASHSEED)
@@ -823,9 +824,9 @@ def test_plot_colours_follow_the_backend_registry():
     import subprocess
     import sys
 
-    mine = _plots._color("my-backend")
+    mine = _plots.color_of("my-backend")
     assert mine in _plots._PALETTE
-    script = "from xlinalg.bench import _plots; print(_plots._color('my-backend'))"
+    script = "from xlinalg.bench import _plots; print(_plots.color_of('my-backend'))"
     for seed in ("1", "2"):
         r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                            env={**os.environ, "PYTHONHASHSEED": seed}, timeout=120)
@@ -852,7 +853,7 @@ def test_committed_reports_link_every_plot_they_hold():
 
 
 def test_size_labels_sort_whatever_their_characters():
-    from xlinalg.bench._report import _label_key
+    from xlinalg.study._report import _label_key
 
     labels = ["1000x20", "²x3", "1000x5", "x", "", "1e5x2", "１２x3"]  # superscript, fullwidth
     assert sorted(labels, key=_label_key)[:2] == ["1000x5", "1000x20"]
@@ -877,6 +878,8 @@ def test_quartiles_that_do_not_surround_the_median_still_plot(tmp_path):
 
 def test_plot_names_of_different_cells_never_collide(tmp_path):
     from xlinalg.bench import _plots
+    from xlinalg.study import STUDY
+    from xlinalg.study._plots import SUMMARY_PLOT
 
     # "sweep" + "s" + "a_b" and "sweep" + "s_a" + "b" join to one name; "X" and "x"
     # are one file where the file system ignores case
@@ -886,14 +889,15 @@ def test_plot_names_of_different_cells_never_collide(tmp_path):
     for r in rs:
         r["section"], r["tags"] = "Q3", ["sweep"]
     # (and the summary figure, over all of them)
-    plots = [p for p in _plots.make_plots(rs, tmp_path) if p["name"] != _plots.SUMMARY_PLOT]
+    plots = [p for p in _plots.make_plots(rs, tmp_path, STUDY)
+             if p["name"] != SUMMARY_PLOT]
     names = [p["name"] for p in plots]
     assert len(plots) == 4
     assert len({n.lower() for n in names}) == 4, names
     assert "sweep_s_a_b" in names  # the first keeps its readable name
     assert len(list(tmp_path.glob("*.png"))) == 4 + 1
-    again = [p["name"] for p in _plots.make_plots(rs, tmp_path / "again")
-             if p["name"] != _plots.SUMMARY_PLOT]
+    again = [p["name"] for p in _plots.make_plots(rs, tmp_path / "again", STUDY)
+             if p["name"] != SUMMARY_PLOT]
     assert again == names  # the same file names in every report of the same records
 
 
@@ -936,14 +940,14 @@ def test_summary_answers_each_dtype_and_labels_a12_by_its_run():
     rs = [_rec("q4_batched", b, [1000, 5], 1e-4 if b == fast else 3e-4, dtype=dt,
                params={"n": 5, "count": 1000})
           for dt, fast in (("float64", "numpy"), ("float32", "torch-cpu")) for b in ("numpy", "torch-cpu")]
-    line = next(w["line"] for w in F.summary(rs) if w["anchor"] == "many-small-solves")
+    line = next(w["line"] for w in S.summary(rs) if w["anchor"] == "many-small-solves")
     assert line.startswith("at count x n = 1000x5 float64: q4_batched on numpy, 3.00x")
     assert "; and at count x n = 1000x5 float32: q4_batched on torch-cpu, 3.00x" in line
     # A12's cases compute in their own dtypes: a record's dtype is its run's
     size = [256, 256, 256]
     rs = [_rec(f"a12_precision_{t}", "numpy", size, m, dtype=run)
           for run in ("float64", "float32") for t, m in (("float32", 1e-3), ("float16", 4e-3))]
-    line = next(w["line"] for w in F.summary(rs) if w["anchor"] == "precision")
+    line = next(w["line"] for w in S.summary(rs) if w["anchor"] == "precision")
     assert "numpy (float64 run)" in line
     assert "numpy (float32 run)" in line
     assert "numpy float64" not in line

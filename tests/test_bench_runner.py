@@ -440,9 +440,11 @@ def test_bench_public_surface():
     import xlinalg.bench as bench
 
     assert bench.__all__ == sorted(bench.__all__)
-    for mod in ("_cases", "_cell", "_env", "_memory", "_runner", "_selfcheck", "_store",
-                "cases", "_timer", "_worker", "_stats", "_sidebyside", "_compare", "_workerproc"):
-        m = importlib.import_module(f"xlinalg.bench.{mod}")
+    for mod in ("bench._cases", "bench._cell", "bench._env", "bench._memory", "bench._runner",
+                "bench._selfcheck", "bench._store", "bench._resultsfile", "bench._calibration",
+                "bench._study", "study.cases", "bench._timer", "bench._worker", "bench._stats",
+                "bench._sidebyside", "bench._compare", "bench._workerproc"):
+        m = importlib.import_module(f"xlinalg.{mod}")
         assert isinstance(m.__all__, list), mod
         for name in m.__all__:
             assert hasattr(m, name), f"{mod}.__all__ names missing {name}"

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from xlinalg.bench import ResultsFileError, _store, cell_key, read_results
+from xlinalg.bench import ResultsFileError, _resultsfile, cell_key, read_results
 from xlinalg.cli import main
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -137,10 +137,10 @@ def test_unknown_fields_pass_known_ones_are_typed(tmp_path):
 def test_huge_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
     f = write(tmp_path / "r.jsonl", [result()])
     with open(f, "r+b") as fh:  # sparse: costs no disk
-        fh.truncate(_store.MAX_FILE_BYTES + 1)
+        fh.truncate(_resultsfile.MAX_FILE_BYTES + 1)
     with pytest.raises(ResultsFileError, match="MiB a results file may have"):
         read_results(f)
-    monkeypatch.setattr(_store, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(_resultsfile, "MAX_FILE_BYTES", 100)
     small = write(tmp_path / "s.jsonl", [result()] * 3)
     with pytest.raises(ResultsFileError, match="MiB a results file may have"):
         read_results(small)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"),
                                 reason="POSIX signal masks")
 
 
-class _Terminated(Exception):
+class Terminated(Exception):
     pass
 
 
@@ -50,7 +50,7 @@ def test_a_signal_during_a_record_write_lands_after_the_line(tmp_path, monkeypat
 
     def _handler(signum, frame):
         seen.append("handler")
-        raise _Terminated(signal.Signals(signum).name)
+        raise Terminated(signal.Signals(signum).name)
 
     old_handler = signal.signal(sig, _handler)
     try:
@@ -86,7 +86,7 @@ def test_a_signal_during_a_record_write_lands_after_the_line(tmp_path, monkeypat
 
             monkeypatch.setattr(store, "_fh", _SplitWrites())
             monkeypatch.setattr(_store.os, "fsync", _fsync)
-            with pytest.raises(_Terminated, match=signal.Signals(sig).name):
+            with pytest.raises(Terminated, match=signal.Signals(sig).name):
                 store.append(_record(5))
             monkeypatch.setattr(store, "_fh", fh)
             monkeypatch.undo()

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from test_bench_report import _cli, _rec, _records, _write
-from xlinalg.bench._plots import SUMMARY_PLOT, _summary_rows, plot_summary
+from xlinalg.study._plots import SUMMARY_PLOT, _summary_rows, plot_summary
 
 
 def _group(case, size, times, verdict=None, **kw):

@@ -254,13 +254,13 @@ def _timed(case, backend, median, spread=0.01, status="ok", reason=None):
 def test_end_table_marks_the_fastest_beyond_noise_and_counts_skips(capsys):
     from types import SimpleNamespace
 
-    from xlinalg.cli import _print_table
+    from xlinalg.cli import print_table
 
     recs = [_timed("a1", "numpy", 1e-3), _timed("a1", "torch-cpu", 3e-3),
             _timed("a2", "numpy", 1e-3), _timed("a2", "torch-cpu", 1.01e-3),
             _timed("a3", "numpy", 0, status="skipped", reason="no bfloat16"),
             _timed("a4", "numpy", 0, status="skipped", reason="no bfloat16")]
-    _print_table(recs, SimpleNamespace(dtype="float64"))
+    print_table(recs, SimpleNamespace(dtype="float64"))
     out = capsys.readouterr().out
     a1 = next(line for line in out.splitlines() if "a1" in line)
     a2 = next(line for line in out.splitlines() if "a2" in line)

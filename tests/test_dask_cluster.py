@@ -495,7 +495,7 @@ def test_bench_starts_and_closes_its_local_cluster(monkeypatch) -> None:
 def test_bench_dask_options_are_checked(argv, message, capsys) -> None:
     from xlinalg import cli
 
-    assert cli.main(["bench", "--backends", "dask", "--no-report", *argv]) == cli.EXIT_USAGE
+    assert cli.main(["bench", "--backends", "dask", "--no-report", *argv]) == cli.ExitCode.USAGE
     assert message in capsys.readouterr().err
 
 
@@ -514,7 +514,7 @@ def test_bench_refuses_a_scheduler_that_does_not_answer(monkeypatch, capsys) -> 
         port = s.getsockname()[1]
     argv = ["bench", "--backends", "dask", "--cases", "a1_gemm", "--quick", "--no-report",
             "--scheduler", f"tcp://127.0.0.1:{port}"]
-    assert cli.main(argv) == cli.EXIT_USAGE
+    assert cli.main(argv) == cli.ExitCode.USAGE
     assert f"--scheduler: no Dask scheduler answered at tcp://127.0.0.1:{port} within 2 s" in capsys.readouterr().err
     # a scheduler with no worker: said so, with the command that starts one
     from distributed import LocalCluster
@@ -523,7 +523,7 @@ def test_bench_refuses_a_scheduler_that_does_not_answer(monkeypatch, capsys) -> 
     with LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
                       dashboard_address=":0") as empty:
         argv[-1] = empty.scheduler_address
-        assert cli.main(argv) == cli.EXIT_USAGE
+        assert cli.main(argv) == cli.ExitCode.USAGE
     assert f"has no worker after 1 s; start one (`dask worker {empty.scheduler_address}`)" in capsys.readouterr().err
 
 

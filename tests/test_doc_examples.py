@@ -102,9 +102,9 @@ def _dry_run(cmd: str, page: str, cwd: Path, files: dict[str, str]) -> None:
         elif args[0] == "info":
             assert main(args) == 0, cmd
         else:  # report and compare read results files the page only names: parse
-            from xlinalg._cli._parser import _build_parser
+            from xlinalg._cli._parser import build_parser
 
-            _build_parser().parse_args(args)
+            build_parser().parse_args(args)
         return
     assert tool == "python", f"{page}: a command this test cannot check: {cmd}"
     if args[:2] == ["-m", "pytest"]:

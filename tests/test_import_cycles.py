@@ -69,9 +69,9 @@ def test_the_graph_is_read() -> None:
     g = _graph()
     assert "xlinalg.backends._base" in g["xlinalg._dispatch"]
     assert "xlinalg._unrolled" in g["xlinalg._linalg"]  # `from . import _unrolled`
-    assert "xlinalg.bench._cases" in g["xlinalg.bench.cases.questions"]  # `from .._cases import`
+    assert "xlinalg.bench._cases" in g["xlinalg.study.cases.questions"]  # `from ...bench._cases import`
     # `from ... import backends`, in a function
-    assert "xlinalg.backends" in g["xlinalg.bench.cases.article_memory"]
+    assert "xlinalg.backends" in g["xlinalg.study.cases.article_memory"]
 
 
 @pytest.mark.parametrize(

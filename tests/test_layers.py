@@ -51,20 +51,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commands", ("xlinalg._cli", "xlinalg.cli", "xlinalg.__main__")),
 )
 
-_COMMANDS = ("the command line's own names, which the commands package is reorganising "
-             "under the same issue (37: one home for the commands, one ExitCode); strike "
-             "with that change")
-
-#: (importing module, imported module or name) -> why it is allowed.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("xlinalg.cli", "xlinalg._cli._bench"): _COMMANDS,
-    ("xlinalg.cli", "xlinalg._cli._common"): _COMMANDS,
-    ("xlinalg.cli", "xlinalg._cli._info"): _COMMANDS,
-    ("xlinalg.cli", "xlinalg._cli._parser"): _COMMANDS,
-    ("xlinalg.cli", "xlinalg._cli._table"): _COMMANDS,
-    ("xlinalg.bench._tune", "xlinalg._cli._common"): _COMMANDS + " (bench --tune raises the "
-    "commands' usage error: the harness reaching up into the command line)",
-}
+#: (importing module, imported module or name) -> why it is allowed. None today:
+#: an entry here needs a reason, and ``test_the_exceptions_are_still_needed``
+#: fails on one that is no longer needed.
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def layer_of(module: str, layers: tuple[tuple[str, tuple[str, ...]], ...] = LAYERS) -> int:

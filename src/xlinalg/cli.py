@@ -1,94 +1,84 @@
 """The ``xlinalg`` command: ``info``, ``bench``, ``report``, ``compare``.
 
-Exit status: 0 success; 1 the run finished but some cell failed or gave a
-wrong result (all recorded); 2 usage or environment error (unknown backend, case
-or option, an unavailable backend, an unreadable or invalid results file, a
-results file another run is writing, a file that cannot be written: disk full,
-read-only); 70 an internal error (a bug); 130 interrupted by Ctrl-C; 143 stopped
-by SIGTERM. Errors are one line on stderr, never a traceback.
+Exit status: :class:`ExitCode` (0 success; 1 the run finished but some cell
+failed or gave a wrong result, all recorded; 2 usage or environment error; 70 an
+internal error, a bug; 130 interrupted by Ctrl-C; 143 stopped by SIGTERM).
+Errors are one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ._cli._bench import _cmd_bench
-from ._cli._common import EXIT_FAILED as EXIT_FAILED  # re-exported: every status is read here
+from ._cli import _compare, _report
+from ._cli._bench import cmd_bench
 from ._cli._common import (
-    EXIT_INTERNAL,
-    EXIT_OK,
-    EXIT_SIGINT,
-    EXIT_USAGE,
-    _silence_stdout,
-    _Terminated,
-    _tolerant_streams,
-    _UsageError,
+    ExitCode,
+    Terminated,
+    UsageError,
+    silence_stdout,
+    tolerant_streams,
 )
-from ._cli._common import EXIT_SIGTERM as EXIT_SIGTERM
-from ._cli._info import _cmd_info
-from ._cli._parser import _build_parser, _subcommand
-from ._cli._table import _print_table as _print_table  # re-exported: tests import it from here
+from ._cli._info import cmd_info
+from ._cli._parser import build_parser
+from ._cli._table import print_table as print_table  # re-exported: tests import it from here
 
-__all__ = ["main"]
-
-
-# ---------------------------------------------------------------------- report/compare
-def _cmd_subcommand(name: str, args: argparse.Namespace) -> int:
-    return int(_subcommand(name).run(args))
+__all__ = ["ExitCode", "main"]
 
 
 # ---------------------------------------------------------------------- main
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``xlinalg`` command. Returns the exit status."""
     old_term = None
-    _tolerant_streams()
+    tolerant_streams()
     command = "xlinalg"
     try:
-        parser = _build_parser()
+        parser = build_parser()
         args, extras = parser.parse_known_args(list(argv) if argv is not None else None)
         if extras:  # name the subcommand whose options were wrong, and list its options
             owner = parser.subparsers.get(args.command, parser)  # type: ignore[attr-defined]
             owner.error(f"unrecognized arguments: {' '.join(extras)}")
         if args.command is None:
             parser.print_help()
-            return EXIT_USAGE
+            return ExitCode.USAGE
         command = f"xlinalg {args.command}"
         if args.command == "info":
-            return _cmd_info(args)
+            return cmd_info(args)
         if args.command == "bench":
             def _on_term(signum: int, frame: Any) -> None:
-                raise _Terminated()
+                raise Terminated()
 
             try:
                 old_term = signal.signal(signal.SIGTERM, _on_term)
             except ValueError:  # not the main thread
                 old_term = None
-            return _cmd_bench(args)
-        return _cmd_subcommand(args.command, args)
-    except _UsageError as exc:
+            return cmd_bench(args)
+        if args.command == "report":
+            return _report.run(args)
+        return _compare.run(args)
+    except UsageError as exc:
         from .bench._escape import terminal
 
         print(terminal(exc), file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         print("xlinalg: interrupted", file=sys.stderr)
-        return EXIT_SIGINT
+        return ExitCode.SIGINT
     except BrokenPipeError:  # `xlinalg info | head`
-        _silence_stdout()
-        return EXIT_OK
+        silence_stdout()
+        return ExitCode.OK
     except SystemExit as exc:  # --help, --version
-        return exc.code if isinstance(exc.code, int) else EXIT_OK
+        return exc.code if isinstance(exc.code, int) else ExitCode.OK
     except OSError as exc:  # the environment: disk full, read-only, a closed or full stdout
         from .bench._escape import terminal
 
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        _silence_stdout()
+        silence_stdout()
         print(terminal(f"{command}: error: {where}{exc.strerror or exc}"), file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except Exception as exc:  # a bug: still one line, with where it happened
         from .bench._escape import terminal
 
@@ -100,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(terminal(f"{command}: internal error: {type(exc).__name__}: {exc}{at} (a bug "
                        "in xlinalg: please report it with the command line)", max_len=2000),
               file=sys.stderr)
-        return EXIT_INTERNAL
+        return ExitCode.INTERNAL
     finally:
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)

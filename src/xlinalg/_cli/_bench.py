@@ -10,8 +10,20 @@ import sys
 from collections.abc import Iterator
 from typing import Any, cast
 
-from ._common import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, _Terminated, _UsageError
-from ._table import _print_table, _Progress
+from ._common import (
+    RESULTS_DIR,
+    ExitCode,
+    Terminated,
+    UsageError,
+    _results_dir,
+    _study,
+)
+from ._table import _Progress, print_table
+
+
+def default_out(now: dt.datetime | None = None) -> str:
+    """The results file of a run without --out: ``xlinalg-results/xlinalg-bench-DATE-TIME.jsonl``."""
+    return os.path.join(RESULTS_DIR, f"xlinalg-bench-{now or dt.datetime.now():%Y%m%d-%H%M%S}.jsonl")
 
 
 def _split(text: str | None, option: str) -> list[str] | None:
@@ -19,12 +31,13 @@ def _split(text: str | None, option: str) -> list[str] | None:
         return None
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
-        raise _UsageError(f"xlinalg bench: error: {option}: an empty list ({text!r}); name at least one, "
+        raise UsageError(f"xlinalg bench: error: {option}: an empty list ({text!r}); name at least one, "
                           "or leave the option out for all")
     return items
 
 
-def _cmd_bench(args: argparse.Namespace) -> int:
+def cmd_bench(args: argparse.Namespace) -> int:
+    _study()
     from ..backends import get_backend
     from ..bench import (
         BenchUsageError,
@@ -42,14 +55,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from ..bench._runner import opt_in_backends, validate_config, validate_options
 
     if args.tune:
-        from ..bench._tune import cli_tune
+        from ._tune import cli_tune
 
         return cli_tune(args)
     if args.list_cases:
         try:
             load_case_files(args.case_file, time_limit=args.time_limit)
         except ValueError as exc:
-            raise _UsageError(f"xlinalg bench: error: {exc}") from None
+            raise UsageError(f"xlinalg bench: error: {exc}") from None
         for name in case_names():
             c = get_case(name)
             opt_in = f" [opt-in: --cases {c.group}; not in the default run]" if c.group else ""
@@ -57,15 +70,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             for sc in ("quick", "default", "full"):
                 sizes = ", ".join(_size_str(s) for s in c.sizes_for(sc))
                 print(terminal(f"{'':12s}   {sc:8s} {sizes}"))
-        return EXIT_OK
+        return ExitCode.OK
     if args.resume and not args.out:
-        raise _UsageError("xlinalg bench: error: --resume needs --out FILE (the file to continue)")
+        raise UsageError("xlinalg bench: error: --resume needs --out FILE (the file to continue)")
     if args.resume and args.overwrite:
-        raise _UsageError("xlinalg bench: error: --resume and --overwrite exclude each other")
+        raise UsageError("xlinalg bench: error: --resume and --overwrite exclude each other")
     if args.out is not None and not args.out.strip():
-        raise _UsageError("xlinalg bench: error: --out: an empty file name; name the results file, "
-                          "or leave --out out for xlinalg-bench-DATE-TIME.jsonl")
-    out = args.out or f"xlinalg-bench-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl"
+        raise UsageError("xlinalg bench: error: --out: an empty file name; name the results file, "
+                          f"or leave --out out for {RESULTS_DIR}/xlinalg-bench-DATE-TIME.jsonl")
+    out = args.out or default_out()
     config = RunConfig(
         backends=_split(args.backends, "--backends"),
         cases=_split(args.cases, "--cases"),
@@ -91,6 +104,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     )
     if args.dry_run:
         return _dry_run(config)
+    if not args.out:
+        _results_dir()
     progress = _Progress(enabled=not args.no_progress)
     try:
         # before anything starts (a Dask cluster's processes); --scheduler and
@@ -112,22 +127,22 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         with _dask_cluster(args):
             summary = run_benchmark(config, progress=progress)
     except (BenchUsageError, FileExistsError) as exc:
-        raise _UsageError(f"xlinalg bench: error: {exc}") from None
+        raise UsageError(f"xlinalg bench: error: {exc}") from None
     except ResultsWriteError as exc:  # disk full, read-only, not a file: an environment error
         kept = (f"; the {progress.finished} cell(s) finished before are in it"
                 if progress.finished else "")
-        raise _UsageError(f"xlinalg bench: error: {exc}{kept}") from None
+        raise UsageError(f"xlinalg bench: error: {exc}{kept}") from None
     except ResultsFileError as exc:
         what = "" if isinstance(exc, ResultsFileBusyError) else "cannot resume: "
-        raise _UsageError(f"xlinalg bench: error: {what}{exc}") from None
+        raise UsageError(f"xlinalg bench: error: {what}{exc}") from None
     except KeyboardInterrupt as exc:
         progress.stop()
         n = progress.finished
-        how = "stopped by SIGTERM" if isinstance(exc, _Terminated) else "interrupted"
+        how = "stopped by SIGTERM" if isinstance(exc, Terminated) else "interrupted"
         print(terminal(f"xlinalg bench: {how}; {n} finished cell(s) of this run are in {out}; "
                        f"complete it with: xlinalg bench --resume --out {out} (and the same "
                        "options)"), file=sys.stderr)
-        return EXIT_SIGTERM if isinstance(exc, _Terminated) else EXIT_SIGINT
+        return ExitCode.SIGTERM if isinstance(exc, Terminated) else ExitCode.SIGINT
     finally:
         progress.stop()
 
@@ -144,7 +159,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     keys = [c["key"] for c in plan_cells(config)]
     records = [latest[k] for k in keys if k in latest]
-    _print_table(records, config)
+    print_table(records, config)
     _print_summary(records)
     bad = [r for r in records if r.get("status") in ("failed", "wrong")]
     counts: dict[str, int] = {}
@@ -165,14 +180,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         print(terminal(last))
     if not args.no_report and records:
         _write_report(summary.path)
-    return EXIT_FAILED if bad else EXIT_OK
+    return ExitCode.FAILED if bad else ExitCode.OK
 
 
 @contextlib.contextmanager
 def _dask_cluster(args: argparse.Namespace) -> Iterator[None]:
     """Where the dask backend runs (--scheduler, --dask-workers): backends/_dask_cluster.py."""
     if args.dask_memory_limit is not None and args.dask_workers is None:
-        raise _UsageError("xlinalg bench: error: --dask-memory-limit needs --dask-workers N")
+        raise UsageError("xlinalg bench: error: --dask-memory-limit needs --dask-workers N")
     from ..backends import _dask_cluster as _dask
 
     if args.scheduler is not None:
@@ -180,7 +195,7 @@ def _dask_cluster(args: argparse.Namespace) -> Iterator[None]:
             _dask.check_address(args.scheduler)
             _dask.probe(args.scheduler)
         except ValueError as exc:
-            raise _UsageError(f"xlinalg bench: error: --scheduler: {exc}") from None
+            raise UsageError(f"xlinalg bench: error: --scheduler: {exc}") from None
         old = os.environ.get(_dask.ENV)
         os.environ[_dask.ENV] = args.scheduler
         try:
@@ -195,7 +210,7 @@ def _dask_cluster(args: argparse.Namespace) -> Iterator[None]:
             cluster = _dask.local_cluster(args.dask_workers, args.dask_memory_limit, args.threads)
             cluster.__enter__()
         except Exception as exc:
-            raise _UsageError(f"xlinalg bench: error: --dask-workers: {exc}".splitlines()[0]) from None
+            raise UsageError(f"xlinalg bench: error: --dask-workers: {exc}".splitlines()[0]) from None
         try:
             yield
         finally:
@@ -211,7 +226,7 @@ def _write_report(path: Any) -> None:
     from ..bench._report import write_report
 
     try:
-        outdir, n = write_report([path])
+        outdir, n = write_report([path], study=_study())
     except (ResultsFileError, OSError, ImportError) as exc:
         print(terminal(f"xlinalg bench: warning: no report written ({exc}); "
                        f"'xlinalg report {path}' writes it"), file=sys.stderr)
@@ -226,10 +241,10 @@ def _write_report(path: Any) -> None:
 def _print_summary(records: list[dict[str, Any]]) -> None:
     """The report's summary in the terminal: which library for which workload, one line
     each (workloads this run did not measure are left out)."""
-    from ..bench import _findings as F
     from ..bench._escape import terminal
 
-    rows = [w for w in F.summary(records) if w["line"] != "not in this file"]
+    summary = _study().summary
+    rows = [w for w in summary(records) if w["line"] != "not in this file"] if summary else []
     if not rows:
         return
     print("Which library for which workload, on this machine (the report's summary):")
@@ -245,7 +260,7 @@ def _dry_run(config: Any) -> int:
     try:
         cells = plan_cells(config)
     except BenchUsageError as exc:
-        raise _UsageError(f"xlinalg bench: error: {exc}") from None
+        raise UsageError(f"xlinalg bench: error: {exc}") from None
     sizes: dict[str, list[str]] = {}
     for c in cells:
         label = _size_str(c["size"])
@@ -255,7 +270,7 @@ def _dry_run(config: Any) -> int:
                    f"{', '.join(config.backends or ())}; nothing is timed"))
     for name, labels in sizes.items():
         print(terminal(f"  {name:24s} {get_case(name).section:11s} {', '.join(labels)}"))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _size_str(s: Any) -> str:

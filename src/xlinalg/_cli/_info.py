@@ -7,10 +7,10 @@ import contextlib
 import json
 from typing import Any
 
-from ._common import EXIT_OK, _console, _fmt_bytes
+from ._common import ExitCode, _console, _fmt_bytes
 
 
-def _cmd_info(args: argparse.Namespace) -> int:
+def cmd_info(args: argparse.Namespace) -> int:
     from ..backends import BACKEND_NAMES, get_backend
     from ..bench._env import blas_text, collect_env
     from ..bench._escape import rich_text, terminal
@@ -39,7 +39,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     env["blas"] = _blas_now()
     if args.json:
         print(json.dumps({"backends": rows, "env": env, "threads": threads}, indent=2))
-        return EXIT_OK
+        return ExitCode.OK
 
     out = _console()
     if out is not None:
@@ -82,7 +82,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     if env["env_vars"]:  # values of the user's environment: shown, never interpreted
         print(terminal("environment: " + " ".join(f"{k}={v}"
                                                   for k, v in env["env_vars"].items())))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _blas_now() -> list[dict[str, Any]]:

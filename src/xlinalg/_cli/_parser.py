@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from ._common import _fmt_bytes, _UsageError
+from . import _compare, _report
+from ._common import UsageError, _fmt_bytes
 
 
 class _Parser(argparse.ArgumentParser):
@@ -17,7 +17,7 @@ class _Parser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments"):
             opts = sorted({s for a in self._actions for s in a.option_strings if s.startswith("--")})
             message += f"; valid options: {', '.join(opts)}"
-        raise _UsageError(f"{self.prog}: error: {message} (see {self.prog} --help)")
+        raise UsageError(f"{self.prog}: error: {message} (see {self.prog} --help)")
 
 
 # ---------------------------------------------------------------------- parser
@@ -46,7 +46,7 @@ exit status: 0 all cells ok; 1 some cell failed or was wrong; 2 usage error;
 """
 
 
-def _build_parser() -> _Parser:
+def build_parser() -> _Parser:
     from .. import __version__
 
     parser = _Parser(
@@ -100,7 +100,8 @@ def _build_parser() -> _Parser:
                    help="allow TF32/reduced-precision float32 matmul and cuDNN convolutions "
                         "(off by default)")
     p.add_argument("--out", metavar="FILE",
-                   help="results file, JSON Lines (default: xlinalg-bench-DATE-TIME.jsonl)")
+                   help="results file, JSON Lines (default: "
+                        "xlinalg-results/xlinalg-bench-DATE-TIME.jsonl)")
     p.add_argument("--resume", action="store_true",
                    help="continue --out FILE: skip the cells already in it")
     p.add_argument("--retry-failed", action="store_true",
@@ -151,7 +152,8 @@ def _build_parser() -> _Parser:
     tune = p.add_argument_group(
         "tuning method='auto' (--tune)",
         "measure where the numba kernel beats xl.solve(method='native') on this machine and "
-        "write a selection table to --out (default: xlinalg-unrolled-selection.json); "
+        "write a selection table to --out (default: "
+        "xlinalg-results/xlinalg-unrolled-selection.json); "
         "XLINALG_UNROLLED_SELECTION=FILE makes xlinalg use it (docs/unrolled.md)")
     tune.add_argument("--tune", action="store_true",
                       help="tune instead of benchmarking (--backends: some of numpy, torch-cpu, "
@@ -167,17 +169,13 @@ def _build_parser() -> _Parser:
                         "backends), and exit without timing anything")
 
     parser.subparsers = {"info": p_info, "bench": p}  # type: ignore[attr-defined]
-    for name, helptext in (("report", "tables and plots from a results file"),
-                           ("compare", "compare two results files")):
+    for name, helptext, command in (
+            ("report", "tables and plots from a results file", _report),
+            ("compare", "compare two results files", _compare)):
         sp = sub.add_parser(name, help=helptext, description=helptext)
-        _subcommand(name).add_arguments(sp)
+        command.add_arguments(sp)
         parser.subparsers[name] = sp  # type: ignore[attr-defined]
     return parser
-
-
-def _subcommand(name: str) -> Any:
-    """``xlinalg.bench._<name>``: report and compare, each with ``add_arguments`` and ``run``."""
-    return importlib.import_module(f"xlinalg.bench._{name}")
 
 
 #: Most threads (--threads) or worker processes (--dask-workers): the libraries

@@ -138,7 +138,7 @@ def _verdict_text(by: dict[str, dict[str, Any]]) -> str:
     return ""
 
 
-def _print_table(records: list[dict[str, Any]], config: Any) -> None:
+def print_table(records: list[dict[str, Any]], config: Any) -> None:
     if not records:
         print("no cells ran")
         return

@@ -17,12 +17,17 @@ Storing
     :class:`ResultsWriteError`, :class:`ResumeMismatchError`), :data:`SCHEMA_VERSION`
 Environment
     :func:`collect_env`
+Studies (the cases of a study and its report, apart from the harness)
+    :class:`Study`, :class:`ReportPart`, :func:`load_study`, :func:`study_case_modules`
+
+The harness knows no case by name but its own calibration cases; the documents'
+cases are a study (:mod:`xlinalg.study`), which the ``xlinalg`` command loads.
 
 Importing this package imports no array library but NumPy, and none of rich,
 threadpoolctl or psutil (they are imported where used).
 """
 
-from . import cases  # noqa: F401  (registers the built-in cases, before any other)
+from . import _calibration  # noqa: F401  (registers the calibration cases, before any other)
 from ._casefiles import load_case_files
 from ._cases import (
     DTYPES,
@@ -60,6 +65,7 @@ from ._store import (
     read_results,
     settings_differences,
 )
+from ._study import ReportPart, Study, load_study, study_case_modules
 from ._timer import Measurement, Stats, Timer, TimerConfig
 
 __all__ = [
@@ -68,6 +74,7 @@ __all__ = [
     "Ctx",
     "DTYPES",
     "Measurement",
+    "ReportPart",
     "ResultStore",
     "ResultsFile",
     "ResultsFileBusyError",
@@ -80,6 +87,7 @@ __all__ = [
     "SCALES",
     "SCHEMA_VERSION",
     "Stats",
+    "Study",
     "Timer",
     "TimerConfig",
     "case_names",
@@ -92,12 +100,14 @@ __all__ = [
     "get_case",
     "load_case_file",
     "load_case_files",
+    "load_study",
     "make_cell",
     "plan_cells",
     "read_results",
     "register_case",
     "run_benchmark",
     "settings_differences",
+    "study_case_modules",
     "unregister_case",
     "validate_config",
 ]

@@ -448,7 +448,11 @@ def get_case(name: str) -> Case:
     if name in _RETIRED:
         raise ValueError(f"case {name!r} was removed (it repeated another case): use "
                          f"{_RETIRED[name].instead!r} instead") from None
-    raise ValueError(f"unknown case {name!r}; valid cases: {', '.join(case_names())}") from None
+    raise ValueError(
+        f"unknown case {name!r}; valid cases: {', '.join(case_names())}. A study's cases are "
+        "registered when the study is loaded: `import xlinalg.study` for the source documents' "
+        "cases (the `xlinalg` command loads it), `--case-file` or `register_case` for your own"
+    ) from None
 
 
 def case_names() -> list[str]:

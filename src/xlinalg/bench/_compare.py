@@ -53,7 +53,6 @@ threshold (a CI gate); 2 for a usage error or a file that cannot be read
 
 from __future__ import annotations
 
-import argparse
 import math
 import statistics
 import sys
@@ -61,67 +60,15 @@ from collections.abc import Mapping
 from statistics import NormalDist
 from typing import Any
 
-from ._escape import terminal
 from ._units import format_time, round_outward
 
-__all__ = ["aa_selftest", "add_arguments", "compare_records", "header_differences", "p_value", "run"]
-
-EXIT_OK, EXIT_FLAGGED, EXIT_USAGE = 0, 1, 2
+__all__ = ["aa_selftest", "compare_records", "header_differences", "noise_from_pair", "p_value"]
 
 #: Fewest comparable cells from which a machine shift is estimated.
 MIN_CELLS_FOR_SPREAD = 6
 #: Weight (in passes) of the prior of a cell's between-pass variance: the
 #: median variance of every cell of both files (limma's moderated t).
 PRIOR_DF = 4.0
-
-
-def _number(text: str, ok: Any, what: str, conv: Any = float) -> Any:
-    try:
-        v = conv(text)
-    except ValueError:
-        v = math.nan
-    if not ok(v):  # nan and inf fail every range
-        raise argparse.ArgumentTypeError(f"expected {what}, got {text[:40]!r}")
-    return v
-
-
-def _open_unit(text: str) -> float:
-    return _number(text, lambda v: 0 < v < 1, "a number between 0 and 1 (exclusive)")
-
-
-def _fraction(text: str) -> float:
-    return _number(text, lambda v: 0 <= v < 10, "a relative change from 0 to 10")
-
-
-def _count(text: str) -> int:
-    return _number(text, lambda v: 1 <= v <= 10**6, "a whole number from 1 to 1000000", int)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("old", metavar="OLD", help="the baseline results file")
-    parser.add_argument("new", metavar="NEW", help="the results file to compare with it")
-    parser.add_argument("--alpha", type=_open_unit, default=0.05,
-                        help="false-discovery rate of the flags over all cells "
-                             "(Benjamini-Hochberg; default: 0.05)")
-    parser.add_argument("--threshold", type=_fraction, default=0.05,
-                        help="smallest relative change flagged: the whole interval must "
-                             "clear it (default: 0.05, i.e. 5%%)")
-    parser.add_argument("--min-samples", type=_count, default=5,
-                        help="samples each side needs before a cell can be flagged "
-                             "(default: 5)")
-    parser.add_argument("--only-flagged", action="store_true",
-                        help="list only flagged cells (regressions, improvements, missing)")
-    parser.add_argument("--noise", nargs=2, metavar=("A", "B"), default=None,
-                        help="two results files of the same code on this machine (an A/A "
-                             "pair): each cell's noise is at least what they show")
-    parser.add_argument("--aa", action="store_true",
-                        help="OLD and NEW are two runs of the same code (an A/A pair): also "
-                             "print the empirical coverage of the runs' 95%% ratio intervals "
-                             "and compare's false-positive rate")
-    parser.add_argument("--fail-on", choices=("regression", "shift"), default=None,
-                        help="exit 1 when a cell is flagged REGRESSION ('regression'), or "
-                             "also when every cell moved slower beyond the threshold "
-                             "('shift'): a CI gate (default: exit 0 whatever was found)")
 
 
 def _permutation_p(a: list[float], b: list[float], n_perm: int = 4000, seed: int = 0) -> float:
@@ -170,7 +117,7 @@ def _median(r: Mapping[str, Any]) -> float | None:
 
 def _pass_logs(r: Mapping[str, Any]) -> list[float]:
     """Logs of the passes' medians (``time.passes``) of a record: one per pass."""
-    passes = _get(r, "time", "passes")
+    passes = get_path(r, "time", "passes")
     # logs, not ratios: 1e308 over 1e-308 overflows
     return [math.log(float(m)) for p in passes if isinstance(p, dict)
             and isinstance(m := p.get("median_s"), (int, float)) and not isinstance(m, bool)
@@ -194,7 +141,7 @@ def _starved_cores(r: Mapping[str, Any]) -> float | None:
 def _cores(r: Mapping[str, Any]) -> float | None:
     """The effective cores of a side-by-side record (CPU time over wall time), if a
     finite number, else None."""
-    v = _get(r, "side_by_side", "effective_cores")
+    v = get_path(r, "side_by_side", "effective_cores")
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
         return None
     return float(v)
@@ -497,15 +444,15 @@ def _why_not(o: Mapping[str, Any], n: Mapping[str, Any]) -> str:
     for side, r in (("old", o), ("new", n)):
         st = r.get("status")
         if st in ("failed", "skipped"):
-            err = _get(r, "error", "message") or r.get("skip_reason") or r.get("reason")
+            err = get_path(r, "error", "message") or r.get("skip_reason") or r.get("reason")
             out.append(f"{side} {st}" + (f": {str(err)[:80]}" if err else ""))
         elif _median(r) is None:
-            v = _get(r, "time", "median_s")
+            v = get_path(r, "time", "median_s")
             out.append(f"{side} has no positive finite median time (got {v!r})")
     return "; ".join(out) or "no comparable times"
 
 
-def _get(d: Any, *path: str) -> Any:
+def get_path(d: Any, *path: str) -> Any:
     for p in path:
         if not isinstance(d, dict):
             return None
@@ -519,7 +466,7 @@ def header_differences(old: Mapping[str, Any] | None,
     old, new = old or {}, new or {}
     out = []
     for key in ("machine_id", "host"):  # "host": files written before 2026-12-04
-        a, b = _get(old, "env", key), _get(new, "env", key)
+        a, b = get_path(old, "env", key), get_path(new, "env", key)
         if a is not None and b is not None:
             if a != b:  # the values are not shown: a host name is nobody's business
                 out.append("machine: the two files come from different machines")
@@ -530,17 +477,17 @@ def header_differences(old: Mapping[str, Any] | None,
                         ("threads", ("run", "threads")), ("TF32", ("run", "allow_tf32")),
                         ("execution", ("run", "execution")), ("xlinalg", ("env", "xlinalg")),
                         ("NumPy", ("env", "numpy"))):
-        a, b = _get(old, *path), _get(new, *path)
+        a, b = get_path(old, *path), get_path(new, *path)
         if a != b:
             out.append(f"{label}: {a!r} -> {b!r}")
-    po, pn = _get(old, "env", "packages") or {}, _get(new, "env", "packages") or {}
+    po, pn = get_path(old, "env", "packages") or {}, get_path(new, "env", "packages") or {}
     if isinstance(po, dict) and isinstance(pn, dict):
         out.extend(f"{k} version: {po.get(k)!r} -> {pn.get(k)!r}"
                    for k in sorted(set(po) | set(pn)) if po.get(k) != pn.get(k))
     return out
 
 
-def _fmt(x: float, digits: int = 3) -> str:
+def fmt_number(x: float, digits: int = 3) -> str:
     """`x` with `digits` decimals, or 3 significant digits outside 0.001-1e6
     (an interval from hostile times reaches 1e307 or 0: never 300 digits)."""
     if x != 0 and math.isfinite(x) and not _fixed(x):
@@ -549,114 +496,15 @@ def _fmt(x: float, digits: int = 3) -> str:
 
 
 def _fixed(x: float) -> bool:
-    """Whether :func:`_fmt` writes `x` with fixed decimals (else 3 significant digits)."""
+    """Whether :func:`fmt_number` writes `x` with fixed decimals (else 3 significant digits)."""
     return math.isfinite(x) and 1e-3 <= abs(x) < 1e6
 
 
-def _fmt_interval(lo: float, hi: float) -> str:
-    """"[0.997, 1.104]": each end as :func:`_fmt` writes it, rounded outward (low end
+def fmt_change_interval(lo: float, hi: float) -> str:
+    """"[0.997, 1.104]": each end as :func:`fmt_number` writes it, rounded outward (low end
     down, high end up), so an interval whose low end is 1.0996 never prints as
     "[1.100, ...]" beside a 1.10 threshold it did not clear."""
     def end(x: float, up: bool) -> str:
-        return _fmt(round_outward(x, 3, up)) if _fixed(x) else _fmt(x)
+        return fmt_number(round_outward(x, 3, up)) if _fixed(x) else fmt_number(x)
 
     return f"[{end(lo, False)}, {end(hi, True)}]"
-
-
-def _load(records: Mapping[str, Mapping[str, Any]]) -> float | None:
-    vals = [v for r in records.values()
-            if isinstance(v := _get(r, "side_by_side", "load_avg_1min", "mean"), (int, float))]
-    return statistics.median(vals) if vals else None
-
-
-def _read(path: str) -> Any:
-    from ._store import read_results
-
-    res = read_results(path, warn=False)
-    for w in res.warnings:
-        print(terminal(f"xlinalg compare: warning: {w}"), file=sys.stderr)
-    return res
-
-
-def run(args: argparse.Namespace) -> int:
-    from ._store import ResultsFileError
-
-    try:
-        files = [_read(f) for f in (args.old, args.new)]
-        aa = [_read(f) for f in getattr(args, "noise", None) or ()]
-    except ResultsFileError as exc:
-        print(terminal(f"xlinalg compare: error: {exc}"), file=sys.stderr)
-        return EXIT_USAGE
-    for d in header_differences(files[0].headers[-1] if files[0].headers else None,
-                                files[1].headers[-1] if files[1].headers else None):
-        print(f"xlinalg compare: warning: the runs differ: {terminal(d, 300)}; times may not "
-              "be comparable", file=sys.stderr)
-    old, new = files[0].latest(), files[1].latest()
-    noise = noise_from_pair(aa[0].latest(), aa[1].latest()) if aa else None
-    rows = compare_records(old, new, alpha=args.alpha, threshold=args.threshold,
-                           min_samples=getattr(args, "min_samples", 5), noise=noise)
-    compared = [r for r in rows if r["lo"] is not None]
-    source = ("the A/A pair given with --noise and each file's passes" if aa
-              else "each file's own passes (fresh processes)")
-    level = compared[0]["level"] if compared else 1.0 - args.alpha
-    print(terminal(f"compare {args.old} -> {args.new}"))
-    print(terminal("ratio = new/old median; flags at a "
-                   f"false-discovery rate of {100 * args.alpha:g}% over the {len(compared)} "
-                   f"cells (Benjamini-Hochberg); intervals at {100 * level:.4g}% (the level "
-                   f"that matches the flags); noise from {source}; flagged when the whole "
-                   f"interval is beyond {100 * args.threshold:g}%"))
-    shift_slower = False
-    if compared and compared[0]["shift_lo"] is not None:
-        r0 = compared[0]
-        lo, hi = _load(old), _load(new)
-        load = (f"; load average old {lo:.1f}, new {hi:.1f}"
-                if lo is not None and hi is not None else "")
-        iv = _fmt_interval(r0["shift_lo"], r0["shift_hi"])
-        if r0["shift_removed"]:
-            shift_slower = r0["shift_lo"] > 1 + args.threshold
-            print(f"MACHINE SHIFT: all cells moved by x{_fmt(r0['shift'])} {iv} (median over "
-                  f"the cells){load}: reported once; each cell below is judged after "
-                  "removing it")
-        else:
-            print(f"all cells moved by x{_fmt(r0['shift'])} {iv} (median over the cells): no "
-                  f"shift beyond the threshold{load}")
-    shown = [r for r in rows if not args.only_flagged or not r["flag"].startswith("~")]
-    keys = {r["key"]: terminal(r["key"], 120) for r in shown}  # from the files: untrusted
-    width = max([len("cell")] + [len(k) for k in keys.values()])
-    less = bool(compared and compared[0]["shift_removed"])
-    extra = f"  {'less shift':>10}  {'interval':>15}" if less else ""
-    print(f"{'cell':<{width}}  {'old':>10}  {'new':>10}  {'ratio':>7}  {'interval':>15}{extra}  flag")
-    for r in shown:
-        ratio = _fmt(r["ratio"]) if r["ratio"] is not None else "-"
-        iv = _fmt_interval(r["lo"], r["hi"]) if r["lo"] is not None else "-"
-        judged = ""
-        if less:
-            judged = (f"  {_fmt(r['judged_ratio']):>10}  {_fmt_interval(r['judged_lo'], r['judged_hi']):>15}"
-                      if r["lo"] is not None else f"  {'-':>10}  {'-':>15}")
-        print(f"{keys[r['key']]:<{width}}  {format_time(r['old_s']):>10}  "
-              f"{format_time(r['new_s']):>10}  {ratio:>7}  {iv:>15}{judged}  {terminal(r['flag'])}")
-    counts: dict[str, int] = {}
-    for r in rows:
-        k = r["flag"].split(" (")[0] or "?"
-        counts[k] = counts.get(k, 0) + 1
-    print(f"{len(rows)} cells: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
-    if getattr(args, "aa", False):
-        t = aa_selftest(old, new, rows)
-        n = t["pairs"]
-        pct = (lambda k: f"{k} of {n} ({100 * k / n:.0f}%)") if n else (lambda k: "-")
-        print(f"A/A self-test: the second run's ratio inside the first run's 95% interval: "
-              f"{pct(t['second_in_first'])} of backend pairs; the first inside the "
-              f"second's: {pct(t['first_in_second'])}; compare flagged {t['flagged']} of "
-              f"{t['cells']} cells (false positives: same code); within each run, a pass's ratio "
-              f"inside the interval its other passes predict: "
-              + (f"{t['pass_inside']} of {t['pass_checks']} ({100 * t['pass_inside'] / t['pass_checks']:.0f}%)"
-                 if t["pass_checks"] else "- (no pair with 4 passes or more)"))
-    regressions = counts.get("REGRESSION", 0)
-    fail = getattr(args, "fail_on", None)
-    if fail and (regressions or (fail == "shift" and shift_slower)):
-        what = [f"{regressions} REGRESSION(s)"] if regressions else []
-        what += ["a machine shift slower beyond the threshold"] if fail == "shift" and shift_slower else []
-        print(f"xlinalg compare: --fail-on {fail}: {' and '.join(what)}: exit {EXIT_FLAGGED}",
-              file=sys.stderr)
-        return EXIT_FLAGGED
-    return EXIT_OK

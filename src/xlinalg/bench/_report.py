@@ -1,21 +1,19 @@
 """``xlinalg report results.jsonl [more.jsonl ...] [--out DIR]``: report.md, report.html, plots.
 
-The reader sees the answer first: a summary (one line per workload of the
-documents, with its margin or "tie within noise"), a table of contents, the
-article's tables side by side with this machine's (in the article's own setup
-and in fair ones), the question's answer, then one section per document
-section with size x backend tables (median, first call, verdict) and plots
-(:mod:`._plots`). Analysis is in :mod:`._findings`. The HTML comes from the
+The reader sees the answer first: a study's lead parts (the documents' study,
+:mod:`xlinalg.study`: a summary, one line per workload), a table of contents, the
+study's other parts (the article side by side, the question's answer), then one
+section per case section with size x backend tables (median, first call,
+verdict) and plots (:mod:`._plots`). A study plugs in through
+:class:`~xlinalg.bench.Study`; without one the report has the generic parts only. Analysis is in :mod:`._findings`. The HTML comes from the
 Jinja2 template ``templates/report.html`` (autoescape on); it and the
 Markdown link the plots' PNG files beside them.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -28,25 +26,14 @@ from ._units import format_time as _fmt_time
 if TYPE_CHECKING:
     from ._schema import HeaderRecord, ResultRecord
     from ._store import ResultsFile
+    from ._study import Study
 
-__all__ = ["add_arguments", "build_report", "run", "write_report"]
-
-EXIT_OK, EXIT_USAGE = 0, 2
+__all__ = ["build_report", "render_html", "render_md", "write_report"]
 
 #: ("h", level, text[, anchor]) | ("p", text) | ("ul", [text]) | ("toc", [(text, anchor)])
 #: | ("table", header, rows) | ("details", summary, [blocks]) | ("img", plot);
 #: a table cell is text ("\n" breaks the line) or ("link", text, anchor).
 Block = tuple
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results", metavar="RESULTS", help="a results file (JSON Lines)")
-    parser.add_argument("more", metavar="MORE", nargs="*",
-                        help="more results files of the same machine (e.g. the float32 run "
-                             "beside a float64 one): one report over all of them")
-    parser.add_argument("--out", metavar="DIR", default=None,
-                        help="output directory (default: <results name>-report beside it)")
-    parser.add_argument("--no-plots", action="store_true", help="tables and findings only")
 
 
 def _peak_mem(r: dict[str, Any]) -> str:
@@ -60,7 +47,7 @@ def _peak_mem(r: dict[str, Any]) -> str:
     return _fmt_bytes(max(nums)) if nums else "-"
 
 
-def _note(r: dict[str, Any]) -> str:
+def cell_note(r: dict[str, Any]) -> str:
     st = r.get("status")
     if st == "skipped":
         return f"skipped: {r.get('skip_reason') or 'no reason recorded'}"
@@ -90,12 +77,12 @@ def _section_table(rs: list[dict[str, Any]], peaks: dict[str, Any],
             r["case"], r["backend"], str(r["size_label"]), F.compute_dtype(r),
             _fmt_time(t.get("median_s")) if ran else "-",
             _fmt_time(t.get("iqr_s")) if ran else "-",
-            _fmt_time(_first(r)) if ran else "-",
+            _fmt_time(first_call(r)) if ran else "-",
             f"{rate:.3g} {unit}" if rate is not None else "-",
             f"{100 * frac:.1f}%" if frac is not None else "-",
             str((r.get("check") or {}).get("verdict", "-")),
             _peak_mem(r) if ran else "-",
-            _note(r) or str(r.get("status")),
+            cell_note(r) or str(r.get("status")),
             *([origin.get(id(r), "?")] if origin else []),
         ])
     return hdr, rows
@@ -121,89 +108,7 @@ def _env_lines(hdr: HeaderRecord | None) -> list[str]:
     return lines
 
 
-def _loop_blocks(records: list[dict[str, Any]]) -> list[Block]:
-    """Q1-Q4 together: the question's answer from the data, then what is explanation."""
-    out: list[Block] = []
-    lb = F.loop_vs_batched(records)
-    if lb:
-        backends = sorted({d["backend"] for d in lb})
-        piv: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
-        for d in lb:
-            piv.setdefault((d["method"], d["size"], d["dtype"]), {})[d["backend"]] = d
-        rows = [[m, size, dt] + [(f"{F.fmt_ratio(by[b]['speedup'])}\n"
-                                  f"{_fmt_time(by[b]['method_s'])} vs {_fmt_time(by[b]['loop_s'])}"
-                                  if b in by else "-") for b in backends]
-                for (m, size, dt), by in sorted(piv.items(), key=lambda kv: (
-                    kv[0][0], kv[0][2], _label_key(kv[0][1])))]
-        out.append(("p", "Each method against the Python loop of the same backend, dtype and "
-                         "size: speed-up = loop time / method time (below: method time vs "
-                         "loop time)."))
-        out.append(("table", ["method", "count x n", "dtype", *backends], rows))
-        best = max(lb, key=lambda d: d["speedup"])
-        out.append(("p", f"The largest gain: {best['method']} on {best['backend']} "
-                         f"({best['size']}, {best['dtype']}) is {F.fmt_ratio(best['speedup'])} "
-                         "faster than the Python loop."))
-    q1 = [r for r in records if F.section_of(r) == "Q1" and F.good(r)]
-    if q1:
-        per = "; ".join(f"{r['backend']} {r['dtype']} {r['size_label']}: "
-                        f"{_fmt_time(F.median(r))} (first call {_fmt_time(_first(r))})"
-                        for r in sorted(q1, key=lambda r: F.median(r) or 0.0))
-        out.append(("p", f"Q1, the question's Python loop (medians, fastest first): {per}."))
-    q2 = [r for r in records if F.section_of(r) == "Q2"]
-    q2ok = [r for r in q2 if F.good(r)]
-    if q2ok:
-        per = "; ".join(f"{r['backend']} {r['dtype']} {r['size_label']}: "
-                        f"{_fmt_time(F.median(r))} per loop, first call (numba compiles) "
-                        f"{_fmt_time(_first(r))}" for r in q2ok)
-        out.append(("p", f"Q2, the loop under numba @njit: {per}. The question's puzzle, "
-                         "from its code: solve_numpy_njit_a only builds a dispatcher "
-                         "(njit(f, dim=dim) is never called), so its 0.16 ms timed nothing; "
-                         "solve_numpy_njit_b's 1.27 s is the first call, which includes "
-                         "numba's compilation, the cost measured here as the first call."))
-    elif q2:
-        out.append(("p", "Q2 (numba): " + "; ".join(sorted({_note(r) or str(r.get("status"))
-                                                           for r in q2}))))
-    gpu_here = any(F.is_gpu(r["backend"]) for r in records)
-    firsts = [(r, f) for r in records if F.section_of(r) in ("Q1", "Q4") and (f := _first(r))]
-    slow = max(firsts, key=lambda t: t[1]) if firsts else None
-    out.append(("p", "Measured here: the per-call cost of a loop (Q1 against Q4) and each "
-                     "cell's first call (library start-up, compilation, and for GPU cells "
-                     "device start-up), shown in every table below"
-                + (f"; the slowest first call among Q1/Q4 cells is {slow[0]['case']} on "
-                   f"{slow[0]['backend']}, {_fmt_time(slow[1])}" if slow else "") + "."))
-    out.append(("p", "Explanation, to be checked on a GPU"
-                + (" (GPU cells are in this file: compare them with the CPU rows)"
-                   if gpu_here else " (no GPU cell in this file)")
-                + ": the question's 5.2 s for 1000 GPU solves (5.2 ms a solve) is what one "
-                  "would expect from a per-call cost (a kernel launch and a device "
-                  "synchronisation per torch.solve) plus CUDA start-up inside its single "
-                  "timeit call; its data was created once, before the loop, so data "
-                  "creation is not the cause. Batching the 1000 systems into one (batch, n, n) "
-                  "solve pays the per-call cost once."))
-    co = F.crossovers(records)
-    if co:
-        items = []
-        for c in co:
-            ranges = ", ".join(f"{r['winner']} for n = {r['from']:g}-{r['to']:g}"
-                               if r["from"] != r["to"] else f"{r['winner']} at n = {r['from']:g}"
-                               for r in c["ranges"])
-            firsts_t = ", ".join(f"{b} first wins at n = {n:g}"
-                                 for b, n in c["first_win"].items())
-            never = (f"; never fastest: {', '.join(c['never_wins'])}" if c["never_wins"] else "")
-            items.append(f"{c['case']} ({c['dtype']}): fastest {ranges}. {firsts_t}{never}.")
-        out.append(("p", "Crossover in the solve sweep (Q3), fastest median at each n "
-                         "(the Q3 table marks the sizes where it is a tie within noise):"))
-        out.append(("ul", items))
-    return out
-
-
-def _label_key(label: str) -> list[tuple[float, str]]:
-    """A size label as it sorts for a reader: "1000x5" before "1000x20"."""
-    return [(int(p), "") if p.isascii() and p.isdigit() and len(p) < 40 else (float("inf"), p)
-            for p in str(label).split("x")]
-
-
-def _first(r: dict[str, Any]) -> float | None:
+def first_call(r: dict[str, Any]) -> float | None:
     v = (r.get("time") or {}).get("first_call_s")
     return float(v) if isinstance(v, (int, float)) and v >= 0 else None
 
@@ -218,7 +123,7 @@ def _pivot_cell(r: dict[str, Any] | None) -> str:
         # the first clause in whole words, and a mark where text was left out (the
         # full note is in the section's every-cell table): "failed (timeout): cell ran
         # past the time limit of 120 s [...]", never "... limit of 120 [...]"
-        head, more, _ = _note(r).partition("; ")
+        head, more, _ = cell_note(r).partition("; ")
         text = textwrap.shorten(head, width=64, placeholder=" [...]")
         if more and text and not text.endswith("[...]"):
             text += " [...]"
@@ -227,7 +132,7 @@ def _pivot_cell(r: dict[str, Any] | None) -> str:
     med = F.median(r)
     rel = f" ±{50 * (q[2] - q[0]) / med:.0f}%" if q and med else ""
     mark = {"noisy": " (noisy)", "stalled": " (STALLED)"}.get(F.shaky(r), "")
-    first = _first(r)
+    first = first_call(r)
     return (f"{_fmt_time(med)}{rel}{mark}"
             + (f"\nfirst call {_fmt_time(first)}" if first is not None else ""))
 
@@ -263,71 +168,6 @@ def _pivots(rs: list[dict[str, Any]]) -> list[Block]:
                         if r.get("status") == "skipped"})
         if skips:
             out.append(("ul", [f"skipped on {x}" for x in skips]))
-    return out
-
-
-def _summary_blocks(records: list[dict[str, Any]], env: dict[str, Any],
-                    figures: Sequence[dict[str, Any]] = ()) -> list[Block]:
-    """The summary: the figure first (the answer at a glance), then a sentence per workload."""
-    secs = {F.section_of(r) for r in records}
-    rows = []
-    for w in F.summary(records):
-        link = next((s for s in w["sections"] if s in secs), None)
-        rows.append([("link", w["title"], _anchor(link)) if link else w["title"],
-                     ", ".join(w["sections"]), w["line"]])
-    return [
-        ("h", 2, "Summary: which library for which workload", "summary"),
-        *(("img", p) for p in figures),
-        ("p", "Measured on: " + F.machine_line(env, records) + ". Each line is this "
-              "machine's answer, not a general one. A backend is named only when the "
-              "interval of its speed-up over every other backend lies at or above "
-              f"{F.MIN_MARGIN:.2f}x; otherwise: tie within noise. The interval is the runner's "
-              "95% interval over the paired rounds where the backends were measured side "
-              "by side, else the span of the two cells' quartiles. "
-              "Numbers in brackets are that interval, against the runner-up."),
-        ("table", ["workload", "sections", "recommendation (margin over the runner-up)"], rows),
-    ]
-
-
-def _article_blocks(records: list[dict[str, Any]], env: dict[str, Any],
-                    peaks: dict[str, Any]) -> list[Block]:
-    have = {str(r.get("dtype")) for r in records if F.good(r)}
-    rows = [[a["section"], a["item"], a["article"], *a["own"], *a["float64"], *a["float32"],
-             a["gpu"]] for a in F.article_rows(records)]
-    out: list[Block] = [
-        ("h", 2, "The article side by side", "article"),
-        ("p", "Each table row of the article (its figures are per-call milliseconds, "
-              f"setup: {F.ARTICLE_SETUP}) next to the same operation here, measured three "
-              "ways: in the article's own setup (NumPy float64 against torch-cpu float32), "
-              "and in fair ones (both in float64, both in float32; every backend with the "
-              "run's threads). Ratios are NumPy time / torch-cpu time (>1: torch faster), "
-              "with the interval from the paired rounds where both cells were measured side "
-              "by side (the fair columns), else from the two cells' quartiles; the verdict "
-              "compares the direction with the article's."
-              + ("" if {"float64", "float32"} <= have else
-                 " This report has one dtype only: the article's setup and the other fair "
-                 "column need a run in the other dtype (xlinalg report f64.jsonl f32.jsonl).")),
-        ("table", ["sec", "article item", "article (its setup)",
-                   "here, article's setup: NumPy f64 / torch f32", "verdict",
-                   "here, fair float64: NumPy / torch", "verdict",
-                   "here, fair float32: NumPy / torch", "verdict", "GPU"], rows),
-        ("p", "The claims the article makes in words (listed in xlinalg's documentation, "
-              "\"The two source documents\"):"),
-    ]
-    drift = F.cross_dtype_drift(records)
-    if drift is not None:
-        x, txt = drift
-        out.insert(2, ("p", (
-            "Caution: the float64 and float32 cells come from separate runs, so the "
-            "article's-setup column compares cells measured at different times. The "
-            f"machine's speed, read from cells that do not depend on the dtype (the "
-            f"streaming calibration's GB/s), differed by "
-            f"up to {x:.2f}x between the runs ({txt})"
-            + (": the machine was much busier in one run, so read those ratios as rough and "
-               "prefer the fair columns, measured within one run." if x > 1.25 else
-               ": the machine ran at a similar speed in both."))))
-    rows = [[c["claim"], c["verdict"], c["evidence"]] for c in F.claims(records, env, peaks)]
-    out.append(("table", ["claim", "verdict", "numbers"], rows))
     return out
 
 
@@ -384,7 +224,7 @@ def _run_line(f: ResultsFile, i: int, shown: int) -> str:
             f"calibration GEMM: {', '.join(gemm) if gemm else 'not in this run'}")
 
 
-def _anchor(section: str | None) -> str:
+def anchor(section: str | None) -> str:
     return "sec-" + "".join(c for c in str(section).lower() if c.isalnum())
 
 
@@ -404,11 +244,13 @@ def _plain(records: Iterable[ResultRecord]) -> list[dict[str, Any]]:
 
 
 def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
-                 extra: list[ResultsFile] | None = None) -> tuple[list[Block], list[dict]]:
+                 extra: list[ResultsFile] | None = None, study: Study | None = None,
+                 ) -> tuple[list[Block], list[dict]]:
     """The document blocks and plot list for a :class:`ResultsFile` (and `extra` files
-    of the same machine, e.g. the float32 run next to the float64 one)."""
+    of the same machine, e.g. the float32 run next to the float64 one); `study` adds
+    its section titles, its parts of the report and its plots."""
     files = [res, *(extra or [])]
-    latest, source, superseded = _merge_files(files)
+    latest, source, superseded = merge_files(files)
     records = _plain(latest.values())
     origin = ({id(r): _run_label(source[k]) for k, r in latest.items()}
               if len(files) > 1 else None)
@@ -419,11 +261,12 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
     if plots and records:
         from ._plots import make_plots
 
-        plot_list = make_plots(records, outdir)
+        plot_list = make_plots(records, outdir, study)
     by_sec_plots: dict[str, list[dict]] = {}
     for p in plot_list:
         by_sec_plots.setdefault(str(p.get("section", "")), []).append(p)
     secs = F.sections(records)
+    titles = {**F.SECTION_TITLES, **(study.section_titles if study is not None else {})}
     blocks: list[Block] = [("h", 1, "xlinalg benchmark report")]
     counts: dict[str, int] = {}
     for r in records:
@@ -433,7 +276,7 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
                    + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")."))
     blocks.extend(("p", f"Warning: {w}") for f in files for w in f.warnings)
     blocks.extend(("p", f"Warning: {w}") for w in _mixing_warnings(res, files[1:], records))
-    blocks.extend(("p", f"Warning: {w}") for w in _superseded_warnings(files, superseded))
+    blocks.extend(("p", f"Warning: {w}") for w in superseded_warnings(files, superseded))
     if len(files) > 1:
         blocks.append(("p", "The runs in this report, and how fast the machine was in each "
                             "(the calibration GEMM and the share of noisy cells: numbers from "
@@ -442,20 +285,21 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
                             "cell comes from:"))
         n_shown = [sum(1 for i in source.values() if i == j) for j in range(len(files))]
         blocks.append(("ul", [_run_line(f, i, n_shown[i]) for i, f in enumerate(files)]))
-    blocks += _summary_blocks(records, env, by_sec_plots.get("summary", []))
-    toc: list[tuple[str, str]] = [("Summary", "summary"),
-                                  ("The article side by side", "article"),
-                                  ("The question: many small systems (Q1-Q4)", "question")]
-    toc += [(f"{sec}: {F.SECTION_TITLES.get(sec, '')}", _anchor(sec)) for sec in secs]
+    parts = (study.report(records, env, peaks, by_sec_plots)
+             if study is not None and study.report is not None else [])
+    for part in parts:
+        if part.lead:
+            blocks += part.blocks
+    toc: list[tuple[str, str]] = [part.toc for part in parts if part.lead]
+    toc += [part.toc for part in parts if not part.lead]
+    toc += [(f"{sec}: {titles.get(sec, '')}", anchor(sec)) for sec in secs]
     toc += [("Environment and this machine's peaks", "environment")]
     blocks += [("h", 2, "Contents", "contents"), ("toc", toc)]
-    blocks += _article_blocks(records, env, peaks)
-    blocks.append(("h", 2, "The question: many small systems (Q1-Q4)", "question"))
-    blocks += _loop_blocks(records)
-    for p in by_sec_plots.get("question", []):
-        blocks.append(("img", p))
+    for part in parts:
+        if not part.lead:
+            blocks += part.blocks
     for sec, rs in secs.items():
-        blocks.append(("h", 2, f"{sec}: {F.SECTION_TITLES.get(sec, '')}", _anchor(sec)))
+        blocks.append(("h", 2, f"{sec}: {titles.get(sec, '')}", anchor(sec)))
         docs = sorted({str(r.get("case_doc")) for r in rs if r.get("case_doc")})
         if docs:
             blocks.append(("ul", docs))
@@ -488,7 +332,7 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
     return blocks, plot_list
 
 
-def _merge_files(files: list[ResultsFile]) -> tuple[
+def merge_files(files: list[ResultsFile]) -> tuple[
         dict[str, ResultRecord], dict[str, int], dict[tuple[int, int], list[ResultRecord]]]:
     """The cells a report over `files` shows: (key -> record, key -> index of the file
     it comes from, (earlier file, later file) -> the earlier file's records the later
@@ -507,7 +351,7 @@ def _merge_files(files: list[ResultsFile]) -> tuple[
     return latest, source, superseded
 
 
-def _superseded_warnings(files: list[ResultsFile],
+def superseded_warnings(files: list[ResultsFile],
                          superseded: dict[tuple[int, int], list[ResultRecord]]) -> list[str]:
     """One warning per pair of files where the later one replaced cells of the earlier."""
     out = []
@@ -623,7 +467,7 @@ def render_html(blocks: list[Block]) -> str:
 
 
 def write_report(results: list[str | Path], outdir: Path | None = None, plots: bool = True,
-                 ) -> tuple[Path, int]:
+                 study: Study | None = None) -> tuple[Path, int]:
     """Read `results` (the first names the default directory), write report.md,
     report.html and the plots; return (directory, number of plots).
     Raises ResultsFileError for an unreadable file, OSError for the directory, and
@@ -637,35 +481,7 @@ def write_report(results: list[str | Path], outdir: Path | None = None, plots: b
     src = Path(results[0])
     outdir = outdir if outdir is not None else src.with_name(src.stem + "-report")
     outdir.mkdir(parents=True, exist_ok=True)
-    blocks, plot_list = build_report(files[0], outdir, plots=plots, extra=files[1:])
+    blocks, plot_list = build_report(files[0], outdir, plots=plots, extra=files[1:], study=study)
     write_output(outdir / "report.md", render_md(blocks, outdir))
     write_output(outdir / "report.html", render_html(blocks))
     return outdir, len(plot_list)
-
-
-def run(args: argparse.Namespace) -> int:
-    from ._store import ResultsFileError, read_results
-
-    paths = [args.results, *(getattr(args, "more", None) or [])]
-    try:
-        files = [read_results(p, warn=False) for p in paths]
-    except ResultsFileError as exc:
-        print(terminal(f"xlinalg report: error: {exc}"), file=sys.stderr)
-        return EXIT_USAGE
-    for w in [w for f in files for w in f.warnings] + _superseded_warnings(
-            files, _merge_files(files)[2]):
-        print(terminal(f"xlinalg report: warning: {w}"), file=sys.stderr)
-    try:
-        outdir, n = write_report(paths, Path(args.out) if args.out else None,
-                                 plots=not getattr(args, "no_plots", False))
-    except ResultsFileError as exc:
-        print(terminal(f"xlinalg report: error: {exc}"), file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:
-        where = f" {exc.filename}" if exc.filename else ""
-        print(terminal(f"xlinalg report: error: cannot write the report{where}: "
-                       f"{exc.strerror or exc}"), file=sys.stderr)
-        return EXIT_USAGE
-    print(terminal(f"wrote {outdir / 'report.md'}, {outdir / 'report.html'} and {n} plot(s) "
-                   f"(PNG) in {outdir}"))
-    return EXIT_OK

@@ -1,7 +1,7 @@
 """Running a benchmark: plan the cells, time them in worker processes, store each result.
 
 >>> from xlinalg.bench import RunConfig, run_benchmark
->>> summary = run_benchmark(RunConfig(backends=["numpy"], cases=["solve"], scale="quick",
+>>> summary = run_benchmark(RunConfig(backends=["numpy"], cases=["calib_gemm"], scale="quick",
 ...                                   out="results.jsonl"))            # doctest: +SKIP
 
 Cells run side by side (:mod:`xlinalg.bench._sidebyside`): each (case, size,
@@ -220,7 +220,7 @@ def validate_config(config: RunConfig) -> RunConfig:
     except ValueError as exc:
         raise BenchUsageError(str(exc)) from None
     if not config.cases:
-        from .cases import CALIBRATION_CASES
+        from ._calibration import CALIBRATION_CASES
 
         # Every case but the opt-in groups'; the calibration ones come from
         # `calibrate` (plan_cells).
@@ -345,7 +345,7 @@ def plan_cells(config: RunConfig) -> list[dict[str, Any]]:
 
     validate_config(config)
     timer = config.timer_config()
-    from .cases import CALIBRATION_CASES
+    from ._calibration import CALIBRATION_CASES
 
     cases = list(config.cases or ())
     added = [c for c in CALIBRATION_CASES if config.calibrate and c not in cases]

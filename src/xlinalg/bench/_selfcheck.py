@@ -40,7 +40,8 @@ def fence_selfcheck(
     configure: bool = True,
     state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Time a square ``matmul`` (case ``a1_gemm``) at two sizes on `backend` in this process.
+    """Time a square ``matmul`` (the calibration case ``calib_gemm``) at two sizes on
+    `backend` in this process.
 
     Returns ``{"backend", "sizes", "median_s", "min_s", "ratio", "work_ratio",
     "ok", "attempts"}``: ``ratio`` is the large size's fastest sample over the
@@ -82,10 +83,10 @@ def fence_selfcheck(
 
 def _time_matmul(backend: str, n: int, dtype: str, cfg: TimerConfig,
                  state: dict[str, Any]) -> dict[str, Any]:
-    """The ``time`` of a cell of ``a1_gemm`` at size `n`; a cell that fails raises."""
+    """The ``time`` of a cell of ``calib_gemm`` at size `n`; a cell that fails raises."""
     from ._cell import execute_cell, make_cell
 
-    rec = execute_cell(make_cell("a1_gemm", backend, n, dtype=dtype, timer=cfg, memory=False),
+    rec = execute_cell(make_cell("calib_gemm", backend, n, dtype=dtype, timer=cfg, memory=False),
                        backend_state=state)
     if rec["status"] not in ("ok", "unchecked"):
         raise RuntimeError(

@@ -35,6 +35,7 @@ SIGINT is ignored here: the runner owns the interrupt and stops workers itself.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import signal
@@ -134,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--allow-tf32", action="store_true")
     p.add_argument("--case-file", action="append", default=[])
+    p.add_argument("--case-module", action="append", default=[],
+                   help="a module whose import registers cases (a study's)")
     p.add_argument("--memory-limit", type=int, default=None, help="RLIMIT_AS in bytes")
     p.add_argument("--parent", type=int, default=None)
     p.add_argument("--affinity", type=int, default=None, help="use only the first N CPUs")
@@ -164,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
 
         get_backend(args.backend).require()
         configure_backend(args.backend, threads=args.threads, allow_tf32=args.allow_tf32)
+        for mod in args.case_module:  # a study's cases (xlinalg.bench.load_study)
+            importlib.import_module(mod)
         for f in args.case_file:
             with exit_guard():  # os._exit at import: a reason, not a silent death
                 load_case_file(f)

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..backends import get_backend
 from ._cases import format_size, get_case
+from ._study import study_case_modules
 
 __all__ = ["ClientFailure", "Pool", "Worker", "WorkerClient", "WorkerError", "failed_record"]
 
@@ -83,6 +84,8 @@ class Worker:
             cmd += ["--threads", str(self.config.threads)]
         if self.config.allow_tf32:
             cmd.append("--allow-tf32")
+        for mod in study_case_modules():  # a study's cases: imported by module path
+            cmd += ["--case-module", mod]
         for f in self.config.case_files:
             cmd += ["--case-file", str(Path(f).resolve())]
         if self.config.memory_limit:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ._fields import good, has_tag, median, section_of, side, size_key
-from ._verdicts import quartiles
+from ...bench._findings._fields import good, has_tag, median, section_of, side, size_key
+from ...bench._findings._verdicts import quartiles
 
 __all__ = ["crossovers", "loop_vs_batched", "sweep_records"]
 

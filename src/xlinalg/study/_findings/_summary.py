@@ -5,9 +5,26 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ._fields import good, has_tag, is_gpu, median, median_or_inf, section_of, side, size_key
+from ...bench._findings._fields import (
+    good,
+    has_tag,
+    is_gpu,
+    median,
+    median_or_inf,
+    section_of,
+    side,
+    size_key,
+)
+from ...bench._findings._verdicts import (
+    MIN_MARGIN,
+    fmt_interval,
+    fmt_ratio,
+    ratio,
+    verdict,
+    verdict_text,
+    winners,
+)
 from ._solves import sweep_records
-from ._verdicts import MIN_MARGIN, fmt_interval, fmt_ratio, ratio, verdict, verdict_text, winners
 
 __all__ = ["WORKLOADS", "machine_line", "summary"]
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cases import Case, backend_object, register_case
+from ...bench._cases import Case, backend_object, register_case
 from ._common import diagonal_shift, own, prepared, solve_setup, when_lazy
 
 __all__: list[str] = []

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cases import Case, register_case
+from ._cases import Case, register_case
 
 __all__ = ["CALIBRATION_CASES"]
 

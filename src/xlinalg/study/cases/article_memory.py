@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...backends import BACKEND_NAMES, get_backend
-from .._cases import Case, backend_object, native_dtype, register_case
+from ...bench._cases import Case, backend_object, native_dtype, register_case
 from ._common import (
     A1_SIZES,
     F16_DTYPES,

@@ -6,7 +6,7 @@ declared, for the reports of results files written while they existed.
 
 from __future__ import annotations
 
-from .._cases import RetiredCase, retire_case
+from ...bench._cases import RetiredCase, retire_case
 
 __all__: list[str] = []
 

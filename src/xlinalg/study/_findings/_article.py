@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._fields import ARTICLE_NUMPY, ARTICLE_TORCH_CPU, find_cell, good, is_gpu, median, positive
-from ._verdicts import (
+from ...bench._findings._fields import find_cell, good, is_gpu, median, positive
+from ...bench._findings._verdicts import (
     MIN_MARGIN,
     fmt_interval,
     fmt_ratio,
@@ -15,6 +15,7 @@ from ._verdicts import (
     ratio,
     shaky,
 )
+from ._setup import ARTICLE_NUMPY, ARTICLE_TORCH_CPU
 
 __all__ = ["ARTICLE_SETUP", "ARTICLE_TABLES", "article_rows", "compare_text", "cross_dtype_drift",
            "fmt_ms"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cases import backend_object
+from ...bench._cases import backend_object
 
 __all__ = ["A1", "A1_SIZES", "F16_DTYPES", "gemm_bytes", "gemm_flops",
            "gemm_rtol", "gemm_setup", "mkn", "own", "prepared", "shape2", "sigmoid_ref",

@@ -7,9 +7,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from ._fields import (
-    ARTICLE_NUMPY,
-    ARTICLE_TORCH_CPU,
+from ...bench._findings._fields import (
     find_cell,
     good,
     has_tag,
@@ -18,7 +16,8 @@ from ._fields import (
     section_of,
     size_key,
 )
-from ._verdicts import cells, fmt_interval, fmt_ratio, ratio
+from ...bench._findings._verdicts import cells, fmt_interval, fmt_ratio, ratio
+from ._setup import ARTICLE_NUMPY, ARTICLE_TORCH_CPU
 
 __all__ = ["claims"]
 

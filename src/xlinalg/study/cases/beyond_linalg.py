@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cases import Case, register_case
+from ...bench._cases import Case, register_case
 
 __all__: list[str] = []
 

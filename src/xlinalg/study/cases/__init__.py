@@ -1,9 +1,10 @@
-"""The built-in benchmark cases (docs/sources.md lists the documents' parts), one module
-per part of the documents.
+"""The documents' benchmark cases (docs/sources.md lists the documents' parts), one
+module per part of the documents.
 
 Importing this package registers every case, in document order (the order
-``xlinalg bench`` runs them and ``--list-cases`` lists them): the calibration
-cases, the question's Q1-Q4, then the article's A1-A15, then the opt-in section
+``xlinalg bench`` runs them and ``--list-cases`` lists them), after the
+harness's calibration cases (:mod:`xlinalg.bench._calibration`): the
+question's Q1-Q4, then the article's A1-A15, then the opt-in section
 beyond the documents (:mod:`.beyond_linalg`, ``--cases linalg``; not in the default
 run), and :mod:`.retired` records the removed cases and their successors. Each case is one :func:`~xlinalg.bench.register_case` call; the case
 type and the registry are in :mod:`xlinalg.bench._cases`.
@@ -16,11 +17,10 @@ from __future__ import annotations
 
 # Each module registers its cases when imported: this order is the run order.
 # isort: off
-from . import calibration, questions, retired  # noqa: F401
+from . import questions, retired  # noqa: F401
 from . import article_dense, article_elementwise, article_linalg  # noqa: F401
 from . import article_memory, article_compiled  # noqa: F401
 from . import beyond_linalg  # noqa: F401  (opt-in: --cases linalg)
-from .calibration import CALIBRATION_CASES
 # isort: on
 
-__all__ = ["CALIBRATION_CASES"]
+__all__: list[str] = []

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cases import Case, register_case
+from ...bench._cases import Case, register_case
 from ._common import F16_DTYPES, gemm_rtol
 
 __all__: list[str] = []
