@@ -5,6 +5,7 @@ is written and synced, never inside it."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sys
 import threading
@@ -40,6 +41,16 @@ def other_thread():
     t.join(timeout=30)
 
 
+def _wait_for_delivery(wakeup_r: int) -> None:
+    """Wait until the operating system has delivered the signal to some thread (its
+    C-level handler writes to the wakeup fd). A thread-directed signal waits for its
+    thread to be scheduled: on a loaded machine that can be after the whole write,
+    and the test would see the signal land after the line by chance, not by design."""
+    ready, _, _ = select.select([wakeup_r], [], [], 600)
+    assert ready, "the signal was never delivered"
+    os.read(wakeup_r, 1)
+
+
 @pytest.mark.parametrize("to", ["process", "other thread"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_during_a_record_write_lands_after_the_line(tmp_path, monkeypatch, sig, to,
@@ -53,6 +64,9 @@ def test_a_signal_during_a_record_write_lands_after_the_line(tmp_path, monkeypat
         raise Terminated(signal.Signals(signum).name)
 
     old_handler = signal.signal(sig, _handler)
+    wakeup_r, wakeup_w = os.pipe()
+    os.set_blocking(wakeup_w, False)
+    old_wakeup = signal.set_wakeup_fd(wakeup_w)
     try:
         with ResultStore(path) as store:
             store.write_header({}, {})
@@ -72,6 +86,7 @@ def test_a_signal_during_a_record_write_lands_after_the_line(tmp_path, monkeypat
                         else:
                             assert other_thread.ident is not None
                             signal.pthread_kill(other_thread.ident, sig)
+                        _wait_for_delivery(wakeup_r)
                     n = real_write(bytes(data[:1000]))
                     seen.append("write")  # (a handler run inside this call comes first)
                     chunks.append(n)
@@ -92,6 +107,9 @@ def test_a_signal_during_a_record_write_lands_after_the_line(tmp_path, monkeypat
             monkeypatch.undo()
     finally:
         signal.signal(sig, old_handler)
+        signal.set_wakeup_fd(old_wakeup)
+        os.close(wakeup_r)
+        os.close(wakeup_w)
     # the signal was held while the line was written, and delivered once after it
     assert len(chunks) >= 5, seen  # the record took several write calls
     assert seen == ["signal sent"] + ["write"] * len(chunks) + ["fsync", "handler"], seen
