@@ -20,8 +20,8 @@ from ._lib._declare import declare
 from ._lib._dispatch import adapter1, fast_paths
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
-from ._linalg import svdvals
 from ._matrix import matrix_input, real_dtype
+from ._orthogonal import svdvals
 from .backends._base import Adapter
 from .backends._numpy import NUMPY
 
