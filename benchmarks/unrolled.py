@@ -499,7 +499,7 @@ def wall(backend: str, n: int, batch: int, dtype: str, k: int = 1) -> list[dict[
     written), the default call's first call and the number of default calls before it
     ran the numba kernel (``method="auto"`` amortizes loading it: docs/unrolled.md)."""
     import xlinalg as xl
-    from xlinalg._unrolled import _numba
+    from xlinalg._kernels import _numba
 
     case = CASES[backend](n, batch, dtype)
     if k != 1:

@@ -36,7 +36,8 @@ from hypothesis.extra import numpy as hnp
 import xlinalg as xl
 from conftest import BackendCase, require_backend, tolerance
 from xlinalg import _unrolled as U
-from xlinalg._unrolled import _inplace, _schedule, _selection
+from xlinalg._kernels import _inplace, _schedule
+from xlinalg._unrolled import _selection
 from xlinalg.backends import _jax as jax_backend
 from xlinalg.backends import _numpy as numpy_backend
 from xlinalg.backends import _torch as torch_backend
@@ -477,7 +478,7 @@ def c_kernels(tmp_path_factory: pytest.TempPathFactory):
     cases = [(n, lay, t) for n in (1, 2, 3, 5, U.MAX_N) for lay in U.LAYOUTS for t in ("double", "float")]
     src = [_HARNESS]
     for n, lay, t in cases:
-        body = _schedule._c_source(n, lay).replace("\n", " \\\n")
+        body = _schedule.c_source(n, lay).replace("\n", " \\\n")
         src.append(f"KERNEL(k_{n}_{lay.replace('-', '_')}_{t}, {t}, {body})\n")
     d = tmp_path_factory.mktemp("ckern")
     (d / "k.cpp").write_text("\n".join(src))

@@ -23,8 +23,8 @@ import pytest
 import xlinalg as xl
 from conftest import require_backend
 from xlinalg import _unrolled as U
+from xlinalg._kernels import _numba
 from xlinalg._lib import _singular
-from xlinalg._unrolled import _numba
 
 pytest.importorskip("numba")
 
@@ -33,7 +33,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 def test_generated_file_is_current() -> None:
     text = pathlib.Path(_numba.GENERATED_FILE).read_text(encoding="utf-8")
-    assert text == _numba.generated_source(U.MAX_N), "run: python -m xlinalg._unrolled._numba"
+    assert text == _numba.generated_source(U.MAX_N), "run: python -m xlinalg._kernels._numba"
 
 
 def test_import_does_not_load_numba() -> None:
@@ -201,7 +201,7 @@ def test_first_call_loads_from_disk_cache(tmp_path: pathlib.Path) -> None:
     code = textwrap.dedent(
         """
         import numpy as np
-        from xlinalg._unrolled import _numba
+        from xlinalg._kernels import _numba
         run = _numba.make_kernel(2, np.float64)
         run(np.eye(2)[None], np.ones((1, 2, 1)))
         d = _numba._DISPATCHERS[(2, "float64")]

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from conftest import require_backend
-from xlinalg._unrolled import _numba, _selection
+from xlinalg._kernels import _numba
+from xlinalg._unrolled import _selection
 from xlinalg.bench import _tune as T
 
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
@@ -104,7 +105,7 @@ _CACHE_CHECK = textwrap.dedent(
     """
     import json, sys
     import numpy as np
-    from xlinalg._unrolled import _numba
+    from xlinalg._kernels import _numba
     before = [_numba.cached_on_disk(1, "float64"), _numba.cached_on_disk(1, "float32")]
     if sys.argv[1] == "compile":
         _numba.make_kernel(1, np.float64)(np.ones((1, 1, 1)), np.ones((1, 1, 1)))
@@ -136,7 +137,7 @@ def test_cached_on_disk_reads_numbas_index(tmp_path: pathlib.Path) -> None:
     idx.write_bytes(data.replace(stamp, bytes(32)))
     if not in_tree:
         assert ask("look")[0] is False
-    code = "import sys, xlinalg._unrolled._numba as m; m.cached_on_disk(1, 'float64'); print('numba' in sys.modules)"
+    code = "import sys, xlinalg._kernels._numba as m; m.cached_on_disk(1, 'float64'); print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "False"
 

@@ -9,16 +9,20 @@ own runs the schedule eagerly over the standard's functions.
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
+from .._kernels._build import Kernel, make_generic
+from .._kernels._schedule import GENERATED_PREFIX
 from ..backends import BACKEND_NAMES, get_backend
 from ..backends._adapter import Adapter
-from ._build import _Kernel, _make_generic
-from ._schedule import _LOCK, GENERATED_PREFIX
 
-_KERNELS: dict[tuple[Any, ...], _Kernel] = {}
+#: guards the kernel caches (here, in ``_solve`` and in ``_selection``)
+_LOCK = threading.RLock()
+
+_KERNELS: dict[tuple[Any, ...], Kernel] = {}
 #: solve_adapter's arguments -> kernel (see there)
-_RESOLVED: dict[tuple[Any, ...], _Kernel] = {}
+_RESOLVED: dict[tuple[Any, ...], Kernel] = {}
 
 
 def clear_cache() -> None:
@@ -82,7 +86,7 @@ def _resolve_compile(backend: str, compile: bool | None, complex_: bool) -> bool
     return True
 
 
-def _kernel(ad: Adapter, backend: str, n: int, a: Any, layout: str, compiled: bool) -> _Kernel:
+def _kernel(ad: Adapter, backend: str, n: int, a: Any, layout: str, compiled: bool) -> Kernel:
     dtype = a.dtype
     dname = ad.dtype_name(dtype)
     device = ad.device(a)
@@ -93,9 +97,9 @@ def _kernel(ad: Adapter, backend: str, n: int, a: Any, layout: str, compiled: bo
         return kern
     run = get_backend(backend).unrolled_kernel(n, layout, dtype, device, compiled)
     if run is None:  # the standard's functions, eagerly
-        run = _make_generic(ad, n, layout, dtype, device)
+        run = make_generic(ad, n, layout, dtype, device)
     with _LOCK:
-        return _KERNELS.setdefault(key, _Kernel(key, run))
+        return _KERNELS.setdefault(key, Kernel(key, run))
 
 
 def is_warm(backend: str, n: int, dtype_name: str, batch: int | None = None) -> bool:

@@ -12,11 +12,11 @@ import math
 import os
 from typing import Any, NamedTuple
 
+from .._kernels._schedule import MAX_N
 from .._lib import _validate
 from ..backends import BACKEND_NAMES, get_backend
 from ..backends._adapter import Adapter
 from ._cache import _KERNELS, _LOCK, is_warm
-from ._schedule import MAX_N
 
 
 class SelectionRule(NamedTuple):
@@ -56,7 +56,7 @@ def _load_selection(path: str | None = None) -> dict[tuple[str, str], SelectionR
         path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_unrolled_selection.json")
     with open(path, encoding="utf-8") as f:
         rules = json.load(f)["rules"]
-    from ._numba import numba_problem
+    from .._kernels._numba import numba_problem
 
     table: dict[tuple[str, str], SelectionRule] = {}
     for r in rules:
@@ -177,7 +177,7 @@ def prefer_unrolled(backend_name: str, n: int, batch: int, dtype_name: str) -> b
         return False
     extra = rule.extra_first_call_s[n - 1]
     if rule.compiler == "numba":  # NumPy's compiled kernel, shared by every CPU library
-        from ._numba import cached_on_disk, is_compiled
+        from .._kernels._numba import cached_on_disk, is_compiled
 
         if is_compiled(n, dtype_name):
             return True

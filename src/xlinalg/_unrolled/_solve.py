@@ -7,15 +7,15 @@ from typing import Any
 
 import numpy as np
 
+from .._kernels._build import Kernel
+from .._kernels._numba import numba_problem
+from .._kernels._schedule import LAYOUTS, MAX_N
 from .._lib import _dispatch, _singular, _validate
 from .._lib._errors import LinAlgError
 from ..backends import get_backend
 from ..backends._adapter import Adapter, _singular_message, _to_batch, singular_members
 from ..backends._numpy import NUMPY
-from ._build import _Kernel
 from ._cache import _LOCK, _RESOLVED, _kernel, _resolve_compile
-from ._numba import numba_problem
-from ._schedule import LAYOUTS, MAX_N
 
 
 def _raise_singular(mask: np.ndarray, batch_shape: tuple[int, ...]) -> None:
@@ -93,7 +93,7 @@ def _host_verdict(ad: Adapter, a: Any, bm: Any, xm: Any, bad: Any) -> tuple[np.n
     return sing, singular_members(np, sing, scale, b_h)
 
 
-def _traced(ad: Adapter, kern: _Kernel, x: Any) -> bool:
+def _traced(ad: Adapter, kern: Kernel, x: Any) -> bool:
     """Whether `x` is inside the caller's trace or compile (no exception possible there)."""
     return ad.traced(x) or (kern.traced is not None and kern.traced(x))
 
@@ -178,7 +178,7 @@ def solve_adapter(
     return x[..., 0] if vector else x
 
 
-def _resolve(ad: Adapter, a: Any, n: int, layout: str | None, compile: bool | None) -> tuple[str, _Kernel | None]:
+def _resolve(ad: Adapter, a: Any, n: int, layout: str | None, compile: bool | None) -> tuple[str, Kernel | None]:
     """The layout and kernel for these arguments (kernel None: blockwise, Dask); argument errors raised here."""
     if n > MAX_N:
         raise ValueError(

@@ -465,7 +465,7 @@ class Backend:
     def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,
                         compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
         """This backend's unrolled solve for one (n, layout, dtype, device, compiled):
-        ``run(a, bm) -> (x, singular)`` (``xlinalg._unrolled._build._Kernel``), or
+        ``run(a, bm) -> (x, singular)`` (``xlinalg._kernels._build.Kernel``), or
         None: the schedule over the standard's functions, eagerly."""
         return None
 

@@ -231,27 +231,27 @@ class CuPyBackend(Backend):
 # ---------------------------------------------------------------------- the unrolled solver
 def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[..., tuple[Any, Any]]:
     """The unrolled schedule as one CUDA elementwise kernel (float32/float64): one
-    thread per system, the factorization in registers (``_schedule._c_source``)."""
+    thread per system, the factorization in registers (``_schedule.c_source``)."""
     import cupy as cp
 
-    from .._unrolled._build import _flatten
-    from .._unrolled._schedule import _c_source, _std_namespace
+    from .._kernels._build import flatten
+    from .._kernels._schedule import c_source, std_namespace
 
     kernel = cp.ElementwiseKernel(
         "raw T a, raw T b, raw T nanv, raw T tolv, int64 nb, int64 k",
         "raw T x, raw bool bad",
-        _c_source(n, layout),
+        c_source(n, layout),
         f"xlinalg_unrolled_solve_n{n}_{layout.replace('-', '_')}",
         preamble="",
     )
     # array-api-compat's CuPy namespace: CuPy 13 has no permute_dims or concat
     import array_api_compat.cupy as xcp
 
-    ns = _std_namespace(xcp)
+    ns = std_namespace(xcp)
 
     def run(a: Any, bm: Any) -> tuple[Any, Any]:
         with a.device:
-            a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
+            a3, b3, batch, nb, k = flatten(ns, a, bm, n)
             nanv = cp.full((1,), float("nan"), dtype=dtype)
             tolv = cp.full((1,), _singular.tolerance(cp, dtype, n), dtype=dtype)  # the rule's
             if layout == "batch-first":

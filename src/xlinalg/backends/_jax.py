@@ -639,12 +639,12 @@ def make_unrolled_kernel(n: int, layout: str, compiled: bool, cpu: bool) -> Call
     import jax
     import jax.numpy as jnp
 
-    from .._unrolled._build import _chunks, _flatten
-    from .._unrolled._schedule import _assemble_select, _python_function, _std_namespace
+    from .._kernels._build import chunks, flatten
+    from .._kernels._schedule import assemble_select, python_function, std_namespace
 
-    ns = _std_namespace(jnp)
+    ns = std_namespace(jnp)
     ns.arange = jnp.arange
-    core = _python_function(n, layout, ns)
+    core = python_function(n, layout, ns)
     chunk = UNROLLED_CPU_CHUNK if cpu else 0
 
     def solve3(a3: Any, b3: Any) -> Any:
@@ -652,12 +652,12 @@ def make_unrolled_kernel(n: int, layout: str, compiled: bool, cpu: bool) -> Call
         nan = jnp.asarray(float("nan"), dtype=a3.dtype)
         tol = jnp.abs(one) * _singular.tolerance(jnp, a3.dtype, n)  # real
         rows, _ = core(a3, b3, one, nan, tol)
-        return _assemble_select(ns, rows, layout)
+        return assemble_select(ns, rows, layout)
 
     def solve_flat(a3: Any, b3: Any, nb: int, k: int) -> Any:
         if not chunk or nb <= chunk:
             return solve3(a3, b3)
-        m, c = _chunks(nb, chunk)
+        m, c = chunks(nb, chunk)
         head = m * c
         ac = jnp.reshape(a3[:head], (m, c, n, n))
         bc = jnp.reshape(b3[:head], (m, c, n, k))
@@ -670,7 +670,7 @@ def make_unrolled_kernel(n: int, layout: str, compiled: bool, cpu: bool) -> Call
     def whole(a: Any, bm: Any, vector: bool = False) -> tuple[Any, Any]:
         if vector:  # inside the program: eager JAX indexing costs a dispatch a call
             bm = bm[..., None]
-        a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
+        a3, b3, batch, nb, k = flatten(ns, a, bm, n)
         x = jnp.reshape(solve_flat(a3, b3, nb, k), (*batch, n, k))
         flag = ~jnp.all(jnp.isfinite(jax.lax.optimization_barrier(x)))  # (dropped when unused)
         return (x[..., 0] if vector else x), flag

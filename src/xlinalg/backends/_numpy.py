@@ -624,21 +624,21 @@ class NumPyBackend(Backend):
 
     def unrolled_compiler(self, complex_: bool) -> str | None:
         # numba, where installed (an optional extra): found without importing it
-        from .._unrolled._numba import numba_problem
+        from .._kernels._numba import numba_problem
 
         return "numba" if numba_problem() is None else None
 
     def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,
                         compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
         if compiled:  # one compiled loop over the batch, any layout read in place
-            from .._unrolled._numba import make_kernel
+            from .._kernels._numba import make_kernel
 
             return make_kernel(n, dtype)
         return make_unrolled_kernel(n, layout, dtype)
 
 
 # ---------------------------------------------------------------------- the unrolled solver
-#: batch-last: systems per chunk of the in-place program (``xlinalg._unrolled._inplace``:
+#: batch-last: systems per chunk of the in-place program (``xlinalg._kernels._inplace``:
 #: its buffers stay in the cache; docs/unrolled.md), for one right-hand side
 UNROLLED_CHUNK = 4096
 
@@ -657,8 +657,8 @@ def unrolled_namespace() -> Any:
 def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
     """NumPy's unrolled solve, eagerly: batch-last runs the in-place program by chunks,
     batch-first the Python rendering."""
-    from .._unrolled._build import _eager_run
-    from .._unrolled._schedule import _python_function
+    from .._kernels._build import eager_run
+    from .._kernels._schedule import python_function
 
     ns = unrolled_namespace()
     one, nan = np.asarray(1, dtype=dtype), np.asarray(np.nan, dtype=dtype)
@@ -666,7 +666,7 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any) -> Callable[[Any, Any]
     if layout == "batch-last":
         run = _chunked(ns, n, dtype, one, nan, tol)
     else:
-        run = _eager_run(ns, _python_function(n, layout, ns), n, layout, lambda a: (one, nan, tol), False)
+        run = eager_run(ns, python_function(n, layout, ns), n, layout, lambda a: (one, nan, tol), False)
 
     def quiet(a: Any, bm: Any) -> tuple[Any, Any]:
         with np.errstate(all="ignore"):  # inf/NaN inputs: IEEE results, no warnings
@@ -689,8 +689,8 @@ def _chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any, tol: Any) -> Calla
     """
     import threading
 
-    from .._unrolled._build import _flatten
-    from .._unrolled._inplace import inplace_function
+    from .._kernels._build import flatten
+    from .._kernels._inplace import inplace_function
 
     fn, kinds = inplace_function(n, np)
     types_ = {"T": np.dtype(dtype), "R": np.empty(0, dtype).real.dtype, "B": np.dtype(bool)}
@@ -710,7 +710,7 @@ def _chunked(ns: Any, n: int, dtype: Any, one: Any, nan: Any, tol: Any) -> Calla
         return held[1]
 
     def run(a: Any, bm: Any) -> tuple[Any, Any]:
-        a3, b3, batch, nb, k = _flatten(ns, a, bm, n)
+        a3, b3, batch, nb, k = flatten(ns, a, bm, n)
         # systems per chunk: fewer for many right-hand sides, so that the (K, chunk)
         # buffers stay about as large as for one (at least 256 systems a chunk)
         full = max(1, min(UNROLLED_CHUNK, 256), UNROLLED_CHUNK // k)

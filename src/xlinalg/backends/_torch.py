@@ -681,16 +681,16 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any, device: Any, compiled:
     (one compile for every batch size: dynamic shapes) where `compiled`."""
     import torch
 
-    from .._unrolled._build import _eager_run
-    from .._unrolled._schedule import _assemble, _python_function
+    from .._kernels._build import eager_run
+    from .._kernels._schedule import assemble, python_function
 
     ns = _unrolled_namespace()
     one = torch.tensor(1, dtype=dtype, device=device)
     nan = torch.tensor(float("nan"), dtype=dtype, device=device)
     tol = one.abs() * (n * torch.finfo(dtype).eps)  # the singular rule's (_lib/_singular.py), real
     consts = lambda a: (one, nan, tol)  # noqa: E731
-    core = _python_function(n, layout, ns)
-    plain = _eager_run(ns, core, n, layout, consts, False)
+    core = python_function(n, layout, ns)
+    plain = eager_run(ns, core, n, layout, consts, False)
     traced = lambda x: bool(torch.compiler.is_compiling())  # noqa: E731
     if not compiled:
         plain.traced = traced  # type: ignore[attr-defined]
@@ -698,7 +698,7 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any, device: Any, compiled:
 
     def whole(a3: Any, b3: Any, one: Any, nan: Any, tol: Any) -> tuple[Any, Any]:
         rows, bad = core(a3, b3, one, nan, tol)
-        return _assemble(ns, rows, layout), bad
+        return assemble(ns, rows, layout), bad
 
     # a code object of its own per kernel: torch.compile keeps its caches and
     # recompile limit per code object, and every kernel (n, dtype, layout) would
@@ -706,7 +706,7 @@ def make_unrolled_kernel(n: int, layout: str, dtype: Any, device: Any, compiled:
     whole = types.FunctionType(whole.__code__.replace(), whole.__globals__, whole.__name__,
                                whole.__defaults__, whole.__closure__)
     # dynamic=True: one compile serves every batch size (measured as fast as static)
-    fast = _eager_run(ns, torch.compile(whole, fullgraph=True, dynamic=True,
+    fast = eager_run(ns, torch.compile(whole, fullgraph=True, dynamic=True,
                                         options=dict(UNROLLED_OPTIONS)), n, layout, consts, True)
 
     def run(a: Any, bm: Any) -> tuple[Any, Any]:

@@ -355,8 +355,8 @@ def tune(backends: Sequence[str], dtypes: Sequence[str], ns: Sequence[int], batc
 def cli_tune(args: Any) -> int:
     """``xlinalg bench --tune``: measure, derive, write the table to ``--out``."""
     from .._cli._common import _UsageError
-    from .._unrolled._numba import numba_problem
-    from .._unrolled._schedule import MAX_N
+    from .._kernels._numba import numba_problem
+    from .._kernels._schedule import MAX_N
     from ..backends import get_backend
 
     def ints(text: str | None, default: Sequence[int], option: str, lo: int, hi: int) -> list[int]:

@@ -3,8 +3,8 @@
 :func:`_schedule` emits Gaussian elimination with partial pivoting for a fixed
 ``n`` as straight-line single-assignment code, every value an array over the
 batch. :class:`_PyEmitter` renders it as Python over an array namespace (every
-backend, compiled or eager; :func:`_python_function`), :class:`_CEmitter` as the
-body of a C elementwise kernel (one thread per system; :func:`_c_source`, the
+backend, compiled or eager; :func:`python_function`), :class:`_CEmitter` as the
+body of a C elementwise kernel (one thread per system; :func:`c_source`, the
 CuPy kernel). Nothing here knows a library: the namespace is passed in.
 """
 
@@ -203,7 +203,7 @@ def _python_source(n: int, layout: str) -> tuple[str, str]:
     """Source of ``fn(a, b, one, nan, tol) -> (rows, singular)`` for ``a (B, n, n)``, ``b (B, n, K)``.
 
     `rows` are the n rows of the solution, NaN for singular members; `singular`
-    is a ``(B,)`` mask. The caller assembles the rows (:func:`_assemble`).
+    is a ``(B,)`` mask. The caller assembles the rows (:func:`assemble`).
 
     batch-first: each matrix entry is the strided view ``a[:, i, j:j+1]`` of shape
     ``(B, 1)`` and each right-hand-side row ``b[:, i, :]`` of shape ``(B, K)``.
@@ -239,7 +239,7 @@ _MODULE_COUNT = 0
 GENERATED_PREFIX = "xlinalg._unrolled_generated_"
 
 
-def _python_function(n: int, layout: str, ns: Any) -> Callable[..., Any]:
+def python_function(n: int, layout: str, ns: Any) -> Callable[..., Any]:
     """A fresh function (its own code object) running the schedule on namespace `ns`.
 
     Every call makes a new module: ``torch.compile`` keeps its caches and
@@ -269,14 +269,14 @@ def _python_function(n: int, layout: str, ns: Any) -> Callable[..., Any]:
     return fn
 
 
-def _assemble(ns: Any, rows: Any, layout: str) -> Any:
+def assemble(ns: Any, rows: Any, layout: str) -> Any:
     """The solution ``(B, n, K)`` from its rows (``(B, K)`` or ``(K, B)`` each)."""
     if layout == "batch-first":
         return ns.stack(list(rows), axis=1)
     return ns.permute_dims(ns.stack(list(rows), axis=0), (2, 0, 1))
 
 
-def _assemble_select(ns: Any, rows: Any, layout: str) -> Any:
+def assemble_select(ns: Any, rows: Any, layout: str) -> Any:
     """The solution ``(B, n, K)`` from its rows as one elementwise expression.
 
     ``where(row_index == r, rows[r], ...)`` rather than ``stack``: XLA fuses it
@@ -318,7 +318,7 @@ class _CEmitter(_Emitter):
         return f"({x} || {y})"
 
 
-def _c_source(n: int, layout: str) -> str:
+def c_source(n: int, layout: str) -> str:
     """Body of a CUDA elementwise kernel: one thread (index ``i``) solves one system.
 
     Parameters of the kernel: ``a`` (``(B, n, n)`` batch-first or ``(n, n, B)``
@@ -352,7 +352,7 @@ def _c_source(n: int, layout: str) -> str:
 
 
 # ====================================================================== namespaces
-def _std_namespace(xp: Any) -> Any:
+def std_namespace(xp: Any) -> Any:
     """The standard functions the generated code and its wrapper use, from `xp`."""
     return types.SimpleNamespace(
         abs=xp.abs,

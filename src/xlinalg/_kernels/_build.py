@@ -1,10 +1,10 @@
 """What every unrolled kernel is made of, whatever the library.
 
-A kernel (:class:`_Kernel`) wraps a ``run(a, bm) -> (x, singular)`` function
+A kernel (:class:`Kernel`) wraps a ``run(a, bm) -> (x, singular)`` function
 built for one (backend, n, dtype, device, layout, compiled) key. The library
 modules build ``run`` from the generated code (:mod:`._schedule`) with
-:func:`_eager_run` (flatten the batch, solve, assemble the rows); a library with
-no builder of its own gets :func:`_make_generic` (the standard's functions,
+:func:`eager_run` (flatten the batch, solve, assemble the rows); a library with
+no builder of its own gets :func:`make_generic` (the standard's functions,
 eagerly).
 """
 
@@ -16,10 +16,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .._lib import _singular, _validate
-from ._schedule import _assemble, _python_function, _std_namespace
+from ._schedule import assemble, python_function, std_namespace
 
 
-class _Kernel:
+class Kernel:
     """A solver for one (backend, n, dtype, device, layout, compiled) key.
 
     ``run(a, bm)`` takes `a` ``(..., n, n)`` and `bm` ``(..., n, K)`` of one dtype
@@ -61,7 +61,7 @@ class _Kernel:
         return out
 
 
-def _flatten(ns: Any, a: Any, bm: Any, n: int) -> tuple[Any, Any, tuple[int, ...], int, int]:
+def flatten(ns: Any, a: Any, bm: Any, n: int) -> tuple[Any, Any, tuple[int, ...], int, int]:
     """Broadcast the batch dimensions and flatten them: ``(B, n, n)``, ``(B, n, K)``."""
     sa, sb = tuple(a.shape[:-2]), tuple(bm.shape[:-2])
     batch = sa if sa == sb else _validate.broadcast_shapes(sa, sb)
@@ -77,17 +77,17 @@ def _flatten(ns: Any, a: Any, bm: Any, n: int) -> tuple[Any, Any, tuple[int, ...
     return a, bm, batch, nb, k
 
 
-def _eager_run(ns: Any, core: Callable[..., Any], n: int, layout: str, consts: Callable[[Any], tuple[Any, Any, Any]], assemble_inside: bool) -> Callable[[Any, Any], tuple[Any, Any]]:
+def eager_run(ns: Any, core: Callable[..., Any], n: int, layout: str, consts: Callable[[Any], tuple[Any, Any, Any]], assemble_inside: bool) -> Callable[[Any, Any], tuple[Any, Any]]:
     """Wrap a generated (possibly compiled) core: flatten, solve, assemble, unflatten."""
 
     def run(a: Any, bm: Any) -> tuple[Any, Any]:
-        a3, b3, batch, _nb, k = _flatten(ns, a, bm, n)
+        a3, b3, batch, _nb, k = flatten(ns, a, bm, n)
         one, nan, tol = consts(a)
         if assemble_inside:
             x3, bad = core(a3, b3, one, nan, tol)
         else:
             rows, bad = core(a3, b3, one, nan, tol)
-            x3 = _assemble(ns, rows, layout)
+            x3 = assemble(ns, rows, layout)
         if len(batch) != 1:
             x3 = ns.reshape(x3, (*batch, n, k))
             bad = ns.reshape(bad, batch)
@@ -96,17 +96,17 @@ def _eager_run(ns: Any, core: Callable[..., Any], n: int, layout: str, consts: C
     return run
 
 
-def _make_generic(ad: Any, n: int, layout: str, dtype: Any, device: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
+def make_generic(ad: Any, n: int, layout: str, dtype: Any, device: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
     xp = ad.xp
-    ns = _std_namespace(xp)
-    core = _python_function(n, layout, ns)
+    ns = std_namespace(xp)
+    core = python_function(n, layout, ns)
     one = xp.asarray(1, dtype=dtype, device=device)
     nan = xp.asarray(float("nan"), dtype=dtype, device=device)
     tol = xp.abs(one) * _singular.tolerance(xp, dtype, n)  # real
-    return _eager_run(ns, core, n, layout, lambda a: (one, nan, tol), False)
+    return eager_run(ns, core, n, layout, lambda a: (one, nan, tol), False)
 
 
-def _chunks(nb: int, target: int) -> tuple[int, int]:
+def chunks(nb: int, target: int) -> tuple[int, int]:
     """(m, c): m chunks of c systems, c near `target`, m*c == nb where a divisor allows.
 
     A remainder (fewer than m systems) is solved by a second copy of the program

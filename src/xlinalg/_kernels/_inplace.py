@@ -1,6 +1,6 @@
 """A third renderer: the schedule as ufunc calls writing into reused buffers.
 
-The Python rendering (:func:`._schedule._python_function`) makes one new array
+The Python rendering (:func:`._schedule.python_function`) makes one new array
 per statement: on NumPy, eagerly, that is ~200 allocations of the batch's size
 per solve, and above the allocator's small-block sizes each is fresh memory
 (page faults). This renderer runs the same statements, in the same order and
