@@ -43,9 +43,12 @@ def test_every_module_has_all() -> None:
     import xlinalg.backends._cupy
     import xlinalg.backends._dask
     import xlinalg.backends._jax
+    import xlinalg.backends._jax_adapter
     import xlinalg.backends._numpy
+    import xlinalg.backends._numpy_adapter
     import xlinalg.backends._strict
     import xlinalg.backends._torch
+    import xlinalg.backends._torch_adapter
 
     b = xlinalg.backends
     # every module that defines a declared operation, and lists it in its __all__
@@ -53,7 +56,8 @@ def test_every_module_has_all() -> None:
     for op in DECLARED.values():
         assert op.func.__name__ in sys.modules[op.func.__module__].__all__, op.name
     for mod in (*sorted(homes, key=lambda m: m.__name__), xlinalg._elementwise, b, b._adapter, b._base,
-                b._numpy, b._torch, b._jax, b._cupy, b._dask, b._strict,
+                b._numpy, b._torch, b._jax, b._numpy_adapter, b._torch_adapter, b._jax_adapter,
+                b._cupy, b._dask, b._strict,
                 xlinalg._lib._dispatch, xlinalg._lib._errors, xlinalg._lib._validate):
         assert isinstance(mod.__all__, list), mod.__name__
         for name in mod.__all__:

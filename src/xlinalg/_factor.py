@@ -44,7 +44,7 @@ from ._matrix import (
     np_square_loop,
 )
 from .backends._base import Adapter
-from .backends._numpy import NUMPY
+from .backends._numpy_adapter import NUMPY
 
 __all__ = ["cholesky", "inv"]
 

@@ -35,7 +35,7 @@ from ._matmul import matmul
 from ._matrix import matrix_input, real_dtype
 from ._orthogonal import _np_svd_fast, svd, svdvals
 from .backends._base import Adapter
-from .backends._numpy import NUMPY
+from .backends._numpy_adapter import NUMPY
 
 __all__ = ["LstsqResult", "lstsq", "matrix_rank", "pinv"]
 

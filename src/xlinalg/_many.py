@@ -17,7 +17,7 @@ from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._solve import _solve_checked, solve
 from .backends._base import Adapter
-from .backends._numpy import NUMPY
+from .backends._numpy_adapter import NUMPY
 
 __all__ = ["solve_many"]
 

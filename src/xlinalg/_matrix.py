@@ -34,7 +34,7 @@ from ._lib._dispatch import adapter1
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass
 from .backends._base import Adapter
-from .backends._numpy import NUMPY
+from .backends._numpy_adapter import NUMPY
 
 __all__ = [
     "NP_LOOPS",

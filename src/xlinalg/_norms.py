@@ -23,7 +23,7 @@ from ._lib._typing import Array, Namespace
 from ._matrix import matrix_input, real_dtype
 from ._orthogonal import svdvals
 from .backends._base import Adapter
-from .backends._numpy import NUMPY
+from .backends._numpy_adapter import NUMPY
 
 __all__ = ["matrix_norm", "vector_norm"]
 

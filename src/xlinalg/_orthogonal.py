@@ -34,7 +34,7 @@ from ._lib._typing import Array, Namespace
 from ._matrix import matrix_input, real_dtype
 from .backends._base import MISSING as _MISSING
 from .backends._base import Adapter
-from .backends._numpy import NUMPY as NUMPY_ADAPTER
+from .backends._numpy_adapter import NUMPY as NUMPY_ADAPTER
 
 __all__ = ["QRResult", "SVDResult", "qr", "svd", "svdvals"]
 

@@ -34,7 +34,7 @@ from ._lib._typing import Array, Namespace
 from ._matmul import matmul
 from ._matrix import common_dtype, int_arg, matrix_input, native_call, numeric_only
 from .backends._base import Adapter
-from .backends._numpy import NUMPY
+from .backends._numpy_adapter import NUMPY
 
 __all__ = ["cross", "matrix_power", "outer", "tensordot", "vecdot"]
 
