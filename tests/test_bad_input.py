@@ -3,7 +3,7 @@
 Each cell states the documented outcome: the same exception class *and* a message
 naming the argument, or the same documented result, on every backend. Cells where
 an input does not apply to a function (a singular matrix for ``add``) say so.
-The cells are derived from the operations' declarations (:mod:`xlinalg._lib._badinput`:
+The cells are derived from the operations' declarations (:mod:`xlinalg._badinput`:
 the declared deviations, xlinalg's rules, else the NumPy reference), and the site
 renders ``docs/bad-input-matrix.md`` from the same :data:`SPEC` when it is built.
 Every cell also checks that the inputs were not modified in place.
@@ -29,8 +29,8 @@ from hypothesis.extra import numpy as hnp
 
 import xlinalg as xl
 from conftest import SELECTED, BackendCase, require_backend
-from xlinalg._lib import _badinput
-from xlinalg._lib._badinput import (
+from xlinalg import _badinput
+from xlinalg._badinput import (
     SPEC,
     Foreign,
     L,
@@ -42,7 +42,7 @@ from xlinalg._lib._badinput import (
     matrix_operations,
 )
 from xlinalg._lib._declare import NA, OPERATIONS, Raises, Returns
-from xlinalg._lib._pages import render
+from xlinalg._pages import render
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "bad-input-matrix.md"

@@ -84,7 +84,7 @@ def test_option_values_out_of_range_are_usage_errors(tmp_path, opt, value, needl
     (["--scheduler", "tcp://127.0.0.1:1", "--backends", "numpy"], "--scheduler runs the dask backend"),
 ])
 def test_option_combinations_that_make_no_sense_are_refused_up_front(tmp_path, monkeypatch, extra, needle):
-    from xlinalg.bench import _dask
+    from xlinalg.backends import _dask_cluster as _dask
 
     def no_cluster(*a, **k):
         raise AssertionError("a cluster was started before the options were checked")

@@ -345,7 +345,7 @@ def test_chunks_that_are_not_numpy_arrays_are_refused_up_front() -> None:
 def test_solve_many_stacks_b_in_as_chunks() -> None:
     # a (8, 8) system and its (8,) b take different automatic chunks: b followed its
     # own, and the solve rechunked it again to pair the blocks
-    from xlinalg._lib import _dispatch
+    from xlinalg import _dispatch
 
     rng = np.random.default_rng(3)
     A = rng.random((200, 8, 8)) + 8 * np.eye(8)
@@ -435,7 +435,8 @@ def test_singular_error_comes_from_a_worker_with_global_indices(client) -> None:
 
 
 def test_bench_records_the_active_client(client) -> None:
-    from xlinalg.bench import _dask, _env
+    from xlinalg.backends import _dask_cluster as _dask
+    from xlinalg.bench import _env
 
     undo = _dask.configure(threads=1)  # an active Client: used as it is
     try:
@@ -474,7 +475,7 @@ def test_bench_cli_runs_on_a_named_scheduler(client, tmp_path) -> None:
 def test_bench_starts_and_closes_its_local_cluster(monkeypatch) -> None:
     from distributed import Client
 
-    from xlinalg.bench import _dask
+    from xlinalg.backends import _dask_cluster as _dask
 
     monkeypatch.delenv(_dask.ENV, raising=False)
     with _dask.local_cluster(1, 256 * 2**20, None) as address:
@@ -504,7 +505,7 @@ def test_bench_refuses_a_scheduler_that_does_not_answer(monkeypatch, capsys) -> 
     import socket
 
     from xlinalg import cli
-    from xlinalg.bench import _dask
+    from xlinalg.backends import _dask_cluster as _dask
 
     pytest.importorskip("distributed", reason="dask.distributed is not installed (pip install 'xlinalg[dask]')")
     monkeypatch.setattr(_dask, "PROBE_TIMEOUT_S", 2.0)
@@ -527,7 +528,7 @@ def test_bench_refuses_a_scheduler_that_does_not_answer(monkeypatch, capsys) -> 
 
 
 def test_bench_names_a_bad_scheduler_variable(monkeypatch) -> None:
-    from xlinalg.bench import _dask
+    from xlinalg.backends import _dask_cluster as _dask
 
     monkeypatch.setenv(_dask.ENV, "http://x y")
     with pytest.raises(ValueError, match=r"environment variable DASK_SCHEDULER_ADDRESS: .*tcp://HOST:PORT"):

@@ -735,7 +735,7 @@ def test_same_dtype_operands_take_the_native_kernel_directly(backend, op, rng, m
     """
     import xlinalg._elementwise as E
     import xlinalg._matmul as M
-    from xlinalg._lib import _dispatch
+    from xlinalg import _dispatch
 
     x = backend.arr(rng.random((4, 4)))
     y = backend.arr(rng.random((4, 4)))
@@ -765,7 +765,7 @@ def test_same_dtype_operands_take_the_native_kernel_directly(backend, op, rng, m
 def test_float_sigmoid_takes_the_native_kernel_directly(backend, rng, monkeypatch) -> None:
     """float32/float64 input of a library with a sigmoid kernel goes straight to it."""
     import xlinalg._elementwise as E
-    from xlinalg._lib import _dispatch
+    from xlinalg import _dispatch
 
     x = backend.arr(rng.standard_normal(8))
     want = 1 / (1 + np.exp(-backend.np(x)))
@@ -794,7 +794,7 @@ def test_one_system_with_the_defaults_takes_the_adapters_solve_fast(backend, rhs
     single system with xl.solve's defaults is answered by it alone; a singular one
     still gets the named LinAlgError of the checked path."""
     import xlinalg._solve as S
-    from xlinalg._lib import _dispatch
+    from xlinalg import _dispatch
 
     a = backend.arr(well_conditioned(rng, (4, 4)))
     b = backend.arr(rng.random(4) if rhs == "vector" else rng.random((4, 2)))

@@ -18,9 +18,9 @@ import pytest
 
 import xlinalg as xl
 from conftest import BackendCase
+from xlinalg._dispatch import FAST_LINALG
 from xlinalg._fastpath import MISSING
 from xlinalg._lib._declare import OPERATIONS
-from xlinalg._lib._dispatch import FAST_LINALG
 
 _RNG = np.random.default_rng(38)
 _M = _RNG.standard_normal((3, 3))

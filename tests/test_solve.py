@@ -479,7 +479,7 @@ def test_broadcast_shapes_agrees_with_numpy() -> None:
     # the pure-Python broadcast used on solve's hot path (NumPy's costs ~4 us a call)
     import itertools
 
-    from xlinalg._lib._validate import broadcast_shapes
+    from xlinalg._lib._shapes import broadcast_shapes
 
     shapes = [(), (1,), (3,), (2, 1), (1, 3), (2, 3), (4, 1, 3), (4, 2, 3), (5,), (0,), (1, 0)]
     for s1, s2 in itertools.product(shapes, shapes):
@@ -498,7 +498,7 @@ def test_jax_large_result_is_checked_by_a_flag_from_the_program(rng, monkeypatch
     """errors="raise" on a large JAX result (issue 21): the compiled call reduces it
     to one flag; the result itself is never looked at on the host (no host look)."""
     be = require_backend("jax-cpu")
-    from xlinalg._lib import _dispatch
+    from xlinalg import _dispatch
     from xlinalg.backends import _jax
 
     n = 4
@@ -525,7 +525,7 @@ def test_cupy_raise_reduces_the_result_on_the_device(rng, monkeypatch) -> None:
     """CuPy: errors="raise" reduces the rule's verdict on the device to one bool (no
     per-member mask of finite input unless it is set)."""
     be = require_backend("cupy")
-    from xlinalg._lib import _dispatch
+    from xlinalg import _dispatch
 
     a = well_conditioned(rng, (50, 3, 3))
     b = random(rng, (50, 3, 1))
@@ -590,7 +590,7 @@ def test_jax_solve_fast_refuses_what_the_checked_path_must_answer() -> None:
     require_backend("jax-cpu")
     import jax.numpy as jnp
 
-    from xlinalg._lib import _dispatch
+    from xlinalg import _dispatch
     from xlinalg.backends import _base
 
     a = jnp.asarray(2 * np.eye(3))

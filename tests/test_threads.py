@@ -27,7 +27,7 @@ CHILD = r"""
 import sys, threading
 import numpy as np
 import xlinalg as xl
-from xlinalg._lib import _dispatch
+from xlinalg import _dispatch
 
 libs = set(sys.argv[1].split(","))
 calls = []

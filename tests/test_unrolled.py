@@ -205,7 +205,7 @@ def test_raise_reads_one_flag_not_the_result(backend: BackendCase, rng: np.rando
     a = rng.standard_normal((5, n, n)) + 3 * np.eye(n)
     b = rng.standard_normal(n) if vector else rng.standard_normal((5, n, 2))
     aa, bb = backend.arr(a), backend.arr(b)
-    ad = xl._lib._dispatch.adapter_for((aa, bb), ("a", "b"))
+    ad = xl._dispatch.adapter_for((aa, bb), ("a", "b"))
     copied: list[object] = []
     real = ad.to_host
     monkeypatch.setattr(ad, "to_host", lambda x: copied.append(x) or real(x))

@@ -1,7 +1,7 @@
 """Sphinx extension: the pages generated from the operations' declarations.
 
 Replaces each marker in a page's source, as Sphinx reads it, with the text
-:func:`xlinalg._lib._pages.render` makes from the declarations (the capabilities
+:func:`xlinalg._pages.render` makes from the declarations (the capabilities
 tables, the bad-input matrix, the API reference's list of operations). Markers:
 a MyST fence ``{xlinalg-generated} NAME`` (Markdown) or a line
 ``.. xlinalg-generated:: NAME`` (inside an ``eval-rst`` block). The pages holding
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from xlinalg._lib._pages import render
+from xlinalg._pages import render
 
 _MARKER = re.compile(
     r"^```\{xlinalg-generated\}[ \t]+(?P<md>[\w-]+)[ \t]*\n```[ \t]*$"

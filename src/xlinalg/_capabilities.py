@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 
 from ._lib._declare import Capability, operations
-from .backends import BACKEND_NAMES
+from .backends import BACKEND_NAMES, get_backend
 
 __all__ = ["CAPABILITIES", "ELEMENTWISE", "LINALG", "OPERATIONS", "Capability", "markdown"]
 
@@ -29,7 +29,9 @@ ELEMENTWISE = tuple(op.name for op in operations("elementwise"))
 OPERATIONS = tuple(op.name for op in operations())
 
 #: operation -> backend -> :class:`Capability`
-CAPABILITIES: dict[str, dict[str, Capability]] = {op.name: op.capabilities() for op in operations()}
+CAPABILITIES: dict[str, dict[str, Capability]] = {
+    op.name: op.capabilities([get_backend(n) for n in BACKEND_NAMES]) for op in operations()
+}
 
 
 def _cell(text: str) -> str:

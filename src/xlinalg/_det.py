@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._dispatch import fast_paths
 from ._fastpath import (
     JAX_FLOAT,
     MISSING,
@@ -26,7 +27,6 @@ from ._fastpath import (
     torch_plain,
 )
 from ._lib._declare import Returns, all_nan, declare
-from ._lib._dispatch import fast_paths
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._matrix import NP_LOOPS, dask_gufunc, finite_members, matrix_input, np_square_loop, real_dtype

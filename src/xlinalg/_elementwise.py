@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ._lib import _dispatch, _validate
+from . import _dispatch, _validate
 from ._lib._declare import Raises, declare
 from ._lib._typing import Array, Namespace
 from .backends._base import Adapter

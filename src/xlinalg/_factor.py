@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _validate
+from ._dispatch import fast_paths
 from ._fastpath import (
     MISSING,
     jax_looked,
@@ -28,9 +30,7 @@ from ._fastpath import (
     torch_maker,
     torch_plain,
 )
-from ._lib import _validate
 from ._lib._declare import BadInput, Raises, Returns, all_nan, declare
-from ._lib._dispatch import fast_paths
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace

@@ -1,7 +1,7 @@
 """What the fast paths of the linalg-extension functions share.
 
 Each function of the operations' modules (``_det``, ``_eig``, ``_factor``,
-``_lstsq``, ``_norms``, ``_orthogonal``, ``_products``, ``_views``) may register fast paths (``_lib._dispatch.fast_paths``): for arrays of
+``_lstsq``, ``_norms``, ``_orthogonal``, ``_products``, ``_views``) may register fast paths (``_dispatch.fast_paths``): for arrays of
 one exact type (``numpy.ndarray``, ``torch.Tensor``, JAX's concrete array), a
 function of the op's arguments that calls the library's own kernel and returns its
 result only where that call is the whole contract, else :data:`MISSING`. The op's
@@ -20,12 +20,12 @@ docs/performance.md).
 from __future__ import annotations
 
 import cmath
-import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ._lib._finite import np_finite
 from .backends._base import MISSING, Adapter
 
 __all__ = [
@@ -130,17 +130,6 @@ except (ImportError, AttributeError, TypeError):  # pragma: no cover - another N
 
     def np_loud(token: Any) -> None:
         token.__exit__(None, None, None)
-
-
-def np_finite(h: np.ndarray) -> bool:
-    """Whether NumPy array `h` is all finite, as cheaply as its size allows.
-
-    A quick test: ``False`` may also be a huge finite array whose total overflows
-    (the caller then takes its checked path, which only costs time). No
-    floating-point warning either way."""
-    if h.size <= 64:
-        return cmath.isfinite(sum(h.ravel().tolist()))
-    return math.isfinite(np.vdot(h, h).real)
 
 
 # ---------------------------------------------------------------------- PyTorch

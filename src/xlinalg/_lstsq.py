@@ -13,6 +13,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import _validate
+from ._dispatch import adapter2, fast_paths
 from ._fastpath import (
     JAX_FLOAT,
     MISSING,
@@ -25,9 +27,7 @@ from ._fastpath import (
     torch_maker,
     torch_plain,
 )
-from ._lib import _validate
 from ._lib._declare import BadInput, Raises, declare
-from ._lib._dispatch import adapter2, fast_paths
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._lib import _dispatch, _validate
+from . import _dispatch, _validate
 from ._lib._declare import declare
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass

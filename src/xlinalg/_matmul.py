@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ._lib import _dispatch, _validate
+from . import _dispatch, _validate
+from ._dispatch import adapter2 as _adapter2
 from ._lib._declare import NA, BadInput, Raises, declare
-from ._lib._dispatch import adapter2 as _adapter2
 from ._lib._typing import Array, Namespace
 from ._matrix import common_dtype
 

@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ._lib import _validate
+from . import _validate
+from ._dispatch import adapter1
 from ._lib._declare import Raises
-from ._lib._dispatch import adapter1
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass
 from .backends._base import Adapter
@@ -105,7 +105,7 @@ def int_arg(v: Any, fn: str, name: str) -> int:
 def native_call(ad: Adapter, fn: str, call: Any, *named: tuple[str, Any]) -> Any:
     """``call()``, the library's own kernel; a dtype it has no kernel for (torch's
     float8, complex32 or uint16-64 sums, ml_dtypes' int4 in NumPy) is named with the
-    cast to make (:func:`xlinalg._lib._validate.native_error`). A NumPy result is
+    cast to make (:func:`xlinalg._validate.native_error`). A NumPy result is
     wrapped as NumPy wraps a ufunc's (:func:`keep_subclass`: NumPy's own ``outer``,
     ``cross`` and ``tensordot`` drop a subclass, its ``trace`` makes a 0-d array)."""
     try:
@@ -222,9 +222,9 @@ def not_converged(ad: Adapter, x: Any, fn: str, what: str) -> LinAlgError:
 # ---------------------------------------------------------------------- Dask
 def numpy_chunks(ad: Adapter, x: Any, fn: str, name: str = "x") -> None:
     """Refuse a Dask array whose chunks are not NumPy arrays (named for `fn`)."""
-    from .backends._dask import _numpy_chunks
+    from .backends._dask import require_numpy_chunks
 
-    _numpy_chunks(x, fn, name)
+    require_numpy_chunks(x, fn, name)
 
 
 def dask_gufunc(ad: Adapter, kernel: Callable[..., Any], sig: str, x: Any, metas: list[tuple[int, Any]],

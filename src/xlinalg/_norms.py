@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from . import _validate
+from ._dispatch import adapter1, fast_paths
 from ._fastpath import JAX_FLOAT, MISSING, NP_FLOAT, jax_maker, np_maker, torch_float, torch_maker
-from ._lib import _validate
 from ._lib._declare import declare
-from ._lib._dispatch import adapter1, fast_paths
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._matrix import matrix_input, real_dtype

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._dispatch import fast_paths
 from ._fastpath import (
     JAX_FLOAT,
     NP_FLOAT,
@@ -27,7 +28,6 @@ from ._fastpath import (
     torch_maker,
 )
 from ._lib._declare import BadInput, Raises, Returns, declare, reconstructs, some_nonfinite
-from ._lib._dispatch import fast_paths
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace

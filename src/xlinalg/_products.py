@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _validate
+from ._dispatch import adapter2, fast_paths
 from ._factor import inv
 from ._fastpath import (
     JAX_FLOAT,
@@ -26,9 +28,7 @@ from ._fastpath import (
     torch_float,
     torch_maker,
 )
-from ._lib import _validate
 from ._lib._declare import BadInput, Raises, Returns, declare
-from ._lib._dispatch import adapter2, fast_paths
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._matmul import matmul
@@ -44,7 +44,7 @@ _VEC_BATCH = np.ones((2, 3)), np.ones((4, 3))
 
 def _vectors(n: int, text: str = "as NumPy") -> dict[str, BadInput]:
     """The generic cells whose default arguments are matrices, given as vectors of `n`."""
-    from ._lib._badinput import L, ReadOnly, with_float16
+    from ._badinput import L, ReadOnly, with_float16
 
     v, w = np.arange(1.0, n + 1), np.ones(n)
     h = np.ones(n, np.float16)

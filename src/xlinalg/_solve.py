@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _unrolled
-from ._lib import _dispatch, _validate
+from . import _dispatch, _unrolled, _validate
+from ._dispatch import adapter2 as _adapter2
 from ._lib._declare import BadInput, Raises, Returns, all_nan, declare
-from ._lib._dispatch import adapter2 as _adapter2
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace

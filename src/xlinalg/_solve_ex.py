@@ -6,9 +6,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._dispatch import adapter2 as _adapter2
 from ._lib import _singular
 from ._lib._declare import BadInput, Raises, declare
-from ._lib._dispatch import adapter2 as _adapter2
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._solve import _JAX_SOLVE_NOTE, solve

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ._dispatch import adapter1, fast_paths
 from ._fastpath import (
     JAX_FLOAT,
     MISSING,
@@ -21,7 +22,6 @@ from ._fastpath import (
     torch_maker,
 )
 from ._lib._declare import declare
-from ._lib._dispatch import adapter1, fast_paths
 from ._lib._typing import Array, Namespace
 from ._matrix import int_arg, native_call, numeric_only
 from .backends._base import Adapter

@@ -170,10 +170,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _dask_cluster(args: argparse.Namespace) -> Iterator[None]:
-    """Where the dask backend runs (--scheduler, --dask-workers): bench/_dask.py."""
+    """Where the dask backend runs (--scheduler, --dask-workers): backends/_dask_cluster.py."""
     if args.dask_memory_limit is not None and args.dask_workers is None:
         raise _UsageError("xlinalg bench: error: --dask-memory-limit needs --dask-workers N")
-    from ..bench import _dask
+    from ..backends import _dask_cluster as _dask
 
     if args.scheduler is not None:
         try:

@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._lib import _singular, _validate
+from .._lib import _singular
+from .._lib._shapes import broadcast_shapes
 from ._schedule import assemble, python_function, std_namespace
 
 
@@ -57,14 +58,14 @@ class Kernel:
         out = self.run(*args)
         if len(self.first_call_s) < 64:  # bounded: a record, not a cache
             self.first_call_s[signature] = time.perf_counter() - t0
-            self.batches.add(math.prod(_validate.broadcast_shapes(signature[0][:-2], signature[1][:-2])))
+            self.batches.add(math.prod(broadcast_shapes(signature[0][:-2], signature[1][:-2])))
         return out
 
 
 def flatten(ns: Any, a: Any, bm: Any, n: int) -> tuple[Any, Any, tuple[int, ...], int, int]:
     """Broadcast the batch dimensions and flatten them: ``(B, n, n)``, ``(B, n, K)``."""
     sa, sb = tuple(a.shape[:-2]), tuple(bm.shape[:-2])
-    batch = sa if sa == sb else _validate.broadcast_shapes(sa, sb)
+    batch = sa if sa == sb else broadcast_shapes(sa, sb)
     k = int(bm.shape[-1])
     nb = math.prod(batch)
     if sa != batch:

@@ -19,7 +19,7 @@ an operation, so that nothing else names it:
 From these the project derives the dispatch tests (``tests/test_dispatch.py``),
 the elementwise and linear-algebra semantics tests (``tests/test_elementwise.py``,
 ``tests/test_operations.py``), the bad-input matrix (``tests/test_bad_input.py``,
-from :mod:`xlinalg._lib._badinput`), the capabilities page, the bad-input page and
+from :mod:`xlinalg._badinput`), the capabilities page, the bad-input page and
 the API reference (``docs/``, rendered by Sphinx at build time). SciPy's
 ``xp_capabilities`` and array-api-extra's test recipe are the models.
 
@@ -29,6 +29,8 @@ from its kind's and NumPy's (a matrix that is not positive definite raises,
 naming the argument)::
 
     import numpy as np
+
+from ._compare import compare_values
     from ._lib._declare import Raises, declare
     from ._lib._errors import LinAlgError
 
@@ -57,11 +59,13 @@ Nothing here imports an array library but NumPy.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
+
+from ._compare import compare_values
 
 __all__ = [
     "ARG_KINDS",
@@ -85,7 +89,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 KINDS = ("linalg", "elementwise", "sequence")
 
 #: what an array argument must be; the bad-input matrix builds each argument's
-#: bad inputs from it (:mod:`xlinalg._lib._badinput`)
+#: bad inputs from it (:mod:`xlinalg._badinput`)
 ARG_KINDS = {
     "any": "an array of any shape (elementwise; shapes broadcast)",
     "matrix": "a matrix or a stack of matrices, (..., M, N)",
@@ -161,7 +165,7 @@ Outcome = Raises | Returns | NA
 @dataclass(frozen=True)
 class BadInput:
     """A deviation with more than an outcome: its own arguments (NumPy arrays, or
-    the markers of :mod:`xlinalg._lib._badinput`), keyword arguments, a note for
+    the markers of :mod:`xlinalg._badinput`), keyword arguments, a note for
     the page, or the backends it exists on."""
 
     outcome: Outcome
@@ -204,8 +208,6 @@ def values(got: tuple[np.ndarray, ...], ref: tuple[np.ndarray, ...], args: tuple
     """The default comparison: each output has the reference's shape, the dtype of
     the rule (its real counterpart where the reference's output is real), and
     its values (NaN where the reference has NaN)."""
-    from xlinalg.testing import compare_values
-
     assert len(got) == len(ref), f"{len(got)} outputs, the reference has {len(ref)}"
     for i, (g, r) in enumerate(zip(got, ref)):
         r = np.asarray(r)
@@ -242,8 +244,6 @@ def reconstructs(rebuild: Callable[..., Any], unique: tuple[int, ...] = ()) -> C
 
     def compare(got: tuple[np.ndarray, ...], ref: tuple[np.ndarray, ...], args: tuple[np.ndarray, ...],
                 dtype: np.dtype) -> None:
-        from xlinalg.testing import compare_values
-
         assert len(got) == len(ref), f"{len(got)} outputs, the reference has {len(ref)}"
         for i, (g, r) in enumerate(zip(got, ref)):
             assert g.shape == np.shape(r), f"output {i}: shape {g.shape} != reference {np.shape(r)}"
@@ -373,13 +373,13 @@ class Operation:
         return hi - 0.1 - np.abs(x)
 
     # ------------------------------------------------------------------ capabilities
-    def capabilities(self) -> dict[str, Capability]:
-        """backend id -> :class:`Capability`: the default ``how`` for every registry
-        backend, then the cells given per library (``"torch"``), then per backend id."""
-        from xlinalg import backends
-
-        names = backends.BACKEND_NAMES
-        libraries = {b.library or b.name for b in map(backends.get_backend, names)}
+    def capabilities(self, backends: Sequence[Any]) -> dict[str, Capability]:
+        """backend id -> :class:`Capability`: the default ``how`` for every backend of
+        `backends` (the registry's :class:`~xlinalg.backends.Backend` objects), then the
+        cells given per library (``"torch"``), then per backend id."""
+        names = [b.name for b in backends]
+        library = {b.name: b.library or b.name for b in backends}
+        libraries = set(library.values())
         unknown = [k for k in self.cells if k not in names and k not in libraries]
         if unknown:
             raise ValueError(f"{self.name}: capability cells for unknown backends or libraries {unknown}; "
@@ -388,7 +388,7 @@ class Operation:
         for per_library in (True, False):
             for key, cell in self.cells.items():
                 for n in names:
-                    lib = backends.get_backend(n).library or n
+                    lib = library[n]
                     if (key == lib and key != n) if per_library else key == n:
                         out[n] = _capability(cell)
         return out
@@ -462,7 +462,7 @@ def declare(
     domain : (low, high), optional
         Where random real inputs are drawn (``(0, None)``: positive).
     bad_input : dict, optional
-        Only the inputs of the bad-input matrix (:mod:`xlinalg._lib._badinput`)
+        Only the inputs of the bad-input matrix (:mod:`xlinalg._badinput`)
         whose outcome differs from what the kind and the reference imply: input
         name -> :class:`Raises`, :class:`Returns`, :class:`NA` or :class:`BadInput`.
     compare : callable, optional

@@ -12,8 +12,8 @@ import math
 import os
 from typing import Any, NamedTuple
 
+from .. import _validate
 from .._kernels._schedule import MAX_N
-from .._lib import _validate
 from ..backends import BACKEND_NAMES, get_backend
 from ..backends._adapter import Adapter
 from ._cache import _KERNELS, _LOCK, is_warm

@@ -7,13 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import _dispatch, _validate
 from .._kernels._build import Kernel
 from .._kernels._numba import numba_problem
 from .._kernels._schedule import LAYOUTS, MAX_N
-from .._lib import _dispatch, _singular, _validate
+from .._lib import _singular
 from .._lib._errors import LinAlgError
 from ..backends import get_backend
-from ..backends._adapter import Adapter, _singular_message, _to_batch, singular_members
+from ..backends._adapter import Adapter, singular_members, singular_message, to_batch
 from ..backends._numpy import NUMPY
 from ._cache import _LOCK, _RESOLVED, _kernel, _resolve_compile
 
@@ -26,7 +27,7 @@ def _raise_singular(mask: np.ndarray, batch_shape: tuple[int, ...]) -> None:
         members = [int(i) for i in np.flatnonzero(m)]
     else:
         indices, members = [()], [0]
-    raise LinAlgError(_singular_message(indices, batch_shape), indices=indices, members=members)
+    raise LinAlgError(singular_message(indices, batch_shape), indices=indices, members=members)
 
 
 def _finish(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, flag_only: bool, errors: str,
@@ -63,7 +64,7 @@ def _finish(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, flag_only: bool, erro
             return x
         sing, rep = _host_verdict(ad, a, bm, xm, bad)
         if errors == "raise" and rep.any():
-            _raise_singular(_to_batch(rep, a_batch).reshape(a_batch), a_batch)
+            _raise_singular(to_batch(rep, a_batch).reshape(a_batch), a_batch)
         if ad is NUMPY:  # NaN for the singular members found on the host too
             x = ad.fill_nan(sing[..., None] if vector else sing[..., None, None], x)
     nonfinite = xp.logical_not(_singular.finite_members(xp, _singular.column_scale(xp, a), bm))

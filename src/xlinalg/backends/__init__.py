@@ -26,10 +26,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import _convert
 from .._lib._public import publish as _publish
 from .._lib._typing import Array
-from . import _cupy, _dask, _jax, _numpy, _strict, _torch
+from . import _convert, _cupy, _dask, _jax, _numpy, _strict, _torch
 from ._base import Adapter, Backend, BackendUnavailableError
 from ._host import foreign_in_sequence
 from ._numpy import NUMPY, refused_subclass
@@ -183,7 +182,7 @@ def _owner(cls: type) -> Backend | None:
 
 def adapter_for_type(cls: type) -> Adapter | None:
     """The adapter of the operations for arrays of type `cls`, or None if `cls` is
-    not an array type they take (the cache in ``_lib/_dispatch.py`` keeps the answer)."""
+    not an array type they take (the cache in ``_dispatch.py`` keeps the answer)."""
     if cls is np.ndarray:
         return NUMPY
     b = _owner(cls)
@@ -220,7 +219,7 @@ class _Kind(NamedTuple):
 
 #: array type -> its :class:`_Kind`, filled the first time a type is met, so that
 #: backend_of, synchronize and to cost one dict read to find what to do (the
-#: operations' own cache, ``_lib/_dispatch.py``, is filled from the same
+#: operations' own cache, ``_dispatch.py``, is filled from the same
 #: :func:`_owner`)
 _KINDS: dict[type, _Kind] = {}
 #: array type -> its fence alone (what synchronize reads: one subscript, no attribute)

@@ -36,6 +36,8 @@ __all__ = [
     "make_solve_fast",
     "nan_members",
     "singular_members",
+    "singular_message",
+    "to_batch",
 ]
 
 #: what an adapter's ``solve_fast`` returns when xl.solve must take its checked path
@@ -45,7 +47,7 @@ MISSING: Any = object()
 NP_NON_NUMERIC = frozenset(np.dtype(c) for c in "?OUSVMm")
 
 
-def _to_batch(mask: np.ndarray, batch_shape: tuple[int, ...]) -> np.ndarray:
+def to_batch(mask: np.ndarray, batch_shape: tuple[int, ...]) -> np.ndarray:
     """Reduce a mask over a broadcast batch to `batch_shape` (any over broadcast axes)."""
     if mask.shape == batch_shape:
         return mask
@@ -56,7 +58,7 @@ def _to_batch(mask: np.ndarray, batch_shape: tuple[int, ...]) -> np.ndarray:
     return np.asarray(mask.any(axis=axes, keepdims=True)) if axes else mask
 
 
-def _singular_message(indices: list[tuple[int, ...]], batch_shape: tuple[int, ...],
+def singular_message(indices: list[tuple[int, ...]], batch_shape: tuple[int, ...],
                       note: str = "") -> str:
     if not batch_shape:
         return "`a` is singular: solve needs an invertible matrix"
@@ -188,7 +190,7 @@ class Adapter:
     def asarray(self, obj: Any, like: Any | None, name: str) -> Any:
         """Convert host data (list, tuple, scalar) to an array next to `like`.
 
-        The callers (``_lib/_dispatch.host_array``, ``xlinalg.to``) have checked that a
+        The callers (``_dispatch.host_array``, ``xlinalg.to``) have checked that a
         list holds host data only (``_host.foreign_in_sequence``).
         """
         xp = self.xp
@@ -325,13 +327,13 @@ class Adapter:
 
         `mask` may cover the batch broadcast against `b`'s; it is reduced to `a`'s.
         """
-        m = _to_batch(np.asarray(self.to_host(mask)), batch_shape).reshape(batch_shape)
+        m = to_batch(np.asarray(self.to_host(mask)), batch_shape).reshape(batch_shape)
         indices: list[tuple[int, ...]] = (
             [tuple(int(i) for i in ix) for ix in zip(*np.nonzero(m))] if batch_shape else [()]
         )
         members = [int(i) for i in np.flatnonzero(m)] if batch_shape else [0]
         raise LinAlgError(
-            _singular_message(indices, batch_shape), indices=indices, members=members
+            singular_message(indices, batch_shape), indices=indices, members=members
         ) from cause
 
     def to_host(self, x: Any) -> np.ndarray:

@@ -12,11 +12,11 @@ import numpy as np
 
 from .._lib._errors import LinAlgError
 from .._lib._typing import QRMode
-from ._adapter import _singular_message
+from ._adapter import singular_message
 from ._base import Adapter, Backend, _module_available
 from ._numpy import NUMPY, low_float
 
-__all__ = ["DaskAdapter", "DaskBackend"]
+__all__ = ["DaskAdapter", "DaskBackend", "require_numpy_chunks"]
 
 
 class DaskAdapter(Adapter):
@@ -87,8 +87,8 @@ class DaskAdapter(Adapter):
         n = a.shape[-1]
         a_batch = tuple(a.shape[:-2])
         paired: tuple[tuple[int, int], ...] = ()
-        _numpy_chunks(a, "solve", "a")
-        _numpy_chunks(b, "solve", "b")
+        require_numpy_chunks(a, "solve", "a")
+        require_numpy_chunks(b, "solve", "b")
         if vector:
             b = b.rechunk(-1) if b.numblocks[0] > 1 else b
             chunks = (*a.chunks[:-2], (n,))
@@ -204,7 +204,7 @@ class DaskAdapter(Adapter):
         )
 
     def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
-        _numpy_chunks(a, "svd", "x")
+        require_numpy_chunks(a, "svd", "x")
         m, n = a.shape[-2:]
         blocked = self._blocked(a)
         if blocked is not None:
@@ -224,7 +224,7 @@ class DaskAdapter(Adapter):
         return u, s, vh
 
     def svdvals(self, a: Any) -> Any:
-        _numpy_chunks(a, "svdvals", "x")
+        require_numpy_chunks(a, "svdvals", "x")
         blocked = self._blocked(a)
         if blocked is not None:  # (a compute of S alone culls the tasks of U)
             return self.da.linalg.svd(self._finite(blocked, "svdvals"), coerce_signs=False)[1]
@@ -245,7 +245,7 @@ class DaskAdapter(Adapter):
         return self.da.matmul(a, b)
 
     def qr(self, a: Any, mode: QRMode) -> tuple[Any, Any]:
-        _numpy_chunks(a, "qr", "x")
+        require_numpy_chunks(a, "qr", "x")
         m, n = a.shape[-2:]
         blocked = self._blocked(a)
         if blocked is not None:
@@ -259,11 +259,11 @@ class DaskAdapter(Adapter):
         return q, r
 
     def sigmoid(self, x: Any) -> Any:
-        _numpy_chunks(x, "sigmoid", "x")
+        require_numpy_chunks(x, "sigmoid", "x")
         return x.map_blocks(NUMPY.sigmoid, dtype=x.dtype)
 
 
-def _numpy_chunks(x: Any, fn: str, name: str) -> None:
+def require_numpy_chunks(x: Any, fn: str, name: str) -> None:
     """Refuse a Dask array whose chunks are not NumPy arrays (CuPy's, sparse): these
     paths run each block through NumPy, which would fail inside the compute."""
     meta = getattr(x, "_meta", None)
@@ -361,7 +361,7 @@ def _global_singular(exc: LinAlgError, ids: tuple[int, ...], starts: tuple[Any, 
     if make_error is not None:
         return make_error(indices)
     note = " (in the chunk computed: Dask checks each chunk as it computes it)"
-    return LinAlgError(_singular_message(indices, a_batch, note), indices=indices, members=members)
+    return LinAlgError(singular_message(indices, a_batch, note), indices=indices, members=members)
 
 
 class DaskBackend(Backend):
@@ -422,7 +422,7 @@ class DaskBackend(Backend):
         # a masked chunk's values under the mask would come through np.asarray, and
         # CuPy chunks fail inside it naming nothing
         try:
-            _numpy_chunks(x, "xlinalg.to", "x")
+            require_numpy_chunks(x, "xlinalg.to", "x")
         except TypeError as exc:
             return exc
         return None
@@ -451,15 +451,15 @@ class DaskBackend(Backend):
         return "per call: compute() (Dask graphs are evaluated inside the timed call)"
 
     def configure(self, *, threads: int | None, allow_tf32: bool) -> Callable[[], None]:
-        # a cluster's Client, or the threaded scheduler (bench/_dask.py)
-        from ..bench import _dask
+        # a cluster's Client, or the threaded scheduler (_dask_cluster.py)
+        from . import _dask_cluster
 
-        return _dask.configure(threads)
+        return _dask_cluster.configure(threads)
 
     def settings(self, state: dict[str, Any]) -> None:
-        from ..bench import _dask
+        from . import _dask_cluster
 
-        state["dask"] = _dask.state()  # scheduler, workers, chunking: kept with each result
+        state["dask"] = _dask_cluster.state()  # scheduler, workers, chunking: kept with each result
         state["threads"]["dask_workers"] = state["dask"]["dask_workers"]
 
     def array_types(self) -> tuple[type, ...]:

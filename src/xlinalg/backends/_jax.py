@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _convert
 from .._lib import _singular
+from . import _convert
 from ._base import Adapter, Backend
 from ._jax_adapter import (
     HOST_LOOK_MAX,

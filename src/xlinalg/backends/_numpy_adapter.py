@@ -434,7 +434,7 @@ def _hangs_lapack(a: Any) -> bool:
     converge"), and which must not reach LAPACK: OpenBLAS's gesdd loops forever on
     some of it (``[[inf, 1, 0], [1, 3, 1], [0, 1, 4]]``; numpy.linalg.svd hangs). A
     quick total first (docs/performance.md), the exact test when it is not finite."""
-    from .._fastpath import np_finite
+    from .._lib._finite import np_finite
 
     return not np_finite(a) and not bool(np.isfinite(a).all())
 

@@ -307,7 +307,7 @@ def configure_backend(
       and cuDNN's, which convolutions read) set to `allow_tf32`;
       ``torch.set_num_threads(threads)``.
       Dask: a dask.distributed cluster when one is named or active, else the
-      threaded scheduler with `threads` workers when given (``bench/_dask.py``).
+      threaded scheduler with `threads` workers when given (``backends/_dask_cluster.py``).
       CuPy reads ``CUPY_TF32`` from the environment (the runner sets it for its
       worker processes: ``Backend.worker_env``).
     - BLAS/OpenMP pools (NumPy, SciPy, torch's): ``threadpool_limits(threads)``.

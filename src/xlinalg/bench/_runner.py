@@ -325,7 +325,7 @@ def check_environment(backends: Sequence[str]) -> None:
 
     try:
         if any(get_backend(b).uses_dask_scheduler for b in backends):
-            from . import _dask
+            from ..backends import _dask_cluster as _dask
 
             try:
                 _dask.scheduler_address()

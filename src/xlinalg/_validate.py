@@ -6,10 +6,12 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ..backends._base import Adapter
+from ._lib._shapes import broadcast_shapes
+from .backends._base import Adapter
 
 __all__ = [
     "batches",
+    "broadcast_shapes",
     "check_errors",
     "empty_solve",
     "linalg_dtype",
@@ -103,30 +105,6 @@ def sizes_differ(m: Any, n: Any) -> bool:
     """Whether two axis lengths are both known and differ. Unknown: Dask's NaN
     (``x[mask]``), the standard's None; the library checks those when it computes."""
     return m != n and m is not None and n is not None and m == m and n == n
-
-
-def broadcast_shapes(s1: Any, s2: Any) -> tuple[int, ...]:
-    """The broadcast of two shapes (``np.broadcast_shapes`` for two, in pure Python:
-    NumPy's allocates arrays and costs an order of magnitude more). Raises ValueError."""
-    s1, s2 = tuple(s1), tuple(s2)
-    if s1 == s2:
-        return s1
-    d = len(s1) - len(s2)
-    if d > 0:
-        s2 = (1,) * d + s2
-    elif d < 0:
-        s1 = (1,) * -d + s1
-    out = []
-    for x, y in zip(s1, s2):
-        if x == y or y == 1:
-            out.append(x)
-        elif x == 1 or x != x:  # (NaN: an unknown size, Dask's A[mask]; checked at compute)
-            out.append(y)
-        elif y != y:
-            out.append(x)
-        else:
-            raise ValueError(f"shapes {s1} and {s2} do not broadcast")
-    return tuple(out)
 
 
 def batches(fn: str, sa: Any, sb: Any) -> None:

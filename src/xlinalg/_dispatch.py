@@ -15,10 +15,10 @@ from typing import Any, Final
 
 import numpy as np
 
-from .. import backends as _backends
-from ..backends._base import Adapter
-from ..backends._host import foreign_in_sequence
-from ..backends._numpy import NUMPY, refused_subclass
+from . import backends as _backends
+from .backends._base import Adapter
+from .backends._host import foreign_in_sequence
+from .backends._numpy import NUMPY, refused_subclass
 
 __all__ = [
     "adapter1", "adapter2", "adapter_for", "adapter_for_namespace", "as_arrays", "describe", "fast_paths",

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from .backends._base import Backend
+    from ._base import Backend
 
 __all__ = ["check_dtype_fits", "dtype_name", "native_order", "zero_copy"]
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ._declare import NA, BadInput, Operation, Outcome, Raises, Returns, operations
+from ._lib._declare import NA, BadInput, Operation, Outcome, Raises, Returns, operations
 
 __all__ = [
     "INPUTS",
@@ -152,14 +152,14 @@ _MATRIX_KINDS = ("matrix", "square", "operand")
 
 
 def _backends() -> tuple[str, ...]:
-    from xlinalg.backends import BACKEND_NAMES
+    from .backends import BACKEND_NAMES
 
     return tuple(BACKEND_NAMES)
 
 
 def with_float16() -> tuple[str, ...]:
     """The backends whose library has float16 arrays (the backends say)."""
-    from xlinalg.backends import get_backend
+    from .backends import get_backend
 
     return tuple(n for n in _backends() if get_backend(n).dtype_refusal("float16") is None)
 
@@ -493,7 +493,7 @@ def _derived_text(op: Operation, cell: Cell) -> str:
 
 def markdown() -> str:
     """The generated part of ``docs/bad-input-matrix.md``: counts, then a table per operation."""
-    from xlinalg.backends import get_backend
+    from .backends import get_backend
 
     backends = _backends()
     ops = matrix_operations()

@@ -16,7 +16,7 @@ __all__ = ["PAGES", "render"]
 
 
 def _capabilities() -> str:
-    from .. import _capabilities
+    from . import _capabilities
 
     return _capabilities.tables()
 
@@ -31,7 +31,7 @@ def _api_operations() -> str:
     """The API reference's sections of operations (reStructuredText)."""
     import xlinalg
 
-    from ._declare import operations
+    from ._lib._declare import operations
 
     sections = (("Linear algebra", ("linalg", "sequence")), ("Elementwise", ("elementwise",)))
     out: list[str] = []
