@@ -734,7 +734,7 @@ def test_same_dtype_operands_take_the_native_kernel_directly(backend, op, rng, m
     issue 5), and the result is still the library's and right.
     """
     import xlinalg._elementwise as E
-    import xlinalg._linalg as L
+    import xlinalg._matmul as M
     from xlinalg import _dispatch
 
     x = backend.arr(rng.random((4, 4)))
@@ -756,7 +756,7 @@ def test_same_dtype_operands_take_the_native_kernel_directly(backend, op, rng, m
             raise AssertionError(f"{op} on {backend.name} took the checked path")
 
         monkeypatch.setattr(E, "_binary", checked)
-        monkeypatch.setattr(L, "_matmul_checked", checked)
+        monkeypatch.setattr(M, "_matmul_checked", checked)
     out = getattr(xl, op)(x, y)
     backend.check_owned(out)
     backend.assert_close(out, want)
@@ -793,7 +793,7 @@ def test_one_system_with_the_defaults_takes_the_adapters_solve_fast(backend, rhs
     """Where an adapter has ``solve_fast`` (torch, JAX on the CPU), a well-posed
     single system with xl.solve's defaults is answered by it alone; a singular one
     still gets the named LinAlgError of the checked path."""
-    import xlinalg._linalg as L
+    import xlinalg._solve as S
     from xlinalg import _dispatch
 
     a = backend.arr(well_conditioned(rng, (4, 4)))
@@ -813,7 +813,7 @@ def test_one_system_with_the_defaults_takes_the_adapters_solve_fast(backend, rhs
         raise AssertionError(f"solve on {backend.name} took the checked path")
 
     with monkeypatch.context() as m:
-        m.setattr(L, "_adapter2", checked)
+        m.setattr(S, "_adapter2", checked)
         x = xl.solve(a, b)
     backend.check_owned(x)
     backend.assert_close(x, want)

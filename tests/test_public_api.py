@@ -17,6 +17,7 @@ import pytest
 
 import xlinalg as xl
 from xlinalg._capabilities import OPERATIONS
+from xlinalg._lib._declare import OPERATIONS as DECLARED
 
 PUBLIC = sorted(
     n for n in dir(xl)
@@ -35,7 +36,6 @@ def test_every_module_has_all() -> None:
     import xlinalg._dispatch
     import xlinalg._elementwise
     import xlinalg._lib._errors
-    import xlinalg._linalg
     import xlinalg._validate
     import xlinalg.backends
     import xlinalg.backends._adapter
@@ -43,12 +43,20 @@ def test_every_module_has_all() -> None:
     import xlinalg.backends._cupy
     import xlinalg.backends._dask
     import xlinalg.backends._jax
+    import xlinalg.backends._jax_adapter
     import xlinalg.backends._numpy
+    import xlinalg.backends._numpy_adapter
     import xlinalg.backends._strict
     import xlinalg.backends._torch
+    import xlinalg.backends._torch_adapter
 
     b = xlinalg.backends
-    for mod in (xlinalg._elementwise, xlinalg._linalg, b, b._adapter, b._base, b._numpy, b._torch, b._jax,
+    # every module that defines a declared operation, and lists it in its __all__
+    homes = {sys.modules[op.func.__module__] for op in DECLARED.values()}
+    for op in DECLARED.values():
+        assert op.func.__name__ in sys.modules[op.func.__module__].__all__, op.name
+    for mod in (*sorted(homes, key=lambda m: m.__name__), xlinalg._elementwise, b, b._adapter, b._base,
+                b._numpy, b._torch, b._jax, b._numpy_adapter, b._torch_adapter, b._jax_adapter,
                 b._cupy, b._dask, b._strict,
                 xlinalg._dispatch, xlinalg._lib._errors, xlinalg._validate):
         assert isinstance(mod.__all__, list), mod.__name__

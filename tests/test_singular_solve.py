@@ -238,19 +238,19 @@ def test_every_route_of_the_native_path_gives_the_rule_s_verdict(route: str, cop
     # one gesv a member for small stacks, the slogdet screen for large ones, the
     # rule's vectorized LU without SciPy; torch through zero-copy NumPy views for small
     # CPU tensors, torch's own LU otherwise. Every route gives the same verdicts.
-    from xlinalg.backends import _numpy, _torch  # noqa: F401 - _torch needs torch below
+    from xlinalg.backends import _numpy_adapter, _torch  # noqa: F401 - _torch needs torch below
 
     if route.startswith("torch"):
         require_backend("torch-cpu")
         import torch
 
         if route == "torch-ops":
-            monkeypatch.setattr("xlinalg.backends._torch.HOST_SOLVE_MAX_N", 0)
+            monkeypatch.setattr("xlinalg.backends._torch_adapter.HOST_SOLVE_MAX_N", 0)
         put = torch.from_numpy
     else:
         put = np.asarray
     if route == "numpy-without-scipy":
-        monkeypatch.setattr(_numpy, "_LAPACK", dict.fromkeys("fdFD"))
+        monkeypatch.setattr(_numpy_adapter, "_LAPACK", dict.fromkeys("fdFD"))
     inf_member = np.eye(3)
     inf_member[0, 0] = np.inf  # LAPACK solves it to the finite [0, 1, 1]
     members = [

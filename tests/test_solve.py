@@ -291,7 +291,7 @@ def test_jax_cpu_arrays_keep_the_cpu_rule_on_a_gpu_machine(monkeypatch) -> None:
 
     import jax
 
-    from xlinalg.backends import _jax as J
+    from xlinalg.backends import _jax_adapter as J
 
     cpu = jax.devices("cpu")[0]
     monkeypatch.setattr(J, "_every_jax_device", lambda jax: [cpu, types.SimpleNamespace(platform="gpu")])
@@ -548,7 +548,7 @@ def test_cupy_raise_reduces_the_result_on_the_device(rng, monkeypatch) -> None:
 def test_host_finite_check_of_a_result(dtype, shape) -> None:
     """The host look behind JAX's one-system check: any inf or NaN, anywhere, in
     any dtype and shape, makes it say False (and only that, for ordinary values)."""
-    from xlinalg.backends._jax import _host_finite
+    from xlinalg.backends._jax_adapter import _host_finite
 
     h = np.ones(shape, dtype)
     assert _host_finite(h)
@@ -567,9 +567,9 @@ def test_jax_host_look_of_one_system(dtype: str, bshape) -> None:
     be = require_backend("jax-cpu")
     import jax.numpy as jnp
 
-    from xlinalg.backends import _base, _jax
+    from xlinalg.backends import _base, _jax_adapter
 
-    look = _jax._finite_or_missing(jnp.linalg.solve)
+    look = _jax_adapter._finite_or_missing(jnp.linalg.solve)
     a = jnp.asarray(2 * np.eye(3), dtype=dtype)
     b = np.ones(bshape, dtype=dtype)
     x = look(a, jnp.asarray(b))

@@ -7,26 +7,25 @@ whichever library owns their inputs (NumPy, PyTorch, CuPy, JAX, Dask,
 array-api-strict) with one set of semantics; see ``docs/semantics.md``.
 """
 
+# The operations declare themselves as their modules are imported, and that order is
+# the order of the API reference and the capabilities pages (operations()): keep it.
+# isort: off
 from ._eig import EighResult, EigResult, eig, eigh, eigvals, eigvalsh
 from ._elementwise import add, divide, exp, multiply, sigmoid, subtract
-from ._factor import SlogdetResult, cholesky, det, inv, slogdet
-from ._lib._errors import LinAlgError, XlinalgWarning
-from ._lib._public import publish as _publish
-from ._linalg import QRResult, SVDResult, matmul, qr, solve, svd, svdvals
+from ._factor import cholesky, inv
+from ._det import SlogdetResult, det, slogdet
+from ._solve import solve
+from ._matmul import matmul
+from ._orthogonal import QRResult, SVDResult, qr, svd, svdvals
 from ._lstsq import LstsqResult, lstsq, matrix_rank, pinv
 from ._many import solve_many
 from ._norms import matrix_norm, vector_norm
-from ._products import (
-    cross,
-    diagonal,
-    matrix_power,
-    matrix_transpose,
-    outer,
-    tensordot,
-    trace,
-    vecdot,
-)
+from ._views import diagonal, matrix_transpose, trace
+from ._products import cross, matrix_power, outer, tensordot, vecdot
 from ._solve_ex import SolveExResult, solve_ex
+# isort: on
+from ._lib._errors import LinAlgError, XlinalgWarning
+from ._lib._public import publish as _publish
 from ._version import __version__
 from .backends import BACKEND_NAMES, available_backends, backend_of, synchronize, to
 

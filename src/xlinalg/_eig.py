@@ -39,7 +39,7 @@ from ._matrix import (
     real_dtype,
 )
 from .backends._base import Adapter
-from .backends._numpy import NUMPY
+from .backends._numpy_adapter import NUMPY
 
 __all__ = ["EigResult", "EighResult", "eig", "eigh", "eigvals", "eigvalsh"]
 
@@ -170,7 +170,7 @@ def _np_eigh(x: np.ndarray, values_only: bool) -> Any:
         else:
             w, v = _NP_EIGH(x, signature=_SIG_EIGH[x.dtype.char])
     if not np.isfinite(w).all():  # NaN for the members LAPACK failed on (NaN/inf input)
-        from .backends._numpy import NUMPY
+        from .backends._numpy_adapter import NUMPY
 
         converge_check(NUMPY, x, w, "eigvalsh" if values_only else "eigh", "eigendecomposition")
     return w if values_only else (w, v)
@@ -349,7 +349,7 @@ def eigvalsh(x: Array, /, *, xp: Namespace | None = None) -> Array:
 
 
 def _np_eig(x: np.ndarray, values_only: bool, fn: str) -> Any:
-    from .backends._numpy import NUMPY
+    from .backends._numpy_adapter import NUMPY
 
     cdt = np.result_type(x.dtype, np.complex64)
     try:

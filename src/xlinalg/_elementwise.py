@@ -41,7 +41,7 @@ from . import _dispatch, _validate
 from ._lib._declare import Raises, declare
 from ._lib._typing import Array, Namespace
 from .backends._base import Adapter
-from .backends._numpy import NUMPY, int_text
+from .backends._numpy_adapter import NUMPY, int_text
 
 __all__ = ["add", "divide", "exp", "multiply", "sigmoid", "subtract"]
 

@@ -1,24 +1,24 @@
-"""inv, cholesky, det, slogdet: factorizations with one failure contract.
+"""inv, cholesky: factorizations with one failure contract.
 
 A singular (``inv``) or not positive definite (``cholesky``) member raises
 :class:`xlinalg.LinAlgError` naming the failing batch members on every backend,
 or gives NaN for just those members with ``errors="nan"``; a member holding NaN or
 inf is never reported (NaN in, NaN out). ``inv`` is ``solve(x, I)`` through the
 adapter, as NumPy, PyTorch and JAX compute it themselves: what is singular is
-exactly what :func:`xlinalg.solve` reports (docs/semantics.md).
+exactly what :func:`xlinalg.solve` reports (docs/semantics.md). (``det`` and
+``slogdet``, which never fail, are in :mod:`._det`.)
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from . import _validate
 from ._dispatch import fast_paths
 from ._fastpath import (
-    JAX_FLOAT,
     MISSING,
     jax_looked,
     jax_maker,
@@ -26,62 +26,42 @@ from ._fastpath import (
     np_loud,
     np_maker,
     np_quiet,
-    torch_finite,
     torch_float,
     torch_maker,
     torch_plain,
 )
-from ._lib._declare import (
-    BadInput,
-    Raises,
-    Returns,
-    all_nan,
-    declare,
-)
+from ._lib._declare import BadInput, Raises, Returns, all_nan, declare
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._matrix import (
-    dask_gufunc,
+    NP_LOOPS,
     dask_members,
     fail_members,
     finite_members,
     matrix_input,
     member_error,
-    real_dtype,
+    np_square_loop,
 )
 from .backends._base import Adapter
-from .backends._numpy import NUMPY
+from .backends._numpy_adapter import NUMPY
 
-__all__ = ["SlogdetResult", "cholesky", "det", "inv", "slogdet"]
+__all__ = ["cholesky", "inv"]
 
 try:
     from numpy.linalg import _umath_linalg as _ul
 
     _NP_CHOL: Any = _ul.cholesky_lo
-    _NP_DET: Any = _ul.det
-    _NP_SLOGDET: Any = _ul.slogdet
-except (ImportError, AttributeError):  # pragma: no cover - a NumPy without them
-    _NP_CHOL = _NP_DET = _NP_SLOGDET = None
+except (ImportError, AttributeError):  # pragma: no cover - a NumPy without it
+    _NP_CHOL = None
 
 _NP = np.ndarray
-# the gufuncs' loops in the input's own precision (numpy.linalg computes float32 in
-# double; PyTorch, JAX and CuPy in float32, and so does xlinalg everywhere)
-_SIG1 = {"f": "f->f", "d": "d->d", "F": "F->F", "D": "D->D"}
-_SIG_SLOGDET = {"f": "f->ff", "d": "d->dd", "F": "F->Ff", "D": "D->Dd"}
 
 _INV_FIX = 'pass errors="nan" to get NaN for those members and the inverses of the rest'
 _CHOL_FIX = (
     "cholesky needs Hermitian (symmetric) positive definite matrices (only the lower "
     'triangle is read); pass errors="nan" to get NaN for those members and the factors of the rest'
 )
-
-
-class SlogdetResult(NamedTuple):
-    """Result of :func:`slogdet`: ``det(x) == sign * exp(logabsdet)``."""
-
-    sign: Array
-    logabsdet: Array
 
 
 _TH = np.pi / 6
@@ -163,7 +143,7 @@ def inv(x: Array, /, *, errors: str = "raise", xp: Namespace | None = None) -> A
         type(x) is _NP
         and xp is None
         and x.ndim == 2
-        and x.dtype.char in _SIG1
+        and x.dtype.char in NP_LOOPS
         and x.shape[0] == x.shape[1] != 0
         and x.dtype.isnative
     ):  # one NumPy matrix: the checks below read nothing more
@@ -214,27 +194,14 @@ def _inv_error(batch: tuple[int, ...], indices: list[tuple[int, ...]]) -> LinAlg
 
 
 _NOT_PD = "cholesky: `x` is not positive definite"
-_NAN_DET = Returns("NaN for a member holding NaN or inf, no error (NumPy's LU may skip it: 1.0)", all_nan)
-
-
-def _finite(got: tuple[np.ndarray, ...], args: tuple[np.ndarray, ...]) -> None:
-    assert all(np.isfinite(g).all() for g in got), got
 
 
 # ---------------------------------------------------------------------- fast paths
-# (see _fastpath.py) of cholesky, det and slogdet: the library's kernel on a supported
-# dtype; cholesky's result (or torch's info) and det's input looked at quickly. A
-# failing member, NaN or inf takes the checked path, which computes the same way.
-def _np_square(x: Any, sigs: dict[str, str]) -> str | None:
-    """The gufunc signature for a non-empty NumPy (stack of) square matrices, else None."""
-    sig = sigs.get(x.dtype.char)
-    if sig is None or x.ndim < 2 or not x.size or (s := x.shape)[-1] != s[-2]:
-        return None
-    return sig
-
-
+# (see _fastpath.py) of cholesky: the library's kernel on a supported dtype, its
+# result (or torch's info) looked at quickly. A failing member, NaN or inf takes the
+# checked path, which computes the same way.
 def _np_cholesky_fast(x: Any, upper: Any) -> Any:
-    if (sig := _np_square(x, _SIG1)) is None or _NP_CHOL is None:
+    if (sig := np_square_loop(x, NP_LOOPS)) is None or _NP_CHOL is None:
         return MISSING
     token = np_quiet()
     try:
@@ -275,80 +242,6 @@ _CHOLESKY_FAST = fast_paths("cholesky", {
     "PyTorch": torch_maker(_torch_cholesky_fast),
     "JAX": jax_maker(jax_looked(_jax_cholesky), host_look=True),
 })
-
-
-def _np_det_fast(x: Any, slog: bool) -> Any:
-    if (sig := _np_square(x, _SIG_SLOGDET if slog else _SIG1)) is None or _NP_DET is None:
-        return MISSING
-    token = np_quiet()
-    try:
-        out = (_NP_SLOGDET if slog else _NP_DET)(x, signature=sig)
-    finally:
-        np_loud(token)
-    if not np_finite(x):  # NaN for those members: the checked path
-        return MISSING
-    return SlogdetResult(*out) if slog else out
-
-
-def _torch_det_fast(slog: bool) -> Any:
-    def build(torch: Any) -> Any:
-        call = torch.linalg.slogdet if slog else torch.linalg.det
-        ok = torch_float(torch)
-        plain = torch_plain(torch)
-
-        def fast(x: Any) -> Any:
-            if x.dtype not in ok or not plain(x):
-                return MISSING
-            try:
-                if not torch_finite(torch, x):  # NaN for those members: the checked path
-                    return MISSING
-                out = call(x)
-            except Exception:  # a shape or layout it refuses: named by the checked path
-                return MISSING
-            return SlogdetResult(out[0], out[1]) if slog else out
-
-        return fast
-
-    return build
-
-
-def _jax_det_fast(slog: bool) -> Any:
-    def build(jax: Any, jnp: Any) -> Any:
-        def body(x: Any) -> Any:  # NaN for members holding NaN or inf, in the program
-            if x.dtype not in JAX_FLOAT:
-                return None
-            bad = jnp.logical_not(jnp.all(jnp.isfinite(x), axis=(-2, -1)))
-            if slog:
-                sign, logabs = jnp.linalg.slogdet(x)
-                return jnp.where(bad, jnp.nan, sign), jnp.where(bad, jnp.nan, logabs)
-            return jnp.where(bad, jnp.nan, jnp.linalg.det(x))
-
-        call = jax.jit(body)
-
-        def fast(x: Any) -> Any:
-            try:
-                out = call(x)
-            except Exception:  # a shape it refuses: named by the checked path
-                return MISSING
-            if out is None:
-                return MISSING
-            return SlogdetResult(*out) if slog else out
-
-        return fast
-
-    return build
-
-
-def _det_makers(slog: bool) -> dict[str, Any]:
-    return {
-        "NumPy": np_maker(lambda x: _np_det_fast(x, slog)),
-        "PyTorch": torch_maker(_torch_det_fast(slog)),
-        "JAX": jax_maker(_jax_det_fast(slog)),
-    }
-
-
-_DET_FAST = fast_paths("det", _det_makers(False))
-_SLOGDET_FAST = fast_paths("slogdet", _det_makers(True))
 
 
 @declare(
@@ -452,7 +345,7 @@ def cholesky(x: Array, /, *, upper: bool = False, errors: str = "raise", xp: Nam
 def _np_cholesky(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """NumPy's gufunc in the input's precision: NaN for the members it fails on."""
     with np.errstate(all="ignore"):
-        low = _NP_CHOL(x, signature=_SIG1[x.dtype.char])
+        low = _NP_CHOL(x, signature=NP_LOOPS[x.dtype.char])
     return low, ~np.isfinite(low).all(axis=(-2, -1))
 
 
@@ -499,142 +392,3 @@ def _failing_members(ad: Adapter, x: Any) -> Any:
     return ad.asarray(mask, x, "x")
 
 
-@declare(
-    "linalg", args={"x": "square"}, reference=np.linalg.det, dtypes="linalg",
-    how="the standard's `linalg.det`",
-    backends={"numpy": "the gufunc behind `numpy.linalg.det`, in the input's precision",
-              "dask": ("NumPy's det on each matrix (a gufunc over the batch)", "lazy")},
-    bad_input={"nan": _NAN_DET, "inf": _NAN_DET,
-               "near-singular": Returns("a tiny finite value (rounding: which one is the library's)", _finite)},
-)
-def det(x: Array, /, *, xp: Namespace | None = None) -> Array:
-    """Determinant of a square matrix or of each matrix of a stack.
-
-    Parameters
-    ----------
-    x : array, shape ``(..., M, M)``
-        Integer and bool inputs are computed in float64.
-    xp : namespace, optional
-        The array namespace; inferred by default.
-
-    Returns
-    -------
-    array, shape ``(...)``
-        In `x`'s floating dtype (float32 computed in float32 on every backend,
-        NumPy included). A singular member gives 0 (no error); NaN input gives
-        NaN; ``det`` of a 0×0 matrix is 1.
-
-    Raises
-    ------
-    ValueError
-        If `x` is not square, or has fewer than two dimensions.
-    TypeError
-        For float16/bfloat16 or non-numeric dtypes.
-
-    Examples
-    --------
-    >>> import xlinalg as xl
-    >>> float(xl.det(xp.asarray([[2.0, 0.0], [0.0, 3.0]])))
-    6.0
-    """
-    if xp is None and (f := _DET_FAST.get(type(x))) is not None and (r := f(x)) is not MISSING:
-        return r
-    ad, x = matrix_input(x, "det", xp, square=True)
-    shape = tuple(x.shape)
-    if 0 in shape:
-        return keep_subclass(_empty_det(ad, x, 1), x)
-    if ad.library == "NumPy" and _NP_DET is not None:
-        return keep_subclass(_np_det_block(x), x)
-    if ad.lazy:
-        return dask_gufunc(ad, _np_det_block, "(m,m)->()", x, [(0, x.dtype)], {}, "det")
-    return _nan_where_not_finite(ad, x, ad.xp.linalg.det(x))
-
-
-def _nan_where_not_finite(ad: Adapter, x: Any, out: Any) -> Any:
-    """`out` (over the batch) with NaN for the members of `x` holding NaN or inf: LU
-    may never touch them (NumPy's det of [[1, nan], [0, 1]] is 1.0, torch's NaN)."""
-    return ad.fill_nan(ad.xp.logical_not(finite_members(ad.xp, x)), out)
-
-
-def _np_det_block(x: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        d = _NP_DET(x, signature=_SIG1[x.dtype.char])
-        bad = ~np.isfinite(x).all(axis=(-2, -1))
-    if bad.any():
-        d = np.where(bad, np.nan, d)
-    return d
-
-
-def _empty_det(ad: Adapter, x: Any, value: int, dtype: Any = None) -> Any:
-    """det (value 1) or log|det| (0) of an empty stack: 0×0 matrices are 1, a batch with
-    no members is empty."""
-    batch = tuple(x.shape[:-2])
-    xp = ad.xp
-    dt = x.dtype if dtype is None else dtype
-    if x.shape[-1] == 0:
-        return xp.full(batch, value, dtype=dt, device=ad.device(x))
-    return xp.zeros(batch, dtype=dt, device=ad.device(x))
-
-
-@declare(
-    "linalg", args={"x": "square"}, reference=np.linalg.slogdet, dtypes="linalg",
-    how="the standard's `linalg.slogdet`",
-    backends={"numpy": "the gufunc behind `numpy.linalg.slogdet`, in the input's precision",
-              "dask": ("NumPy's slogdet on each matrix (a gufunc over the batch)", "lazy")},
-    bad_input={"nan": _NAN_DET, "inf": _NAN_DET,
-               "near-singular": Returns("finite (log of a tiny determinant: which one is the library's)", _finite)},
-)
-def slogdet(x: Array, /, *, xp: Namespace | None = None) -> SlogdetResult:
-    """Sign and natural logarithm of the absolute determinant (no overflow).
-
-    Parameters
-    ----------
-    x : array, shape ``(..., M, M)``
-        Integer and bool inputs are computed in float64.
-    xp : namespace, optional
-        The array namespace; inferred by default.
-
-    Returns
-    -------
-    SlogdetResult
-        NamedTuple ``(sign, logabsdet)``, both of shape ``(...)``: `sign` in `x`'s
-        dtype (complex of modulus 1 for complex `x`; 0 for a singular member, whose
-        `logabsdet` is ``-inf``), `logabsdet` real. A 0×0 matrix gives ``(1, 0)``.
-
-    Raises
-    ------
-    ValueError
-        If `x` is not square, or has fewer than two dimensions.
-    TypeError
-        For float16/bfloat16 or non-numeric dtypes.
-
-    Examples
-    --------
-    >>> import xlinalg as xl
-    >>> sign, logabsdet = xl.slogdet(xp.asarray([[-2.0, 0.0], [0.0, 1.0]]))
-    >>> float(sign), round(float(logabsdet), 6)
-    (-1.0, 0.693147)
-    """
-    if xp is None and (f := _SLOGDET_FAST.get(type(x))) is not None and (r := f(x)) is not MISSING:
-        return r
-    ad, x = matrix_input(x, "slogdet", xp, square=True)
-    if 0 in tuple(x.shape):
-        return keep_subclass(SlogdetResult(_empty_det(ad, x, 1), _empty_det(ad, x, 0, real_dtype(ad, x))), x)
-    if ad.library == "NumPy" and _NP_SLOGDET is not None:
-        return keep_subclass(SlogdetResult(*_np_slogdet_block(x)), x)
-    if ad.lazy:
-        sign, logabs = dask_gufunc(
-            ad, _np_slogdet_block, "(m,m)->(),()", x, [(0, x.dtype), (0, real_dtype(ad, x))], {}, "slogdet",
-        )
-        return SlogdetResult(sign, logabs)
-    sign, logabs = ad.xp.linalg.slogdet(x)
-    return SlogdetResult(_nan_where_not_finite(ad, x, sign), _nan_where_not_finite(ad, x, logabs))
-
-
-def _np_slogdet_block(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    with np.errstate(all="ignore"):
-        sign, logabs = _NP_SLOGDET(x, signature=_SIG_SLOGDET[x.dtype.char])
-        bad = ~np.isfinite(x).all(axis=(-2, -1))
-    if bad.any():
-        sign, logabs = np.where(bad, np.nan, sign), np.where(bad, np.nan, logabs)
-    return sign, logabs

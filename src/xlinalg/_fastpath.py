@@ -1,7 +1,7 @@
 """What the fast paths of the linalg-extension functions share.
 
-Each function of ``_eig``, ``_factor``, ``_linalg``, ``_norms``, ``_products`` and
-``_lstsq`` may register fast paths (``_dispatch.fast_paths``): for arrays of
+Each function of the operations' modules (``_det``, ``_eig``, ``_factor``,
+``_lstsq``, ``_norms``, ``_orthogonal``, ``_products``, ``_views``) may register fast paths (``_dispatch.fast_paths``): for arrays of
 one exact type (``numpy.ndarray``, ``torch.Tensor``, JAX's concrete array), a
 function of the op's arguments that calls the library's own kernel and returns its
 result only where that call is the whole contract, else :data:`MISSING`. The op's

@@ -31,10 +31,11 @@ from ._lib._declare import BadInput, Raises, declare
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
-from ._linalg import matmul, svd, svdvals
+from ._matmul import matmul
 from ._matrix import matrix_input, real_dtype
+from ._orthogonal import _np_svd_fast, svd, svdvals
 from .backends._base import Adapter
-from .backends._numpy import NUMPY
+from .backends._numpy_adapter import NUMPY
 
 __all__ = ["LstsqResult", "lstsq", "matrix_rank", "pinv"]
 
@@ -156,8 +157,6 @@ def _np_cast(x: Any, dt: Any) -> Any:
 
 
 def _np_svd(x: Any, values_only: bool) -> Any:
-    from ._linalg import _np_svd_fast
-
     return _np_svd_fast(x, None if values_only else False)
 
 

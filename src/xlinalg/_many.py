@@ -15,9 +15,9 @@ from ._lib._declare import declare
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
-from ._linalg import _solve_checked, solve
+from ._solve import _solve_checked, solve
 from .backends._base import Adapter
-from .backends._numpy import NUMPY
+from .backends._numpy_adapter import NUMPY
 
 __all__ = ["solve_many"]
 

@@ -1,21 +1,28 @@
 """What the linalg-extension functions share: input checks, member errors, Dask blocks.
 
-The functions of ``_factor``, ``_eig``, ``_norms``, ``_products`` and ``_lstsq``
-are written once against the array API standard through the arguments' adapter;
-this module holds the parts they have in common:
+The functions of ``_factor``, ``_det``, ``_eig``, ``_orthogonal``, ``_norms``,
+``_views``, ``_products``, ``_matmul`` and ``_lstsq`` are written once against the
+array API standard through the arguments' adapter; this module holds the parts they
+have in common:
 
 * :func:`matrix_input`: the argument checks of a function of one matrix (the
   library, dense, at least 2-D, square where asked) and xlinalg's dtype rule;
+* :func:`common_dtype`: two operands in one dtype, by NumPy's promotion table;
+* :func:`int_arg`, :func:`native_call`, :func:`numeric_only`: an int option, the
+  library's own kernel with its refusals named, the declared error for bool input;
 * :func:`member_error`: the one :class:`LinAlgError` naming failing batch members;
 * :func:`fail_members`: raise for, or NaN, the members a native call failed on;
 * :func:`dask_gufunc` and :func:`dask_members`: a NumPy kernel over the blocks
-  of a Dask array (lazy; a block's error names global batch indices).
+  of a Dask array (lazy; a block's error names global batch indices);
+* :data:`NP_LOOPS` and :func:`np_square_loop`: the loop of a NumPy gufunc
+  (``numpy.linalg._umath_linalg``) in the input's own precision.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -23,19 +30,41 @@ import numpy as np
 
 from . import _validate
 from ._dispatch import adapter1
+from ._lib._declare import Raises
 from ._lib._errors import LinAlgError
+from ._lib._subclass import keep_subclass
 from .backends._base import Adapter
+from .backends._numpy_adapter import NUMPY
 
 __all__ = [
+    "NP_LOOPS",
+    "common_dtype",
     "converge_check",
     "dask_gufunc",
     "dask_members",
     "fail_members",
     "finite_members",
+    "int_arg",
     "matrix_input",
     "member_error",
+    "native_call",
+    "np_square_loop",
+    "numeric_only",
     "real_dtype",
 ]
+
+#: dtype char -> the gufuncs' loop of one output in the input's own precision
+#: (numpy.linalg computes float32 in double; PyTorch, JAX and CuPy in float32, and so
+#: does xlinalg everywhere)
+NP_LOOPS = {"f": "f->f", "d": "d->d", "F": "F->F", "D": "D->D"}
+
+
+def np_square_loop(x: Any, loops: dict[str, str]) -> str | None:
+    """The gufunc loop (of `loops`) for a non-empty NumPy (stack of) square matrices, else None."""
+    sig = loops.get(x.dtype.char)
+    if sig is None or x.ndim < 2 or not x.size or (s := x.shape)[-1] != s[-2]:
+        return None
+    return sig
 
 
 def matrix_input(x: Any, fn: str, xp: Any, *, square: bool = False, name: str = "x") -> tuple[Adapter, Any]:
@@ -50,6 +79,46 @@ def matrix_input(x: Any, fn: str, xp: Any, *, square: bool = False, name: str = 
     if isinstance(dt, np.dtype) and not dt.isnative:  # big-endian NumPy data: LAPACK's order
         dt = dt.newbyteorder("=")
     return ad, ad.astype(x, dt)
+
+
+def common_dtype(ad: Adapter, x1: Any, x2: Any) -> tuple[Any, Any]:
+    """`x1` and `x2` in their common dtype: NumPy's table for mixed kinds (int64 x
+    float32 -> float64) on every backend, the library's own promotion otherwise."""
+    if x1.dtype == x2.dtype:
+        return x1, x2
+    dt = _validate.mixed_dtype(ad, x1, x2)
+    if dt is None:
+        dt = ad.xp.result_type(x1.dtype, x2.dtype)
+    return ad.astype(x1, dt), ad.astype(x2, dt)
+
+
+def int_arg(v: Any, fn: str, name: str) -> int:
+    """`v` as an int (``operator.index``); a bool or anything else is a ``TypeError`` naming `name`."""
+    if isinstance(v, bool):
+        raise TypeError(f"{fn}: `{name}` must be an int, got bool {v!r}")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{fn}: `{name}` must be an int, got {type(v).__name__} {v!r:.80}") from None
+
+
+def native_call(ad: Adapter, fn: str, call: Any, *named: tuple[str, Any]) -> Any:
+    """``call()``, the library's own kernel; a dtype it has no kernel for (torch's
+    float8, complex32 or uint16-64 sums, ml_dtypes' int4 in NumPy) is named with the
+    cast to make (:func:`xlinalg._validate.native_error`). A NumPy result is
+    wrapped as NumPy wraps a ufunc's (:func:`keep_subclass`: NumPy's own ``outer``,
+    ``cross`` and ``tensordot`` drop a subclass, its ``trace`` makes a 0-d array)."""
+    try:
+        out = call()
+    except Exception as e:
+        _validate.reraise(ad, fn, e, *named)
+    return keep_subclass(out, *(v for _, v in named)) if ad is NUMPY else out
+
+
+def numeric_only(fn: str, names: str = "`x1`") -> Raises:
+    """The declared outcome of bool input to `fn` (the bad-input matrix): a ``TypeError``."""
+    return Raises(TypeError, rf"{fn}: operands must be numeric|{fn}: `x` must be numeric",
+                  f"{fn}: operands must be numeric, got {names} … bool …")
 
 
 def real_dtype(ad: Adapter, x: Any) -> Any:

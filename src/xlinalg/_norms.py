@@ -20,10 +20,10 @@ from ._fastpath import JAX_FLOAT, MISSING, NP_FLOAT, jax_maker, np_maker, torch_
 from ._lib._declare import declare
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
-from ._linalg import svdvals
 from ._matrix import matrix_input, real_dtype
+from ._orthogonal import svdvals
 from .backends._base import Adapter
-from .backends._numpy import NUMPY
+from .backends._numpy_adapter import NUMPY
 
 __all__ = ["matrix_norm", "vector_norm"]
 

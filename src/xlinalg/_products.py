@@ -1,10 +1,11 @@
-"""Products and views: outer, tensordot, vecdot, cross, trace, diagonal,
-matrix_transpose, matrix_power.
+"""Products: outer, tensordot, vecdot, cross (of two operands), matrix_power.
 
 Two operands follow :func:`xlinalg.matmul`'s rules: one library, one device,
 numeric dtypes (bool refused), mixed dtypes promoted by NumPy's table on every
 backend. ``matrix_power`` follows the linear-algebra dtype rule (integers in
 float64) and its negative powers :func:`xlinalg.inv`'s singular-matrix contract.
+(The views of one matrix, ``matrix_transpose``, ``diagonal`` and ``trace``, are in
+:mod:`._views`; ``matmul`` in :mod:`._matmul`.)
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate
-from ._dispatch import adapter1, adapter2, fast_paths
+from ._dispatch import adapter2, fast_paths
 from ._factor import inv
 from ._fastpath import (
     JAX_FLOAT,
@@ -30,17 +31,12 @@ from ._fastpath import (
 from ._lib._declare import BadInput, Raises, Returns, declare
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
-from ._linalg import matmul
-from ._matrix import matrix_input
+from ._matmul import matmul
+from ._matrix import common_dtype, int_arg, matrix_input, native_call, numeric_only
 from .backends._base import Adapter
-from .backends._numpy import NUMPY
+from .backends._numpy_adapter import NUMPY
 
-__all__ = ["cross", "diagonal", "matrix_power", "matrix_transpose", "outer", "tensordot", "trace", "vecdot"]
-
-
-def _numeric(fn: str, names: str = "`x1`") -> Raises:
-    return Raises(TypeError, rf"{fn}: operands must be numeric|{fn}: `x` must be numeric",
-                  f"{fn}: operands must be numeric, got {names} … bool …")
+__all__ = ["cross", "matrix_power", "outer", "tensordot", "vecdot"]
 
 
 _VEC_BATCH = np.ones((2, 3)), np.ones((4, 3))
@@ -71,54 +67,14 @@ def _pair(x1: Any, x2: Any, fn: str, xp: Any) -> tuple[Adapter, Any, Any]:
     if "b" in (k1, k2) or "?" in (k1, k2):
         raise TypeError(f"{fn}: operands must be numeric, got `x1` {ad.describe(x1)} and `x2` {ad.describe(x2)}")
     ad.check_same_device(x1, x2, "x1", "x2")
-    if x1.dtype != x2.dtype:
-        dt = _validate.mixed_dtype(ad, x1, x2)
-        if dt is None:
-            dt = ad.xp.result_type(x1.dtype, x2.dtype)
-        x1, x2 = ad.astype(x1, dt), ad.astype(x2, dt)
-    return ad, x1, x2
-
-
-def _one(x: Any, fn: str, xp: Any, *, min_ndim: int = 0, numeric: bool = False) -> tuple[Adapter, Any]:
-    ad, x = adapter1(x, "x", xp)
-    if (err := ad.dense_error(x, "x", fn)) is not None:
-        raise err
-    if x.ndim < min_ndim:
-        raise ValueError(
-            f"{fn}: `x` must be a matrix or a stack of matrices (at least 2 dimensions), got {ad.describe(x)}"
-        )
-    if numeric and ad.kind(x.dtype) in "b?":
-        raise TypeError(f"{fn}: `x` must be numeric, got {ad.describe(x)}")
-    return ad, x
-
-
-def _native(ad: Adapter, fn: str, call: Any, *named: tuple[str, Any]) -> Any:
-    """``call()``, the library's own kernel; a dtype it has no kernel for (torch's
-    float8, complex32 or uint16-64 sums, ml_dtypes' int4 in NumPy) is named with the
-    cast to make (:func:`xlinalg._validate.native_error`). A NumPy result is
-    wrapped as NumPy wraps a ufunc's (:func:`keep_subclass`: NumPy's own ``outer``,
-    ``cross`` and ``tensordot`` drop a subclass, its ``trace`` makes a 0-d array)."""
-    try:
-        out = call()
-    except Exception as e:
-        _validate.reraise(ad, fn, e, *named)
-    return keep_subclass(out, *(v for _, v in named)) if ad is NUMPY else out
-
-
-def _int(v: Any, fn: str, name: str) -> int:
-    if isinstance(v, bool):
-        raise TypeError(f"{fn}: `{name}` must be an int, got bool {v!r}")
-    try:
-        return operator.index(v)
-    except TypeError:
-        raise TypeError(f"{fn}: `{name}` must be an int, got {type(v).__name__} {v!r:.80}") from None
+    return (ad, *common_dtype(ad, x1, x2))
 
 
 # ---------------------------------------------------------------------- fast paths
 # (see _fastpath.py): the library's own call with the arguments the checked path
-# would pass it, for the common case: dense arrays of one floating dtype (any dtype
-# for the views), the shapes checked that the library would not check itself; any
-# refusal or error of the library takes the checked path, which names the argument.
+# would pass it, for the common case: dense arrays of one floating dtype, the shapes
+# checked that the library would not check itself; any refusal or error of the
+# library takes the checked path, which names the argument.
 # vecdot and cross: axis -1; tensordot: an int `axes`; matrix_power: n > 0.
 def _np_pair(x1: Any, x2: Any) -> bool:
     return ((d := x1.dtype) is x2.dtype or d == x2.dtype) and d in NP_FLOAT
@@ -162,6 +118,15 @@ def _np_cross(x1: Any, x2: Any) -> Any:
         return MISSING
 
 
+def _native(call: Any, *args: Any, **kwargs: Any) -> Any:
+    """The library's own call, or MISSING where it refuses (a shape, a device): the
+    checked path names what is wrong."""
+    try:
+        return call(*args, **kwargs)
+    except Exception:
+        return MISSING
+
+
 def _torch_products(torch: Any) -> dict[str, Any]:
     dense = torch_dense(torch)
     ok = torch_float(torch)
@@ -170,44 +135,27 @@ def _torch_products(torch: Any) -> dict[str, Any]:
     def pair(x1: Any, x2: Any) -> bool:
         return (d := x1.dtype) is x2.dtype and d in ok and dense(x1) and dense(x2)
 
-    def native(call: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return call(*args, **kwargs)
-        except Exception:  # a shape or device it refuses: named by the checked path
-            return MISSING
-
-    def transpose(x: Any) -> Any:
-        return x.mT if dense(x) and x.ndim >= 2 else MISSING
-
-    def diagonal(x: Any, k: int) -> Any:
-        return linalg.diagonal(x, offset=k) if dense(x) and x.ndim >= 2 else MISSING
-
-    def trace(x: Any, k: int) -> Any:
-        if x.dtype not in ok or not dense(x) or x.ndim < 2:
-            return MISSING
-        return torch.diagonal(x, offset=k, dim1=-2, dim2=-1).sum(-1)
-
     def outer(x1: Any, x2: Any) -> Any:
-        return native(torch.outer, x1, x2) if pair(x1, x2) and x1.ndim == 1 and x2.ndim == 1 else MISSING
+        return _native(torch.outer, x1, x2) if pair(x1, x2) and x1.ndim == 1 and x2.ndim == 1 else MISSING
 
     def tensordot(x1: Any, x2: Any, n: int) -> Any:
-        return native(torch.tensordot, x1, x2, dims=n) if pair(x1, x2) and n <= min(x1.ndim, x2.ndim) else MISSING
+        return _native(torch.tensordot, x1, x2, dims=n) if pair(x1, x2) and n <= min(x1.ndim, x2.ndim) else MISSING
 
     def vecdot(x1: Any, x2: Any) -> Any:
         if not pair(x1, x2) or not x1.ndim or not x2.ndim or x1.shape[-1] != x2.shape[-1]:
             return MISSING  # (torch.linalg.vecdot would broadcast the vectors' axis)
-        return native(linalg.vecdot, x1, x2, dim=-1)
+        return _native(linalg.vecdot, x1, x2, dim=-1)
 
     def cross(x1: Any, x2: Any) -> Any:
         if not pair(x1, x2) or x1.ndim == 0 or x1.shape != x2.shape or x1.shape[-1] != 3:
             return MISSING
-        return native(linalg.cross, x1, x2, dim=-1)
+        return _native(linalg.cross, x1, x2, dim=-1)
 
     def matrix_power(x: Any, n: int) -> Any:
-        return native(linalg.matrix_power, x, n) if x.dtype in ok and dense(x) and x.numel() else MISSING
+        return _native(linalg.matrix_power, x, n) if x.dtype in ok and dense(x) and x.numel() else MISSING
 
-    return {"matrix_transpose": transpose, "diagonal": diagonal, "trace": trace, "outer": outer,
-            "tensordot": tensordot, "vecdot": vecdot, "cross": cross, "matrix_power": matrix_power}
+    return {"outer": outer, "tensordot": tensordot, "vecdot": vecdot, "cross": cross,
+            "matrix_power": matrix_power}
 
 
 def _jax_products(jnp: Any) -> dict[str, Any]:
@@ -216,46 +164,32 @@ def _jax_products(jnp: Any) -> dict[str, Any]:
     def pair(x1: Any, x2: Any) -> bool:
         return (d := x1.dtype) == x2.dtype and d in JAX_FLOAT
 
-    def native(call: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return call(*args, **kwargs)
-        except Exception:  # a shape it refuses: named by the checked path
-            return MISSING
-
-    def trace(x: Any, k: int) -> Any:
-        return linalg.trace(x, offset=k) if x.dtype in JAX_FLOAT and x.ndim >= 2 else MISSING
-
     def outer(x1: Any, x2: Any) -> Any:
         return linalg.outer(x1, x2) if pair(x1, x2) and x1.ndim == 1 and x2.ndim == 1 else MISSING
 
     def tensordot(x1: Any, x2: Any, n: int) -> Any:
-        return native(jnp.tensordot, x1, x2, axes=n) if pair(x1, x2) and n <= min(x1.ndim, x2.ndim) else MISSING
+        return _native(jnp.tensordot, x1, x2, axes=n) if pair(x1, x2) and n <= min(x1.ndim, x2.ndim) else MISSING
 
     def vecdot(x1: Any, x2: Any) -> Any:
         if not pair(x1, x2) or not x1.ndim or not x2.ndim or x1.shape[-1] != x2.shape[-1]:
             return MISSING
-        return native(jnp.vecdot, x1, x2, axis=-1)
+        return _native(jnp.vecdot, x1, x2, axis=-1)
 
     def cross(x1: Any, x2: Any) -> Any:
         if not pair(x1, x2) or not x1.ndim or not x2.ndim or not x1.shape[-1] == x2.shape[-1] == 3:
             return MISSING
-        return native(linalg.cross, x1, x2, axis=-1)
+        return _native(linalg.cross, x1, x2, axis=-1)
 
     def matrix_power(x: Any, n: int) -> Any:
         if x.dtype not in JAX_FLOAT or x.ndim < 2 or not x.size or (s := x.shape)[-1] != s[-2]:
             return MISSING
         return linalg.matrix_power(x, n)
 
-    return {"matrix_transpose": lambda x: x.mT if x.ndim >= 2 else MISSING,
-            "diagonal": lambda x, k: linalg.diagonal(x, offset=k) if x.ndim >= 2 else MISSING,
-            "trace": trace, "outer": outer, "tensordot": tensordot, "vecdot": vecdot, "cross": cross,
+    return {"outer": outer, "tensordot": tensordot, "vecdot": vecdot, "cross": cross,
             "matrix_power": matrix_power}
 
 
 _NP_PRODUCTS: dict[str, Any] = {
-    "matrix_transpose": lambda x: x.swapaxes(-1, -2) if x.ndim >= 2 else MISSING,
-    "diagonal": lambda x, k: x.diagonal(k, -2, -1) if x.ndim >= 2 else MISSING,
-    "trace": lambda x, k: np.asarray(x.trace(k, -2, -1)) if x.dtype in NP_FLOAT and x.ndim >= 2 else MISSING,
     # numpy.outer's own product of the two vectors, without its argument handling
     "outer": lambda x1, x2: (np.multiply(x1[:, None], x2[None, :]) if _np_pair(x1, x2) and x1.ndim == 1 and x2.ndim == 1
                              else MISSING),
@@ -272,9 +206,6 @@ def _product_paths(name: str) -> dict[type, Any]:
     })
 
 
-_TRANSPOSE_FAST = _product_paths("matrix_transpose")
-_DIAGONAL_FAST = _product_paths("diagonal")
-_TRACE_FAST = _product_paths("trace")
 _OUTER_FAST = _product_paths("outer")
 _TENSORDOT_FAST = _product_paths("tensordot")
 _VECDOT_FAST = _product_paths("vecdot")
@@ -283,136 +214,11 @@ _MATRIX_POWER_FAST = _product_paths("matrix_power")
 
 
 @declare(
-    "linalg", args={"x": "matrix"}, reference=lambda x: np.swapaxes(x, -1, -2), dtypes="promote",
-    how="the standard's `matrix_transpose`",
-)
-def matrix_transpose(x: Array, /, *, xp: Namespace | None = None) -> Array:
-    """Transpose of each matrix (the last two axes swapped; no conjugation).
-
-    Parameters
-    ----------
-    x : array, shape ``(..., M, N)``
-        Any dtype.
-    xp : namespace, optional
-        The array namespace; inferred by default.
-
-    Returns
-    -------
-    array, shape ``(..., N, M)``
-        `x`'s dtype, library and device (a view where the library makes one).
-
-    Raises
-    ------
-    ValueError
-        If `x` has fewer than two dimensions.
-
-    Examples
-    --------
-    >>> import xlinalg as xl
-    >>> xl.matrix_transpose(xp.ones((2, 3))).shape
-    (3, 2)
-    """
-    if xp is None and (f := _TRANSPOSE_FAST.get(type(x))) is not None and (r := f(x)) is not MISSING:
-        return r
-    ad, x = _one(x, "matrix_transpose", xp, min_ndim=2)
-    return ad.xp.matrix_transpose(x)
-
-
-@declare(
-    "linalg", args={"x": "matrix"}, reference=lambda x: np.diagonal(x, axis1=-2, axis2=-1), dtypes="promote",
-    how="the standard's `linalg.diagonal`",
-)
-def diagonal(x: Array, /, *, offset: int = 0, xp: Namespace | None = None) -> Array:
-    """The diagonal of each matrix.
-
-    Parameters
-    ----------
-    x : array, shape ``(..., M, N)``
-        Any dtype.
-    offset : int, optional
-        0 (default): the main diagonal; positive: above it; negative: below it.
-    xp : namespace, optional
-        The array namespace; inferred by default.
-
-    Returns
-    -------
-    array, shape ``(..., K)``
-        `x`'s dtype; ``K = 0`` for an offset beyond the matrix.
-
-    Raises
-    ------
-    ValueError
-        If `x` has fewer than two dimensions.
-    TypeError
-        If `offset` is not an int.
-
-    Examples
-    --------
-    >>> import xlinalg as xl
-    >>> xl.to(xl.diagonal(xp.asarray([[1.0, 2.0], [3.0, 4.0]])), "numpy")
-    array([1., 4.])
-    """
-    if (xp is None and type(offset) is int and (f := _DIAGONAL_FAST.get(type(x))) is not None
-            and (r := f(x, offset)) is not MISSING):
-        return r
-    k = _int(offset, "diagonal", "offset")
-    ad, x = _one(x, "diagonal", xp, min_ndim=2)
-    return ad.xp.linalg.diagonal(x, offset=k)
-
-
-@declare(
-    "linalg", args={"x": "matrix"}, reference=lambda x: np.trace(x, axis1=-2, axis2=-1), dtypes="promote",
-    how="the standard's `linalg.trace`",
-    bad_input={"bool": _numeric("trace", "`x`")},
-)
-def trace(x: Array, /, *, offset: int = 0, dtype: Any = None, xp: Namespace | None = None) -> Array:
-    """Sum of the diagonal of each matrix.
-
-    Parameters
-    ----------
-    x : array, shape ``(..., M, N)``
-        Numeric (bool refused).
-    offset : int, optional
-        Which diagonal, as in :func:`diagonal`.
-    dtype : dtype, optional
-        The result's dtype; by default the standard's rule for sums (integers of
-        lower precision than the default integer become the default integer;
-        floating dtypes are kept).
-    xp : namespace, optional
-        The array namespace; inferred by default.
-
-    Returns
-    -------
-    array, shape ``(...)``
-        The sums, in `dtype` or the standard's dtype for a sum.
-
-    Raises
-    ------
-    ValueError
-        If `x` has fewer than two dimensions.
-    TypeError
-        For bool or non-numeric `x`, or an `offset` that is not an int.
-
-    Examples
-    --------
-    >>> import xlinalg as xl
-    >>> float(xl.trace(xp.asarray([[1.0, 2.0], [3.0, 4.0]])))
-    5.0
-    """
-    if (xp is None and dtype is None and type(offset) is int and (f := _TRACE_FAST.get(type(x))) is not None
-            and (r := f(x, offset)) is not MISSING):
-        return r
-    k = _int(offset, "trace", "offset")
-    ad, x = _one(x, "trace", xp, min_ndim=2, numeric=True)
-    return _native(ad, "trace", lambda: ad.xp.linalg.trace(x, offset=k, dtype=dtype), ("x", x))
-
-
-@declare(
     "linalg", args={"x1": "vector", "x2": "vector"}, reference=np.outer, dtypes="promote", batched=False,
     how="the standard's `linalg.outer` after NumPy's promotion table",
     bad_input={
         **_vectors(2),
-        "bool": _numeric("outer"),
+        "bool": numeric_only("outer"),
         "batch": BadInput(Raises(ValueError, r"outer: `x1` and `x2` must be vectors",
                                  "outer: `x1` and `x2` must be vectors (1 dimension), got …"), args=_VEC_BATCH),
         "zero-batch": Raises(ValueError, r"outer: `x1` and `x2` must be vectors",
@@ -459,7 +265,7 @@ def outer(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
             f"outer: `x1` and `x2` must be vectors (1 dimension), got `x1` {ad.describe(x1)} and "
             f"`x2` {ad.describe(x2)}"
         )
-    return _native(ad, "outer", lambda: ad.xp.linalg.outer(x1, x2), ("x1", x1), ("x2", x2))
+    return native_call(ad, "outer", lambda: ad.xp.linalg.outer(x1, x2), ("x1", x1), ("x2", x2))
 
 
 @declare(
@@ -468,7 +274,7 @@ def outer(x1: Array, x2: Array, /, *, xp: Namespace | None = None) -> Array:
     how="the standard's `tensordot` after NumPy's promotion table",
     bad_input={
         **_vectors(2),
-        "bool": _numeric("tensordot"),
+        "bool": numeric_only("tensordot"),
         "mismatched": Raises(ValueError, r"tensordot: axis 0 of `x1` \(size 3\) and axis 0 of `x2` \(size 2\)",
                              "tensordot: axis 0 of `x1` (size 3) and axis 0 of `x2` (size 2) are contracted but differ"),
         "batch": BadInput(Raises(ValueError, r"tensordot: axis 1 of `x1` \(size 3\) and axis 0 of `x2` \(size 4\)",
@@ -544,7 +350,7 @@ def tensordot(x1: Array, x2: Array, /, *, axes: Any = 2, xp: Namespace | None = 
                 f"tensordot: axis {i} of `x1` (size {x1.shape[i]}) and axis {j} of `x2` (size "
                 f"{x2.shape[j]}) are contracted but differ in size"
             )
-    return _native(ad, "tensordot", lambda: ad.xp.tensordot(x1, x2, axes=axes if isinstance(axes, int) else pairs),
+    return native_call(ad, "tensordot", lambda: ad.xp.tensordot(x1, x2, axes=axes if isinstance(axes, int) else pairs),
                    ("x1", x1), ("x2", x2))
 
 
@@ -553,7 +359,7 @@ def tensordot(x1: Array, x2: Array, /, *, axes: Any = 2, xp: Namespace | None = 
     how="the standard's `vecdot` after NumPy's promotion table",
     backends={"torch": "`torch.linalg.vecdot` (floating dtypes) after NumPy's promotion table"},
     bad_input={
-        "bool": _numeric("vecdot"),
+        "bool": numeric_only("vecdot"),
         "mismatched": Raises(ValueError, r"vecdot: the vectors along axis -1 of `x1` \(3\) and `x2` \(2\) differ",
                              "vecdot: the vectors along axis -1 of `x1` (3) and `x2` (2) differ in length"),
         "batch": BadInput(Raises(ValueError, r"vecdot: the shapes of `x1` \(2, 3\) and `x2` \(4, 3\) do not broadcast",
@@ -598,7 +404,7 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = No
     if (xp is None and type(axis) is int and axis == -1 and (t := type(x1)) is type(x2)
             and (f := _VECDOT_FAST.get(t)) is not None and (r := f(x1, x2)) is not MISSING):
         return r
-    k = _int(axis, "vecdot", "axis")
+    k = int_arg(axis, "vecdot", "axis")
     ad, x1, x2 = _pair(x1, x2, "vecdot", xp)
     nd = max(x1.ndim, x2.ndim)
     if nd == 0 or not -nd <= k < nd:
@@ -612,7 +418,7 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = No
         _validate.broadcast_shapes(x1.shape, x2.shape)
     except ValueError:
         raise ValueError(f"vecdot: the shapes of `x1` {tuple(x1.shape)} and `x2` {tuple(x2.shape)} do not broadcast") from None
-    return _native(ad, "vecdot", lambda: _vecdot(ad, x1, x2, k), ("x1", x1), ("x2", x2))
+    return native_call(ad, "vecdot", lambda: _vecdot(ad, x1, x2, k), ("x1", x1), ("x2", x2))
 
 
 def _vecdot(ad: Adapter, x1: Any, x2: Any, k: int) -> Any:
@@ -631,7 +437,7 @@ def _vecdot(ad: Adapter, x1: Any, x2: Any, k: int) -> Any:
     backends={"dask": "the standard's indexing and arithmetic, lazily"},
     bad_input={
         **_vectors(3),
-        "bool": _numeric("cross"),
+        "bool": numeric_only("cross"),
         "mismatched": Raises(ValueError, r"cross: `x2` must have size 3 along axis -1",
                              "cross: `x2` must have size 3 along axis -1, got …"),
         "batch": BadInput(Raises(ValueError, r"cross: the shapes of `x1` \(2, 3\) and `x2` \(4, 3\) do not broadcast",
@@ -677,7 +483,7 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = Non
     if (xp is None and type(axis) is int and axis == -1 and (t := type(x1)) is type(x2)
             and (f := _CROSS_FAST.get(t)) is not None and (r := f(x1, x2)) is not MISSING):
         return r
-    k = _int(axis, "cross", "axis")
+    k = int_arg(axis, "cross", "axis")
     ad, x1, x2 = _pair(x1, x2, "cross", xp)
     for nm, v in (("x1", x1), ("x2", x2)):
         if not -v.ndim <= k < v.ndim or v.shape[k] != 3:
@@ -693,7 +499,7 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = Non
         raise ValueError(f"cross: the shapes of `x1` {tuple(x1.shape)} and `x2` {tuple(x2.shape)} do not broadcast") from None
     if k >= 0:  # (one number of dimensions: array-api-strict takes negative axes only)
         k -= x1.ndim
-    return _native(ad, "cross", lambda: _cross(ad, x1, x2, k), ("x1", x1), ("x2", x2))
+    return native_call(ad, "cross", lambda: _cross(ad, x1, x2, k), ("x1", x1), ("x2", x2))
 
 
 def _cross(ad: Adapter, x1: Any, x2: Any, k: int) -> Any:
@@ -756,7 +562,7 @@ def matrix_power(x: Array, /, n: int, *, errors: str = "raise", xp: Namespace | 
     if (xp is None and errors == "raise" and type(n) is int and n > 0
             and (f := _MATRIX_POWER_FAST.get(type(x))) is not None and (r := f(x, n)) is not MISSING):
         return r
-    k = _int(n, "matrix_power", "n")
+    k = int_arg(n, "matrix_power", "n")
     ad, x = matrix_input(x, "matrix_power", xp, square=True)
     xpn = ad.xp
     if k == 0 or 0 in tuple(x.shape):

@@ -11,7 +11,9 @@ from ._lib import _singular
 from ._lib._declare import BadInput, Raises, declare
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
-from ._linalg import _JAX_SOLVE_NOTE, solve
+from ._solve import _JAX_SOLVE_NOTE, solve
+
+__all__ = ["SolveExResult", "solve_ex"]
 
 
 class SolveExResult(NamedTuple):

@@ -10,7 +10,8 @@ never imports pytest.
 Each library has one module here (``_numpy.py``, ``_torch.py``, ``_jax.py``,
 ``_cupy.py``, ``_dask.py``, ``_strict.py``) holding its ``Adapter`` (the
 numerical overrides) and its :class:`Backend` objects (the hooks: which arrays
-are its own, how to create, convert and wait for them, ...); ``_base.py`` and
+are its own, how to create, convert and wait for them, ...); NumPy, PyTorch and JAX
+keep their adapter in a module of its own (``_numpy_adapter.py``, ...); ``_base.py`` and
 ``_adapter.py`` hold the two bases with the standard-only default of every hook. Everything else asks a
 backend object, found by id (:func:`get_backend`) or by array type (the cached
 lookup below); adding a library is one module and one line of the registry.

@@ -1,6 +1,6 @@
 """The standard-only :class:`Adapter`: the base of every library's adapter.
 
-The public functions (``xlinalg._linalg``, ``xlinalg._elementwise``) are written
+The public functions (``xlinalg._solve``, ``xlinalg._elementwise``, ...) are written
 once against the array API standard. What the standard leaves to each library,
 and what xlinalg promises to be the same everywhere, is settled by the adapter
 of the arguments' library:
