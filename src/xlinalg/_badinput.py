@@ -14,7 +14,7 @@ backend. It comes from three places, in this order:
    result must be NumPy's (shapes, dtype, values, NaN where NumPy has NaN).
 
 Where (3) applies but NumPy itself raises on the input, the outcome must be
-declared: ``tests/test_bad_input.py`` fails naming the cell until it is. The
+declared: ``tests/ops/test_bad_input.py`` fails naming the cell until it is. The
 tests run :data:`SPEC` on every backend; the site renders :func:`markdown` into
 ``docs/bad-input-matrix.md`` when it is built.
 

@@ -16,9 +16,9 @@ an operation, so that nothing else names it:
 * only the **deviations** of its outcome on bad input from what its kind and
   its reference imply (a singular matrix raises, NumPy would give garbage...).
 
-From these the project derives the dispatch tests (``tests/test_dispatch.py``),
-the elementwise and linear-algebra semantics tests (``tests/test_elementwise.py``,
-``tests/test_operations.py``), the bad-input matrix (``tests/test_bad_input.py``,
+From these the project derives the dispatch tests (``tests/backends/test_dispatch.py``),
+the elementwise and linear-algebra semantics tests (``tests/ops/test_elementwise.py``,
+``tests/ops/test_operations.py``), the bad-input matrix (``tests/ops/test_bad_input.py``,
 from :mod:`xlinalg._badinput`), the capabilities page, the bad-input page and
 the API reference (``docs/``, rendered by Sphinx at build time). SciPy's
 ``xp_capabilities`` and array-api-extra's test recipe are the models.

@@ -50,7 +50,7 @@ class CuPyAdapter(Adapter):
         # (CuPy exposes no batched LU); members that get NaN anyway are solved as I,
         # with explicitly broadcast operands (solve_broadcasts). errors="raise" reads
         # one bool (a device sync). The CPU tests run this path on NumPy
-        # (tests/test_result_checked_solve.py).
+        # (tests/ops/test_result_checked_solve.py).
         with a.device:
             return super().solve(a, b, vector, errors)
 

@@ -1,7 +1,7 @@
 """What ``xlinalg bench --tune`` needs to know per library (``xlinalg.bench._tune``).
 
 Kept in the backends package, where library names may be decided on
-(tests/test_library_names.py): which backends the tune measures, each library's
+(tests/architecture/test_library_names.py): which backends the tune measures, each library's
 own batched solve (the column the unrolled kernel is measured against), and
 which backends' non-numba rules may only use an already compiled kernel.
 """

@@ -9,7 +9,7 @@ one-line ``file:line: what is wrong`` error, never a traceback further on.
 Extending a record: add the field to :data:`RESULT_PROPERTIES` (or
 :data:`HEADER_PROPERTIES`) with its type, and to :class:`ResultRecord` (or
 :class:`HeaderRecord`), the same record as a type for the code that reads it
-(tests/test_bench_schema.py checks that the two agree, field by field). Unknown fields are allowed (a newer
+(tests/bench/test_bench_schema.py checks that the two agree, field by field). Unknown fields are allowed (a newer
 writer may add some), known fields must have their declared type.
 The validator is :mod:`jsonschema` (Draft 2020-12), imported on first use.
 

@@ -18,7 +18,7 @@ import pytest
 
 from xlinalg import backends
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from conftest import skip_reasons
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_skips_are_grouped_by_reason_alone() -> None:

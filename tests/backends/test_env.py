@@ -12,7 +12,7 @@ import pytest
 
 from xlinalg._lib._env import env_flag, parse_flag
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("raw", ["1", "true", "TRUE", "True", "yes", "Yes", "on", "ON", " on "])

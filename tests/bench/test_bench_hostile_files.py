@@ -25,8 +25,8 @@ from xlinalg.cli import main
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
 
-ROOT = Path(__file__).resolve().parents[1]
-LEGACY = Path(__file__).with_name("data") / "legacy-results.jsonl"
+ROOT = Path(__file__).resolve().parents[2]
+LEGACY = Path(__file__).resolve().parents[1] / "data" / "legacy-results.jsonl"
 BENCH = ["bench", "--quick", "--backends", "numpy", "--cases", "a4_add", "--sizes", "8",
          "--no-progress", "--no-calibrate", "--no-isolate"]
 PRECIOUS = "precious: not a results file\n"

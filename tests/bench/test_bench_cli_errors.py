@@ -17,7 +17,7 @@ import pytest
 from xlinalg.bench import cell_key, read_results
 from xlinalg.cli import main
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 QUICK = ["bench", "--quick", "--backends", "numpy", "--cases", "q3_solve_sweep", "--no-calibrate",
          "--no-progress", "--sizes", "4"]
 

@@ -24,7 +24,7 @@ from xlinalg.bench import (
 )
 
 ENV = {"python": {"version": "3.x"}, "cpu": {"model": "test"}}
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def test_a_second_store_on_the_same_file_is_refused_and_the_file_kept(tmp_path):

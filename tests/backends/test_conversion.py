@@ -8,7 +8,7 @@ bit for bit with the source. It runs in subprocesses (JAX in 64-bit mode and in
 its default 32-bit mode): before the fix a negative-stride NumPy array converted
 to torch aborted the whole process.
 
-Run directly (``python tests/test_conversion.py``) it prints the sweep's problems
+Run directly (``python tests/backends/test_conversion.py``) it prints the sweep's problems
 as JSON, one per line.
 """
 

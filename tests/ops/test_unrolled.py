@@ -43,7 +43,7 @@ from xlinalg.backends import _numpy as numpy_backend
 from xlinalg.backends import _torch as torch_backend
 from xlinalg.bench._tune import NEVER
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "unrolled-cpu.json"
 #: the numba kernel's crossovers (``benchmarks/unrolled.py --tune``)
 TUNE_RESULTS = ROOT / "benchmarks" / "results" / "unrolled-tune.json"

@@ -194,7 +194,7 @@ def test_no_arrow_back_up_and_no_private_name_across_packages() -> None:
     found = violations(modules())
     assert not found, (
         f"{len(found)} import(s) break the layers ({' < '.join(n for n, _ in LAYERS)}; "
-        "see tests/test_layers.py and docs/contributing.md):\n  " + "\n  ".join(found)
+        "see tests/architecture/test_layers.py and docs/contributing.md):\n  " + "\n  ".join(found)
     )
 
 

@@ -28,7 +28,7 @@ from xlinalg._lib import _singular
 
 pytest.importorskip("numba")
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_generated_file_is_current() -> None:

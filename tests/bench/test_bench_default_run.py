@@ -18,7 +18,7 @@ from xlinalg.bench import RunConfig, case_names, get_case, plan_cells
 from xlinalg.bench._runner import opt_in_backends, validate_options
 from xlinalg.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 
 

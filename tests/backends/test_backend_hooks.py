@@ -1,6 +1,6 @@
 """The Backend hooks: defaults for a host library, no silent default for a GPU one.
 
-Everything outside ``xlinalg.backends`` asks a backend object (tests/test_library_names.py);
+Everything outside ``xlinalg.backends`` asks a backend object (tests/architecture/test_library_names.py);
 a hook left to its default must then be right, or refuse. A host library may leave
 the device hooks alone (nothing to wait for, no device allocator, the CPU's peak);
 a GPU library that leaves one alone gets an error naming the hook, never the

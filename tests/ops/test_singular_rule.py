@@ -112,7 +112,7 @@ def test_pivots_are_measured_against_their_column(backend: BackendCase) -> None:
 def test_subnormal_columns_are_not_singular(backend: BackendCase) -> None:
     # 1e-310 * I: pivots 1e-310 against columns of 1e-310. XLA flushes subnormals to
     # zero in its own arithmetic, so the helper on JAX arrays sees zeros there: the JAX
-    # adapter confirms such verdicts on the host (tests/test_solve.py)
+    # adapter confirms such verdicts on the host (tests/ops/test_solve.py)
     xp = _ns(backend)
     a = np.stack([1e-310 * np.eye(2), np.diag([1e-310, 0.0])])
     got = _host(backend, S.singular_mask(xp, backend.arr(a))).tolist()

@@ -1,7 +1,7 @@
 """Every code block of the README and the docs runs: Python blocks are executed, shell
 commands are executed or dry-run (``xlinalg bench`` with ``--dry-run``, scripts with
 ``--help`` after their arguments, installs checked against pyproject's extras, paths
-checked to exist). The ``>>>`` examples run as doctests (tests/test_public_api.py)."""
+checked to exist). The ``>>>`` examples run as doctests (tests/architecture/test_public_api.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from xlinalg.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 _FENCE = re.compile(r"^(`{3,})([^\n]*)\n(.*?)^\1[ \t]*$", re.S | re.M)
 SHELL = ("bash", "sh", "shell", "console")
@@ -136,7 +136,7 @@ def test_every_block_of_the_page_runs(page: str, tmp_path: Path, capsys) -> None
                 compile(code, caption, "exec")
                 continue
             if page == "README.md" and i == 1:
-                continue  # the README's example: tests/test_readme.py runs it, output too
+                continue  # the README's example: tests/architecture/test_readme.py runs it, output too
             files.setdefault("my_cases.py", code) if "register_case" in code else None
             res = _python(code, tmp_path)
             assert res.returncode == 0, f"{page} block {i}:\n{res.stderr[-3000:]}"

@@ -44,7 +44,7 @@ from xlinalg._badinput import (
 from xlinalg._lib._declare import NA, OPERATIONS, Raises, Returns
 from xlinalg._pages import render
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "bad-input-matrix.md"
 
 FUNCTIONS = tuple(op.name for op in matrix_operations())  # the declared array functions

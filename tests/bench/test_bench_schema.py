@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from xlinalg.bench import ResultsFileError, _resultsfile, cell_key, read_results
 from xlinalg.cli import main
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 HEADER = {"type": "header", "schema_version": 1, "run_id": "r1", "created": "2026-01-01",
           "env": {"python": {"version": "3.11"}, "cpu": {"model": "test", "logical_cores": 2},

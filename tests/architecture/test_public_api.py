@@ -125,7 +125,7 @@ def test_doctests_run(xp_name: str) -> None:
     from conftest import require_backend
 
     require_backend(xp_name)  # unavailable: skipped with the reason (fails in CI)
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(root / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])}
     proc = subprocess.run(

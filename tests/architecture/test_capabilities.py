@@ -13,7 +13,7 @@ from xlinalg import backends
 from xlinalg._capabilities import CAPABILITIES, ELEMENTWISE, LINALG, OPERATIONS, markdown
 from xlinalg._pages import render
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: what the capabilities are declared over: every backend of the registry
 REGISTRY = [backends.get_backend(n) for n in backends.BACKEND_NAMES]
 

@@ -648,7 +648,7 @@ def test_available_backends_lists_every_cpu_backend_here() -> None:
 def test_unknown_backend_in_environment_raises() -> None:
     code = "import conftest"
     env = {**os.environ, "XLINALG_TEST_BACKENDS": "numpy,torch-gpu"}
-    r = subprocess.run([sys.executable, "-c", code], cwd=os.path.dirname(__file__), env=env,
+    r = subprocess.run([sys.executable, "-c", code], cwd=os.path.dirname(os.path.dirname(__file__)), env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
     assert "unknown backend(s) ['torch-gpu']" in r.stderr

@@ -359,7 +359,7 @@ def test_the_runs_winners_are_under_false_discovery_rate_control():
 
 
 # ---------------------------------------------------------------------- the slowdown fixture
-SLOW_NUMPY = Path(__file__).parent / "fixtures" / "slow_numpy"
+SLOW_NUMPY = Path(__file__).resolve().parents[1] / "fixtures" / "slow_numpy"
 
 
 @pytest.mark.parametrize(("backend", "slowed"), [("numpy", True), ("torch-cpu", False)])

@@ -11,7 +11,7 @@ from xlinalg.cli import ExitCode as CliExitCode
 from xlinalg.cli import main
 
 SRC = Path(xlinalg.__file__).parent
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmark.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "benchmark.md"
 
 
 def test_the_values_are_the_documented_ones():

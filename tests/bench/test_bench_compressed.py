@@ -13,7 +13,7 @@ import pytest
 from test_bench_schema import result, run_cli, write
 from xlinalg.bench import ResultsFileError, ResultStore, _resultsfile, read_results
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _plain(tmp_path: Path) -> Path:

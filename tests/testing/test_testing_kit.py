@@ -22,7 +22,7 @@ from xlinalg.testing import assert_close, assert_lazy_safe, assert_trace_safe, s
 
 pytest_plugins = ("pytester",)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CPU = [n for n in xl.BACKEND_NAMES if not registry.get_backend(n).gpu]
 GPU = [n for n in xl.BACKEND_NAMES if registry.get_backend(n).gpu]
 

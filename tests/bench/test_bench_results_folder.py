@@ -15,7 +15,7 @@ import pytest
 from xlinalg._cli._bench import default_out
 from xlinalg._cli._common import RESULTS_DIR
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 
 
