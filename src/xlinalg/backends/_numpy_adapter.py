@@ -346,9 +346,17 @@ class NumPyAdapter(Adapter):
                 sign, _ = self._slogdet_gufunc(a, signature=sig)
         return sign == 0
 
+    def _refuse_nonfinite_svd_input(self, a: Any, fn: str) -> None:
+        # the base rule (OpenBLAS's gesdd loops forever on some NaN/inf input, e.g.
+        # [[inf, 1, 0], [1, 3, 1], [0, 1, 4]]), read the quick way: a total first
+        # (docs/performance.md), the exact test only when it is not finite
+        from .._lib._finite import np_finite
+
+        if not np_finite(a) and not bool(np.isfinite(a).all()):
+            raise self._svd_error(a, fn)
+
     def svd(self, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
-        if _hangs_lapack(a):
-            raise self._svd_error(a, "svd")
+        self._refuse_nonfinite_svd_input(a, "svd")
         try:
             out = np.linalg.svd(a, full_matrices=full_matrices)
         except np.linalg.LinAlgError as exc:
@@ -358,8 +366,7 @@ class NumPyAdapter(Adapter):
         return tuple(out)  # type: ignore[return-value]
 
     def svdvals(self, a: Any) -> Any:
-        if _hangs_lapack(a):
-            raise self._svd_error(a, "svdvals")
+        self._refuse_nonfinite_svd_input(a, "svdvals")
         try:
             s = np.linalg.svd(a, compute_uv=False)
         except np.linalg.LinAlgError as exc:
@@ -427,16 +434,6 @@ def refused_subclass(x: Any, name: str) -> TypeError | None:
             f"`numpy.asarray({name})`"
         )
     return None
-
-
-def _hangs_lapack(a: Any) -> bool:
-    """Whether `a` holds NaN or inf, which xlinalg's SVD refuses anyway ("did not
-    converge"), and which must not reach LAPACK: OpenBLAS's gesdd loops forever on
-    some of it (``[[inf, 1, 0], [1, 3, 1], [0, 1, 4]]``; numpy.linalg.svd hangs). A
-    quick total first (docs/performance.md), the exact test when it is not finite."""
-    from .._lib._finite import np_finite
-
-    return not np_finite(a) and not bool(np.isfinite(a).all())
 
 
 def _not_converged(a: Any, s: Any) -> bool:
