@@ -81,7 +81,8 @@ def _spd(rng: np.random.Generator) -> tuple[np.ndarray]:
         "singular members as `solve` reports them",
     backends={
         "numpy": "NumPy's solve gufunc with a cached identity, as `solve`",
-        "jax": ("`solve(x, I)` as for `solve`", "under `jax.jit`: NaN for singular members"),
+        "jax": ("`solve(x, I)` as for `solve`, the identity made once per (n, dtype, device)",
+                "under `jax.jit`: NaN for singular members"),
         "dask": ("NumPy's solve with I on each block (`map_blocks`)", "lazy: raises when the block is computed"),
     },
     bad_input={
@@ -162,30 +163,12 @@ def inv(x: Array, /, *, errors: str = "raise", xp: Namespace | None = None) -> A
         # solve(x, I) through the backend's solve path: its singular-matrix rule
         # (docs/semantics.md), as each library's own inv is computed
         if ad.lazy:
-            return ad.solve(x, _eye(ad, x), False, errors, functools.partial(_inv_error, batch))  # type: ignore[call-arg]
-        return ad.solve(x, _eye(ad, x), False, errors)
+            return ad.solve(x, ad.eye(x), False, errors, functools.partial(_inv_error, batch))  # type: ignore[call-arg]
+        return ad.solve(x, ad.eye(x), False, errors)
     except LinAlgError as exc:
         if exc.indices and len(exc.indices[0]) == len(batch):
             raise member_error("inv", "singular", list(exc.indices), batch, _INV_FIX) from exc
         raise
-
-
-#: (n, dtype) -> a read-only NumPy identity (inv's right-hand side, made once)
-_NP_EYES: dict[tuple[int, Any], np.ndarray] = {}
-
-
-def _eye(ad: Adapter, x: Any) -> Any:
-    n = x.shape[-1]
-    if ad is NUMPY:
-        key = (n, x.dtype)
-        eye = _NP_EYES.get(key)
-        if eye is None:
-            eye = np.eye(n, dtype=x.dtype)
-            eye.flags.writeable = False
-            if n <= 64:  # small ones only: a cache of large identities would hold memory
-                _NP_EYES[key] = eye
-        return eye
-    return ad.xp.eye(n, dtype=x.dtype, device=ad.device(x))
 
 
 def _inv_error(batch: tuple[int, ...], indices: list[tuple[int, ...]]) -> LinAlgError:

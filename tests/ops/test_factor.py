@@ -222,3 +222,19 @@ def test_inputs_not_modified(backend: BackendCase, rng) -> None:
     for fn in (xl.inv, xl.cholesky, xl.det, xl.slogdet):
         fn(x)
     np.testing.assert_array_equal(backend.np(x), a)
+
+
+def test_inv_identity_made_once_is_never_the_callers(backend: BackendCase, rng) -> None:
+    """inv's right-hand side identity may be cached per (n, dtype, device) (an eager
+    identity is slow on JAX): the same n in every dtype back to back gets its own,
+    and what the caller gets is a new array, writable where the library's are."""
+    for dtype in DTYPES:
+        for _ in range(2):
+            a = well_conditioned(rng, (4, 4), dtype)
+            got = backend.assert_close(xl.inv(backend.arr(a)), _as(np.linalg.inv(a.astype(np.complex128)), dtype), dtype=dtype)
+            assert got.dtype == np.dtype(dtype)
+    x = xl.inv(backend.arr(np.eye(4)))
+    if isinstance(x, np.ndarray):  # NumPy's inv result is writable and its own memory
+        assert x.flags.writeable
+        x[0, 0] = 7.0
+        assert np.array_equal(xl.to(xl.inv(backend.arr(np.eye(4))), "numpy"), np.eye(4))

@@ -377,6 +377,16 @@ class Adapter:
     def matmul(self, a: Any, b: Any) -> Any:
         return self.xp.matmul(a, b)
 
+    def eye(self, like: Any) -> Any:
+        """The identity of `like`'s last two axes' size, in its dtype and on its device.
+
+        Operations that need one (``inv`` is ``solve(x, I)``) take it from here, so a
+        library whose eager identity is slow can hand out a cached one: the result
+        may be shared and read-only, so it is an input only, never written to or
+        returned to the caller.
+        """
+        return self.xp.eye(like.shape[-1], dtype=like.dtype, device=self.device(like))
+
     # SVD of NaN or inf: LAPACK fails for NaN but returns NaN for inf, JAX returns
     # NaN for both. xlinalg raises LinAlgError for both, everywhere (NaN under a
     # trace); checking S costs a look at k numbers (a wait for the result on a GPU),

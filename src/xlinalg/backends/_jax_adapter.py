@@ -23,6 +23,10 @@ from ._numpy_adapter import NUMPY
 __all__ = ["HOST_LOOK_MAX", "JaxAdapter", "jax_backend_name", "jax_cpu_only", "traced_backend_name"]
 
 
+#: the largest identity JAXAdapter.eye keeps (a cache of large ones would hold memory)
+_EYE_CACHE_MAX_N = 64
+
+
 class JaxAdapter(Adapter):
     library = "JAX"
     stack_call = "jax.numpy.stack"
@@ -51,6 +55,7 @@ class JaxAdapter(Adapter):
         self.sigmoid_dtypes = frozenset(np.dtype(c) for c in "fd")
         self.fast_excluded = NP_NON_NUMERIC
         self._masked_svd: dict[bool, Any] = {}
+        self._eyes: dict[tuple[int, Any, Any], Any] = {}
         # jnp.linalg.solve under our own jit: its Python checks run once per input
         # signature (at trace time), not on every call; dtypes the fast path does
         # not take compile to a program returning None (cached too)
@@ -112,6 +117,17 @@ class JaxAdapter(Adapter):
 
     def traced(self, x: Any) -> bool:
         return isinstance(x, self._tracer)
+
+    def eye(self, like: Any) -> Any:
+        # an eager jnp.eye costs hundreds of µs (docs/performance.md) and JAX arrays
+        # are immutable: small identities are made once per (n, dtype, device)
+        if self.traced(like) or like.shape[-1] > _EYE_CACHE_MAX_N:
+            return super().eye(like)
+        key = (like.shape[-1], like.dtype, self.device(like))
+        eye = self._eyes.get(key)
+        if eye is None:
+            eye = self._eyes[key] = super().eye(like)
+        return eye
 
     def _on_cpu(self, x: Any) -> bool:
         try:

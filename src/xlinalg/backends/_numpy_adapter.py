@@ -68,6 +68,10 @@ def _not_numbers(obj: Any, name: str, dtype: np.dtype) -> str:
     return f"it converts to dtype {dtype}"
 
 
+#: (n, dtype) -> a read-only identity (NumPyAdapter.eye)
+_EYES: dict[tuple[int, Any], np.ndarray] = {}
+
+
 class NumPyAdapter(Adapter):
     library = "NumPy"
     stack_call = "numpy.stack"
@@ -378,6 +382,17 @@ class NumPyAdapter(Adapter):
     def qr(self, a: Any, mode: QRMode) -> tuple[Any, Any]:
         q, r = np.linalg.qr(a, mode=mode)
         return q, r
+
+    def eye(self, like: Any) -> Any:
+        # made once per (n, dtype) for small n, read-only: it is shared
+        key = (like.shape[-1], like.dtype)
+        eye = _EYES.get(key)
+        if eye is None:
+            eye = np.eye(key[0], dtype=key[1])
+            eye.flags.writeable = False
+            if key[0] <= 64:  # small ones only: a cache of large identities would hold memory
+                _EYES[key] = eye
+        return eye
 
     def matmul(self, a: Any, b: Any) -> Any:
         if a.dtype.kind == "V" and low_float(a.dtype):
