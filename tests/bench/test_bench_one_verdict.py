@@ -103,7 +103,7 @@ def test_compare_and_the_article_read_an_interval_as_the_verdict_does(lo: float,
 ALLOWED = {
     ("bench/_runner.py", "validate_options"): "checks the --margin option itself",
     ("bench/_stats.py", "p_beyond"): "the p-value of a pair, not its verdict",
-    ("bench/_tune.py", "derive"): "the unrolled solver's crossover, not a verdict",
+    ("study/_tune.py", "derive"): "the unrolled solver's crossover, not a verdict",
 }
 _MARGINS = {"MARGIN", "MIN_MARGIN", "DEFAULT_MARGIN", "margin"}
 
