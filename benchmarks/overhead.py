@@ -35,8 +35,8 @@ import numpy as np
 from scipy.special import expit
 
 import xlinalg as xl
-from xlinalg.bench._tune import calibrate as _calibrate
-from xlinalg.bench._tune import time_block as _sample
+from xlinalg.bench import calibrate as _calibrate
+from xlinalg.bench import time_block as _sample
 
 
 def _stats(samples: list[float]) -> tuple[float, float]:

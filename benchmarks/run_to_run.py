@@ -29,6 +29,7 @@ import sys
 from typing import Any
 
 from xlinalg.bench import ResultsFileError, read_results
+from xlinalg.bench._findings import verdict
 
 
 def _cells(path: str) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
@@ -53,10 +54,11 @@ def _decisive_by_median(by: dict[str, dict[str, Any]], factor: float) -> str | N
 
 
 def _decisive_by_verdict(by: dict[str, dict[str, Any]], factor: float) -> str | None:
-    v = next((r.get("verdict") for r in by.values() if r.get("verdict")), None)
-    if not v or not v.get("fastest") or not v.get("speedup"):
+    """The fastest backend as the report names it (the one verdict), when by `factor`."""
+    v = verdict(by)
+    if not v or v["tie"] or v.get("no_verdict") or not v.get("speedup"):
         return None
-    return v["fastest"] if v["speedup"]["ratio"] >= factor else None
+    return v["winner"] if v["speedup"]["ratio"] >= factor else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,16 +50,17 @@ import numpy as np
 
 from xlinalg import _unrolled as U
 from xlinalg.backends import _jax as jax_backend
-from xlinalg.bench import _tune as T
+from xlinalg.bench._timer import first_call, interleaved
+from xlinalg.study import _tune as T
 
 N_HEADLINE = 5
 
 
 # ---------------------------------------------------------------------- timing
-# (one implementation, the package's: `xlinalg bench --tune` measures with it too)
+# (the project's timer, xlinalg.bench._timer: `xlinalg bench --tune` measures with it
+# too; the fresh-process first calls below time one call with perf_counter, without
+# importing the harness into the process they time)
 _summary = T.summary
-interleaved = T.interleaved
-first_call = T.first_call
 
 
 def pair(native: Callable[[], Any], unrolled: Callable[[], Any], *, repeats: int = 7, min_time: float = 0.04) -> dict[str, float]:
@@ -617,7 +618,7 @@ def first_calls() -> list[dict[str, Any]]:
 def tune(backends: list[str], dtypes: list[str]) -> list[dict[str, Any]]:
     """Crossover rows of the numba kernel: per (backend, dtype), n = 1..8 and 1 to
     1e6 systems, the library's native solve, ``xl.solve(method="native")`` and
-    ``xl.solve(method="unrolled")`` interleaved (:func:`xlinalg.bench._tune.measure_cell`,
+    ``xl.solve(method="unrolled")`` interleaved (:func:`xlinalg.study._tune.measure_cell`,
     what ``xlinalg bench --tune`` runs)."""
     print("Tuning method='auto': numba kernel against xl.solve(method='native') and the library, "
           f"n = 1..{U.MAX_N}, {T.TUNE_BATCHES[0]} to {T.TUNE_BATCHES[-1]} systems", flush=True)

@@ -26,7 +26,7 @@ from xlinalg.cli import main
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
 
 ROOT = Path(__file__).resolve().parents[2]
-LEGACY = Path(__file__).resolve().parents[1] / "data" / "legacy-results.jsonl"
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "results-sample.jsonl"
 BENCH = ["bench", "--quick", "--backends", "numpy", "--cases", "a4_add", "--sizes", "8",
          "--no-progress", "--no-calibrate", "--no-isolate"]
 PRECIOUS = "precious: not a results file\n"
@@ -86,22 +86,22 @@ def test_report_refuses_a_dangling_link_and_a_directory_in_place_of_an_output(
     out.mkdir()
     target = tmp_path / "created-through-the-link.md"
     (out / "report.md").symlink_to(target)
-    assert main(["report", str(LEGACY), "--out", str(out), "--no-plots"]) == 2
+    assert main(["report", str(SAMPLE), "--out", str(out), "--no-plots"]) == 2
     assert not target.exists()
     (out / "report.md").unlink()
     (out / "report.html").mkdir()
-    assert main(["report", str(LEGACY), "--out", str(out), "--no-plots"]) == 2
+    assert main(["report", str(SAMPLE), "--out", str(out), "--no-plots"]) == 2
     assert "report.html: exists and is not a regular file" in capsys.readouterr().err
 
 
 def test_report_replaces_its_own_files_whole(tmp_path):
     out = tmp_path / "rep"
-    assert main(["report", str(LEGACY), "--out", str(out), "--no-plots"]) == 0
+    assert main(["report", str(SAMPLE), "--out", str(out), "--no-plots"]) == 0
     old = (out / "report.md").stat().st_ino
     hard = tmp_path / "hard-link-to-the-old-report.md"
     os.link(out / "report.md", hard)
     before = hard.read_text()
-    assert main(["report", str(LEGACY), "--out", str(out), "--no-plots"]) == 0
+    assert main(["report", str(SAMPLE), "--out", str(out), "--no-plots"]) == 0
     # a new file renamed over the name: another name of the old file keeps the old text
     assert (out / "report.md").stat().st_ino != old
     assert hard.read_text() == before
@@ -126,7 +126,7 @@ def test_write_output_refuses_links_and_leaves_no_temporary(tmp_path):
 def test_bench_refuses_a_link_named_out(tmp_path, capsys, mode):
     victim = tmp_path / "victim.jsonl"
     if mode == "--resume":
-        victim.write_text(LEGACY.read_text())  # even a results file: not through a link
+        victim.write_text(SAMPLE.read_text())  # even a results file: not through a link
     else:
         victim.write_text(PRECIOUS)
     before = victim.read_text()
@@ -161,7 +161,7 @@ def test_bench_overwrite_replaces_only_a_results_file(tmp_path, capsys):
         assert other.read_text() == text
     # a results file, and an empty file, are replaced
     res = tmp_path / "r.jsonl"
-    res.write_text(LEGACY.read_text())
+    res.write_text(SAMPLE.read_text())
     assert main([*BENCH, "--out", str(res), "--overwrite", "--no-report"]) == 0
     assert [r["case"] for r in read_results(res).records] == ["a4_add"]
     empty = tmp_path / "empty.jsonl"
@@ -188,15 +188,15 @@ def test_bench_report_beside_the_results_refuses_a_link(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------- point 9: keys
-def _legacy_with(tmp_path: Path, line: int, **changes) -> Path:
-    objs = _lines(LEGACY)
+def _sample_with(tmp_path: Path, line: int, **changes) -> Path:
+    objs = _lines(SAMPLE)
     objs[line - 1].update(changes)
     return _write(tmp_path / "edited.jsonl", objs)
 
 
 def test_a_record_whose_key_names_another_cell_is_refused(tmp_path):
     # the case: a q3 time filed under another cell's key
-    objs = _lines(LEGACY)
+    objs = _lines(SAMPLE)
     rec = dict(objs[1], case="q3_solve_sweep", backend="torch-cpu", size=5, size_label="5",
                key="a4_add|numpy|float64|1024")
     p = _write(tmp_path / "spliced.jsonl", [*objs, rec])
@@ -212,15 +212,15 @@ def test_a_record_whose_key_names_another_cell_is_refused(tmp_path):
 def test_every_part_of_a_key_is_checked(tmp_path, field):
     value = {"key": "calib_gemm|numpy|float64|2048", "case": "a1_gemm", "backend": "jax-cpu",
              "dtype": "float32", "size_label": "2048", "size": 2048}[field]
-    p = _legacy_with(tmp_path, 2, **{field: value})
+    p = _sample_with(tmp_path, 2, **{field: value})
     with pytest.raises(ResultsFileError, match=rf"^{p}:2: the record's (key|size_label)"):
         read_results(p)
 
 
 def test_every_command_refuses_a_wrong_key(tmp_path, capsys):
-    p = _legacy_with(tmp_path, 3, key="calib_gemm|numpy|float64|1024")
+    p = _sample_with(tmp_path, 3, key="calib_gemm|numpy|float64|1024")
     good = tmp_path / "good.jsonl"
-    good.write_text(LEGACY.read_text())
+    good.write_text(SAMPLE.read_text())
     for argv in (["report", str(p), "--no-plots"], ["compare", str(good), str(p)],
                  ["compare", str(p), str(good)],
                  [*BENCH, "--out", str(p), "--resume", "--no-report"]):
@@ -243,8 +243,8 @@ def test_the_store_does_not_write_a_record_a_reader_would_refuse(tmp_path):
 def test_report_of_two_files_names_the_run_of_each_cell_and_warns_on_superseded(
         tmp_path, capsys):
     a = tmp_path / "a.jsonl"
-    a.write_text(LEGACY.read_text())
-    objs = _lines(LEGACY)
+    a.write_text(SAMPLE.read_text())
+    objs = _lines(SAMPLE)
     # b re-runs calib_gemm only (another run id): its cell supersedes a's
     b_objs = [dict(objs[0], run_id="b" * 32)] + [dict(o, run_id="b" * 32) for o in objs[1:2]]
     b = _write(tmp_path / "b.jsonl", b_objs)
@@ -275,14 +275,14 @@ def test_report_of_two_files_names_the_run_of_each_cell_and_warns_on_superseded(
 
 def test_report_of_one_file_has_no_run_column(tmp_path):
     out = tmp_path / "rep"
-    assert main(["report", str(LEGACY), "--out", str(out), "--no-plots"]) == 0
+    assert main(["report", str(SAMPLE), "--out", str(out), "--no-plots"]) == 0
     md = (out / "report.md").read_text()
     assert "| from |" not in md
     assert "superseded" not in md
 
 
 def test_records_whose_run_has_no_header_are_warned_about(tmp_path, capsys):
-    p = _legacy_with(tmp_path, 4, run_id="f" * 32)
+    p = _sample_with(tmp_path, 4, run_id="f" * 32)
     with pytest.warns(ResultsFileWarning, match=rf"{p}:4: 1 result record\(s\).*no header"):
         res = read_results(p)
     assert len(res.records) == 7  # read all the same
@@ -291,7 +291,7 @@ def test_records_whose_run_has_no_header_are_warned_about(tmp_path, capsys):
     assert main(["report", str(p), "--out", str(out), "--no-plots"]) == 0
     assert "run_id that no header of the file has" in capsys.readouterr().err
     assert "run\\_id that no header" in (out / "report.md").read_text()
-    assert main(["compare", str(LEGACY), str(p)]) in (0, 1)
+    assert main(["compare", str(SAMPLE), str(p)]) in (0, 1)
     assert "no header" in capsys.readouterr().err
     # an intact file: no warning
-    assert read_results(LEGACY).warnings == []
+    assert read_results(SAMPLE).warnings == []

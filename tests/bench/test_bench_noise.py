@@ -275,14 +275,14 @@ def _starved_group():
 
 
 def test_a_cell_without_a_verdict_says_so_everywhere():
-    from xlinalg._cli._table import _verdict_text, conclusion_line
+    from xlinalg._cli._table import conclusion_line, verdicts
     from xlinalg.bench import _findings as F
     from xlinalg.study._findings._article import compare_text
     from xlinalg.study._findings._summary import _generic_line
 
     by = _starved_group()
     texts = {
-        "terminal table": _verdict_text(by),
+        "terminal table": next(iter(verdicts(list(by.values()))[1].values())),
         "findings": F.verdict(by)["text"],
         "overview rows": _generic_line(F.winners(list(by.values()))),
         "article claims": compare_text(by["numpy"], by["torch-cpu"], 2.0)[1],
@@ -301,7 +301,7 @@ def test_a_cell_without_a_verdict_says_so_everywhere():
     for r in old.values():
         del r["verdict"]["no_verdict"]
     assert F.verdict(old)["text"].startswith("no verdict: torch-cpu ran only 20%")
-    assert _verdict_text(old).startswith("no verdict")
+    assert next(iter(verdicts(list(old.values()))[1].values())).startswith("no verdict")
 
 
 def test_article_figures_divide_to_the_ratio_printed_beside_them():

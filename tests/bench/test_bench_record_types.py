@@ -1,6 +1,7 @@
-"""The record types (``ResultRecord``, ``HeaderRecord``) and the JSON Schema that checks
-results files describe the same records: same fields, same required fields, same
-types, nested objects included. A field added to one and not the other fails here."""
+"""The JSON Schema that checks results files is generated from the record types
+(``ResultRecord``, ``HeaderRecord``): read back independently, both describe the same
+records (same fields, same required fields, same types, nested objects included), so
+the generator (``_schema.json_schema``) loses nothing a type says."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from xlinalg.bench import _findings as F
+from xlinalg.bench import case_names, get_case
 from xlinalg.bench._compare import compare_records, p_value
 from xlinalg.bench._plots import MAX_WIDTH_PX
 from xlinalg.bench._report import _md_text
@@ -35,8 +36,10 @@ def _rec(case, backend, size, median, *, dtype="float64", flops=None, nbytes=Non
     label = "x".join(map(str, size)) if isinstance(size, (list, tuple)) else str(size)
     rec = {"type": "result", "schema_version": SCHEMA_VERSION, "run_id": "r1",
            "key": cell_key(case, backend, dtype, label), "case": case, "backend": backend,
-           "dtype": dtype, "size": size, "size_label": label, "status": status,
-           "case_doc": doc or f"{case}: test case"}
+           "dtype": dtype, "size": size, "size_label": label, "status": status}
+    if case in case_names():  # the fields the runner writes: what the case declares
+        rec.update(get_case(case).describe(dtype))
+    rec["case_doc"] = doc or f"{case}: test case"
     if status in ("ok", "wrong"):
         rng = np.random.default_rng(seed)
         raw = list(median * (1 + 0.01 * rng.standard_normal(15)))
@@ -76,8 +79,9 @@ def _records(scale: float = 1.0) -> list[dict]:
                    error={"kind": "oom", "type": "MemoryError", "message": "out of memory"}))
     rs.append(_rec("a15_conv", "numpy", [3, 3, 3], None, status="skipped",
                    skip_reason="no array-API convolution"))
+    # a case file's repeat of a document case, in the Extra section
     rs.append(_rec("matmul", "numpy", [64, 64, 64], 1e-5 * scale, flops=2 * 64**3,
-                   doc="A1: GEMM a @ b"))
+                   doc="A1: GEMM a @ b", section="Extra", tags=["gemm"]))
     return rs
 
 
@@ -156,14 +160,13 @@ def test_plots_are_palette_pngs_of_a_sane_size(report):
 
 def test_sections_and_peaks():
     rs = _records()
-    assert F.section_of({"case": "a10_layout"}) == "A10"
-    # a record's declared section is used; an old record without one gets its case's
-    # (the registry's, by name): never one guessed from the name or the doc
+    # a record's declared section is used; a record without a valid one reads as a
+    # case that declares nothing: never one guessed from the name, the doc or the registry
     assert F.section_of({"case": "mygemm", "section": "A2"}) == "A2"
-    assert F.section_of({"case": "a10_layout", "section": "A99x"}) == "A10"  # invalid: legacy
+    assert F.section_of({"case": "a10_layout", "section": "A99x"}) == "Other"
+    assert F.section_of({"case": "a10_layout"}) == "Other"
     assert F.section_of({"case": "mygemm", "case_doc": "A1: GEMM"}) == "Other"
     assert F.section_of({"case": "a1_nothing"}) == "Other"
-    assert F.section_of({"case": "matmul", "case_doc": "A1: GEMM"}) == "Extra"  # declared
     assert F.section_of({"case": "foo"}) == "Other"
     assert list(F.sections(rs))[:3] == ["Q1", "Q3", "Q4"]
     peaks = F.calibrate_peaks(rs)
@@ -258,13 +261,16 @@ def test_compare_records_and_test():
 
 def test_compare_prints_intervals_rounded_outward():
     """A cell not flagged at a 1.10 threshold (its interval starts at 1.0996) must not
-    print "[1.100, ...]"; ends outside 1e-3..1e6 keep three significant digits."""
-    from xlinalg.bench._compare import fmt_change_interval as _fmt_interval
+    print "[1.100-...]"; ends outside 1e-3..1e6 keep three significant digits."""
+    from xlinalg.bench._verdict import fmt_interval
 
-    assert _fmt_interval(1.0996, 1.2004) == "[1.099, 1.201]"
-    assert _fmt_interval(1.15, 1.25) == "[1.150, 1.250]"
-    assert _fmt_interval(0.9, 1.1) == "[0.900, 1.100]"
-    assert _fmt_interval(1e-300, 1e300) == "[1e-300, 1e+300]"
+    def _fmt_interval(lo, hi):
+        return fmt_interval(lo, hi, 3)
+
+    assert _fmt_interval(1.0996, 1.2004) == "[1.099-1.201]"
+    assert _fmt_interval(1.15, 1.25) == "[1.150-1.250]"
+    assert _fmt_interval(0.9, 1.1) == "[0.900-1.100]"
+    assert _fmt_interval(1e-300, 1e300) == "[1e-300-1e+300]"
 
 
 def test_environment_names_the_package_that_ships_each_blas():
@@ -427,8 +433,8 @@ def test_verdict_names_a_winner_only_beyond_the_noise():
     v = F.verdict({"numpy": a, "torch-cpu": c})
     assert not v["tie"]
     assert v["winner"] == "numpy"
-    assert v["interval"][0] > 1.0
-    assert v["margin"] == pytest.approx(2.0, rel=0.05)
+    assert v["speedup"]["lo"] > 1.0
+    assert v["speedup"]["ratio"] == pytest.approx(2.0, rel=0.05)
     # a noisy loser: its quartiles straddle the winner's: a tie
     d = _rec("a1_gemm", "torch-cpu", 64, 1.3e-3, seed=1)
     d["time"]["q1_s"], d["time"]["q3_s"] = 0.8e-3, 2.0e-3
@@ -451,20 +457,20 @@ def test_a_winner_clears_the_margin_over_every_backend_by_the_runners_rule():
     # over the runner-up alone: a 1.2x lead whose interval starts at 1.02 is a tie too
     second["time"]["q1_s"], second["time"]["q3_s"] = 1.04e-3, 1.4e-3
     v = F.verdict({"numpy": fast, "torch-cpu": second})
-    assert v["margin"] >= F.MIN_MARGIN
-    assert 1.0 < v["interval"][0] < F.MIN_MARGIN
+    assert v["speedup"]["ratio"] >= F.MIN_MARGIN
+    assert 1.0 < v["speedup"]["lo"] < F.MIN_MARGIN
     assert v["tie"]
 
 
 def test_a_tie_is_written_from_the_paired_rounds_faster_side():
     """The faster median can be the slower one in the paired rounds (torch 1.32x
     [1.01-1.40] faster round by round): the tie reads that way, never "numpy 0.76x"."""
-    v = {"winner": "numpy", "runner_up": "torch-cpu", "margin": 1 / 1.32,
-         "interval": (1 / 1.40, 1 / 1.01), "tie": True}
+    v = {"winner": "numpy", "runner_up": "torch-cpu", "tie": True,
+         "speedup": {"over": "torch-cpu", "ratio": 1 / 1.32, "lo": 1 / 1.40, "hi": 1 / 1.01}}
     # the interval excludes 1: a real difference, below the margin (not "within noise")
     assert F.verdict_text(v) == ("a real difference below the margin (torch-cpu 1.32x "
                                  "[1.01-1.40] vs numpy)")
-    v.update(margin=1.03, interval=(0.98, 1.08))
+    v.update(speedup={"over": "torch-cpu", "ratio": 1.03, "lo": 0.98, "hi": 1.08})
     assert F.verdict_text(v) == "tie within noise (numpy 1.03x [0.98-1.08] vs torch-cpu)"
 
 
@@ -479,16 +485,20 @@ def test_summary_says_who_ties_with_whom():
                                                                         size, 34e-3),
           _rec("a4_sigmoid", "numpy", size, 100e-3), _rec("a4_sigmoid", "torch-cpu", size, 37e-3),
           _rec("a4_sigmoid", "jax-cpu", size, 37.3e-3)]
+    # (two of the three are real differences below the margin: their intervals exclude 1)
+    ties = "1 tie(s) within noise (array-api-strict = numpy in 1); 2 real difference(s) below " \
+           "the margin (array-api-strict = numpy in 1; jax-cpu = torch-cpu in 1)"
     line = next(w["line"] for w in S.summary(rs) if w["title"] == "Elementwise")
-    assert line == ("tie within noise in all 3 cells "
-                    "(array-api-strict = numpy in 2; jax-cpu = torch-cpu in 1)")
+    assert line == f"no fastest in any of 3 cells: {ties}"
+    words = {w["case"]: w["text"].split(" (")[0] for w in F.winners(rs)}
+    assert sorted(words.values()) == ["a real difference below the margin",
+                                      "a real difference below the margin", "tie within noise"]
     # beside a decisive win, the ties are named too
     rs.append(_rec("a4_sigmoid", "dask", [8, 8], 1e-3))
     rs += [_rec("a4_add", "numpy", [8, 8], 1e-3), _rec("a4_add", "torch-cpu", [8, 8], 3e-3)]
     line = next(w["line"] for w in S.summary(rs) if w["title"] == "Elementwise")
     assert line.startswith("numpy: fastest in 1 of 4 cells (3.00x over the runner-up)")
-    assert line.endswith("; 3 tie(s) within noise (array-api-strict = numpy in 2; "
-                         "jax-cpu = torch-cpu in 1)")
+    assert line.endswith(f"; {ties}")
 
 
 def test_a_failed_cell_in_a_pivot_table_keeps_its_first_clause_whole():
@@ -507,8 +517,9 @@ def test_a_failed_cell_in_a_pivot_table_keeps_its_first_clause_whole():
 
 
 def test_duplicate_cases_do_not_name_second_winners():
-    rs = [_rec("matmul", "numpy", [64, 64, 64], 1e-5), _rec("matmul", "torch-cpu", [64, 64, 64],
-                                                              3e-5),
+    extra = {"section": "Extra", "tags": ["gemm"]}  # a case file's repeat of a1_gemm
+    rs = [_rec("matmul", "numpy", [64, 64, 64], 1e-5, **extra),
+          _rec("matmul", "torch-cpu", [64, 64, 64], 3e-5, **extra),
           _rec("a1_gemm", "numpy", [64, 64, 64], 3e-5), _rec("a1_gemm", "torch-cpu", [64, 64, 64],
                                                                1e-5)]
     assert F.section_of(rs[0]) == "Extra"
@@ -590,7 +601,7 @@ def test_verdicts_and_ratios_recorded_side_by_side_are_used_as_they_are():
     b["ratios"] = {"numpy": {"ratio": 1.3, "lo": 1.25, "hi": 1.36}}
     v = F.verdict({"numpy": a, "torch-cpu": b})
     assert v["source"] == "recorded"
-    assert v["interval"] == (1.25, 1.36)
+    assert (v["speedup"]["lo"], v["speedup"]["hi"]) == (1.25, 1.36)
     assert "numpy used 2 cores" in v["text"]
     assert F.ratio(b, a) == (1.25, 1.3, 1.36)
     # a recorded tie stays a tie
@@ -679,18 +690,16 @@ def test_a_later_run_of_a_case_replaces_the_earlier_cells(tmp_path):
     assert "a1\\_gemm" in md  # cases the later run did not touch stay
 
 
-def test_an_old_results_file_reads_through_the_legacy_path():
-    # files written before the case fields (tests/data/legacy-results.jsonl: the
-    # header and one cell per case of such a run): each record gets its case's fields
-    # from the registry by name, and the declared fields, when present, win
+def test_a_record_is_read_by_the_fields_it_declares():
+    # tests/data/results-sample.jsonl: a header and one cell per case of a run; each
+    # record carries its case's fields, and those it declares are what is read
     from xlinalg.bench import get_case, read_results
 
-    recs = read_results(Path(__file__).resolve().parents[1] / "data" / "legacy-results.jsonl").records
+    recs = read_results(Path(__file__).resolve().parents[1] / "data" / "results-sample.jsonl").records
     assert recs
-    assert not any("section" in r for r in recs)  # an old file (else this tests nothing)
     for r in recs:
         c = get_case(r["case"])
-        assert F.section_of(r) == c.section
+        assert F.section_of(r) == ("Calibration" if "calibration" in c.tags else c.section)
         assert F.units_of(r) == c.units
         assert F.compute_dtype(r) == (c.compute_dtype or r["dtype"])
     r = dict(recs[0], section="A3", tags=["loop"], units="GB/s", peak="none",

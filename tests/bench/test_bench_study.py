@@ -53,13 +53,12 @@ def test_a_study_case_asked_of_the_harness_alone_says_how_to_load_it():
 
 
 def _study_case_names() -> set[str]:
-    """The names the study registers (cases and retired cases), in a fresh process:
-    every name after importing the study that was not there before."""
+    """The names the study registers, in a fresh process: every name after importing
+    the study that was not there before."""
     out = _run("import json, xlinalg.bench as b\n"
-               "from xlinalg.bench import _cases\n"
-               "before = set(b.case_names()) | set(_cases._RETIRED)\n"
+               "before = set(b.case_names())\n"
                "import xlinalg.study\n"
-               "after = set(b.case_names()) | set(_cases._RETIRED)\n"
+               "after = set(b.case_names())\n"
                "print(json.dumps(sorted(after - before)))")
     return set(json.loads(out))
 
@@ -80,7 +79,7 @@ def test_the_harness_names_no_case_of_the_study():
             body = text.strip("\"'rbfRBF")
             for n in names:
                 # a name with "_" or a digit anywhere in a literal; a plain word
-                # ("solve", a retired case) only as the whole literal
+                # only as the whole literal
                 distinctive = re.search(r"[_\d]", n) is not None
                 if (re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", body) if distinctive
                         else body == n):

@@ -41,7 +41,7 @@ from xlinalg._unrolled import _selection
 from xlinalg.backends import _jax as jax_backend
 from xlinalg.backends import _numpy as numpy_backend
 from xlinalg.backends import _torch as torch_backend
-from xlinalg.bench._tune import NEVER
+from xlinalg.study._tune import NEVER
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "unrolled-cpu.json"

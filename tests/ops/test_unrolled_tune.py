@@ -20,7 +20,7 @@ import pytest
 from conftest import require_backend
 from xlinalg._kernels import _numba
 from xlinalg._unrolled import _selection
-from xlinalg.bench import _tune as T
+from xlinalg.study import _tune as T
 
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
 needs_numba = pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed (the optional extra 'fast')")

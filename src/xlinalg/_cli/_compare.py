@@ -86,14 +86,13 @@ def run(args: argparse.Namespace) -> ExitCode:
     from ..bench._compare import (
         aa_selftest,
         compare_records,
-        fmt_change_interval,
-        fmt_number,
         header_differences,
         noise_from_pair,
     )
     from ..bench._escape import terminal
     from ..bench._store import ResultsFileError
     from ..bench._units import format_time
+    from ..bench._verdict import fmt_interval, fmt_number
 
     try:
         files = [_read(f) for f in (args.old, args.new)]
@@ -125,14 +124,14 @@ def run(args: argparse.Namespace) -> ExitCode:
         lo, hi = _load(old), _load(new)
         load = (f"; load average old {lo:.1f}, new {hi:.1f}"
                 if lo is not None and hi is not None else "")
-        iv = fmt_change_interval(r0["shift_lo"], r0["shift_hi"])
+        iv = fmt_interval(r0["shift_lo"], r0["shift_hi"], 3)
         if r0["shift_removed"]:
             shift_slower = r0["shift_lo"] > 1 + args.threshold
-            print(f"MACHINE SHIFT: all cells moved by x{fmt_number(r0['shift'])} {iv} (median over "
+            print(f"MACHINE SHIFT: all cells moved by x{fmt_number(r0['shift'], 3)} {iv} (median over "
                   f"the cells){load}: reported once; each cell below is judged after "
                   "removing it")
         else:
-            print(f"all cells moved by x{fmt_number(r0['shift'])} {iv} (median over the cells): no "
+            print(f"all cells moved by x{fmt_number(r0['shift'], 3)} {iv} (median over the cells): no "
                   f"shift beyond the threshold{load}")
     shown = [r for r in rows if not args.only_flagged or not r["flag"].startswith("~")]
     keys = {r["key"]: terminal(r["key"], 120) for r in shown}  # from the files: untrusted
@@ -141,11 +140,11 @@ def run(args: argparse.Namespace) -> ExitCode:
     extra = f"  {'less shift':>10}  {'interval':>15}" if less else ""
     print(f"{'cell':<{width}}  {'old':>10}  {'new':>10}  {'ratio':>7}  {'interval':>15}{extra}  flag")
     for r in shown:
-        ratio = fmt_number(r["ratio"]) if r["ratio"] is not None else "-"
-        iv = fmt_change_interval(r["lo"], r["hi"]) if r["lo"] is not None else "-"
+        ratio = fmt_number(r["ratio"], 3) if r["ratio"] is not None else "-"
+        iv = fmt_interval(r["lo"], r["hi"], 3) if r["lo"] is not None else "-"
         judged = ""
         if less:
-            judged = (f"  {fmt_number(r['judged_ratio']):>10}  {fmt_change_interval(r['judged_lo'], r['judged_hi']):>15}"
+            judged = (f"  {fmt_number(r['judged_ratio'], 3):>10}  {fmt_interval(r['judged_lo'], r['judged_hi'], 3):>15}"
                       if r["lo"] is not None else f"  {'-':>10}  {'-':>15}")
         print(f"{keys[r['key']]:<{width}}  {format_time(r['old_s']):>10}  "
               f"{format_time(r['new_s']):>10}  {ratio:>7}  {iv:>15}{judged}  {terminal(r['flag'])}")

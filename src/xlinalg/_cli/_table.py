@@ -100,11 +100,11 @@ def _cell_text(r: dict[str, Any], rich_markup: bool = False) -> str:
         kind = r.get("error", {}).get("kind", "error")
         label = {"oom": "OOM", "timeout": "timeout", "crash": "crashed"}.get(kind, "error")
         return f"[red]{label}[/]" if rich_markup else label
+    from ..bench._findings import quartiles
+    from ..bench._verdict import fmt_spread
+
     t = r.get("time", {})
-    txt = _fmt_time(t.get("median_s"))
-    rel = t.get("iqr_over_median")
-    if rel is not None:
-        txt += f" ±{rel * 50:.0f}%"  # half the IQR, relative to the median
+    txt = _fmt_time(t.get("median_s")) + fmt_spread(quartiles(r))  # half the IQR / median
     if t.get("noisy"):
         txt += " !"
     if st == "wrong":
@@ -114,28 +114,24 @@ def _cell_text(r: dict[str, Any], rich_markup: bool = False) -> str:
     return txt
 
 
-def _verdict_text(by: dict[str, dict[str, Any]]) -> str:
-    """The short verdict of a (case, size) row: "numpy 1.4x [1.3, 1.5]", "tie" or ""."""
-    v = next((r.get("verdict") for r in by.values() if isinstance(r.get("verdict"), dict)), None)
-    if not v:
-        return ""
-    star = "*" if v.get("parallelism_note") else ""
-    sp = v.get("speedup")
-    if v.get("fastest") and isinstance(sp, dict):
-        def num(k: str) -> str:  # null in a hostile or older file: shown as "?"
-            x = sp.get(k)
-            return f"{x:.2f}" if isinstance(x, (int, float)) else "?"
+def verdicts(records: list[dict[str, Any]]) -> tuple[dict[tuple[str, str], str],
+                                                      dict[tuple[str, str], str]]:
+    """Per (case, size) row: the backend named fastest, and the verdict's words: the
+    report's own (:func:`xlinalg.bench._findings.winners`, over the run's groups), its
+    parallelism note shortened to a "*"."""
+    from ..bench._findings import winners
+    from ..bench._verdict import verdict_text
 
-        return f"{v['fastest']} {num('ratio')}x [{num('lo')}, {num('hi')}]{star}"
-    from ..bench._findings._verdicts import no_verdict_reason
-
-    why = no_verdict_reason(v)
-    if why is not None:
-        return f"no verdict: {why}"
-    if v.get("tie"):
-        words = "below the margin" if v.get("below_margin") else "tie"
-        return f"{words}: {', '.join(map(str, v['tie']))}{star}"
-    return ""
+    fastest: dict[tuple[str, str], str] = {}
+    said: dict[tuple[str, str], str] = {}
+    for w in winners(records):
+        if w["runner_up"] is None:
+            continue
+        said[(w["case"], w["size"])] = (w["text"] if not w.get("note") or w.get("fdr")
+                                        else verdict_text({**w, "note": ""}) + " *")
+        if not w["tie"] and not w.get("no_verdict"):
+            fastest[(w["case"], w["size"])] = w["winner"]
+    return fastest, said
 
 
 def print_table(records: list[dict[str, Any]], config: Any) -> None:
@@ -149,17 +145,10 @@ def print_table(records: list[dict[str, Any]], config: Any) -> None:
     from ..bench._escape import rich_text, terminal
 
     console = _console()
-    from ..bench._findings import verdict
-
-    fastest = {}
-    for key, by in rows.items():
-        v = verdict(by)
-        if v is not None and v["runner_up"] is not None and not v["tie"] \
-                and not v.get("no_verdict"):
-            fastest[key] = v["winner"]
+    fastest, said = verdicts(records)
     title = (f"median time per call ({config.dtype}; ±: half the IQR; !: noisy; "
              "second line: GFLOP/s; bold *: fastest beyond the noise, unmarked: tie; "
-             "verdict: the speed-up over the second with its interval; a * after it: the "
+             "verdict: the report's, the speed-up over the second with its interval; a * after it: the "
              "backends kept different numbers of cores busy)")
     if console is not None:
         from rich.table import Table
@@ -184,7 +173,7 @@ def print_table(records: list[dict[str, Any]], config: Any) -> None:
                 if gf is not None and rb.get("status") in ("ok", "wrong", "unchecked"):
                     txt += f"\n[dim]{gf:.3g} GF/s[/]"
                 cells.append(txt)
-            t.add_row(rich_text(case), rich_text(size), *cells, rich_text(_verdict_text(by)))
+            t.add_row(rich_text(case), rich_text(size), *cells, rich_text(said.get((case, size), "")))
         console.print(t)
     else:
         print(terminal(title))
@@ -195,7 +184,7 @@ def print_table(records: list[dict[str, Any]], config: Any) -> None:
                                      + [(("*" if fastest.get((case, size)) == b else "")
                                          + (_cell_text(by[b]) if b in by else "")).rjust(18)
                                         for b in backends]
-                                     + [_verdict_text(by)])))
+                                     + [said.get((case, size), "")])))
     for r in records:  # messages come from the libraries and from case files
         st = r.get("stall")
         if isinstance(st, dict) and st.get("stalled"):

@@ -1,5 +1,5 @@
-"""``xlinalg bench --tune``: the command; the measurements and the table are the
-harness's (:mod:`xlinalg.bench._tune`), imported when it runs."""
+"""``xlinalg bench --tune``: the command; the measurements and the table are the unrolled
+solver's tuning (:mod:`xlinalg.study._tune`), imported when it runs."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def cli_tune(args: Any) -> ExitCode:
     from .._kernels._schedule import MAX_N
     from ..backends import get_backend
     from ..backends._tune_natives import BLOCKWISE_BACKENDS, TUNE_BACKENDS
-    from ..bench._tune import (
+    from ..study._tune import (
         NEVER,
         QUICK_BATCHES,
         TUNE_BATCHES,

@@ -6,7 +6,8 @@ Declaring cases
     :class:`Case`, :func:`register_case`, :func:`get_case`, :func:`case_names`,
     :func:`load_case_file`, :func:`load_case_files`, :class:`Ctx`
 Timing
-    :class:`Timer`, :class:`TimerConfig`, :class:`Measurement`, :class:`Stats`
+    :class:`Timer`, :class:`TimerConfig`, :class:`Measurement`, :class:`Stats`;
+    :func:`calibrate`, :func:`time_block` (plain blocks, for scripts)
 Running
     :class:`RunConfig`, :func:`run_benchmark`, :func:`plan_cells`,
     :func:`execute_cell`, :func:`make_cell`, :func:`check_result`,
@@ -66,7 +67,7 @@ from ._store import (
     settings_differences,
 )
 from ._study import ReportPart, Study, load_study, study_case_modules
-from ._timer import Measurement, Stats, Timer, TimerConfig
+from ._timer import Measurement, Stats, Timer, TimerConfig, calibrate, time_block
 
 __all__ = [
     "BenchUsageError",
@@ -90,6 +91,7 @@ __all__ = [
     "Study",
     "Timer",
     "TimerConfig",
+    "calibrate",
     "case_names",
     "cell_key",
     "check_result",
@@ -108,6 +110,7 @@ __all__ = [
     "run_benchmark",
     "settings_differences",
     "study_case_modules",
+    "time_block",
     "unregister_case",
     "validate_config",
 ]

@@ -56,7 +56,6 @@ __all__ = [
     "UNITS",
     "Case",
     "Ctx",
-    "RetiredCase",
     "backend_object",
     "case_names",
     "default_case_names",
@@ -66,8 +65,6 @@ __all__ = [
     "load_case_file",
     "native_namespace",
     "register_case",
-    "retire_case",
-    "retired_case",
     "unregister_case",
     "valid_section",
 ]
@@ -403,34 +400,6 @@ def register_case(case: Case, *, replace: bool = False) -> Case:
     return case
 
 
-@dataclass(frozen=True)
-class RetiredCase:
-    """A case that was removed: what replaces it, and the fields it declared (what
-    the report needs to place the cells of results files written while it existed)."""
-
-    name: str
-    instead: str
-    section: str
-    tags: tuple[str, ...] = ()
-    units: str = "GFLOP/s"
-    peak: str = "arithmetic"
-    compute_dtype: str = ""
-
-
-_RETIRED: dict[str, RetiredCase] = {}
-
-
-def retire_case(retired: RetiredCase) -> None:
-    """Record a removed case: :func:`get_case` then names its replacement, and the
-    report's legacy path (:mod:`._findings`) reads its fields for old records."""
-    _RETIRED[retired.name] = retired
-
-
-def retired_case(name: str) -> RetiredCase | None:
-    """The removed case `name`, or None."""
-    return _RETIRED.get(name)
-
-
 def unregister_case(name: str) -> None:
     """Remove a case from the registry (tests, plugins); no error if absent."""
     _CASES.pop(name, None)
@@ -445,9 +414,6 @@ def get_case(name: str) -> Case:
     if name in OPT_IN_GROUPS:
         raise ValueError(f"{name!r} is a group of cases ({', '.join(group_case_names(name))}), "
                          f"not one case: --cases {name} runs them all") from None
-    if name in _RETIRED:
-        raise ValueError(f"case {name!r} was removed (it repeated another case): use "
-                         f"{_RETIRED[name].instead!r} instead") from None
     raise ValueError(
         f"unknown case {name!r}; valid cases: {', '.join(case_names())}. A study's cases are "
         "registered when the study is loaded: `import xlinalg.study` for the source documents' "

@@ -60,7 +60,8 @@ from collections.abc import Mapping
 from statistics import NormalDist
 from typing import Any
 
-from ._units import format_time, round_outward
+from ._units import format_time
+from ._verdict import BELOW_MARGIN, BEYOND, reading
 
 __all__ = ["aa_selftest", "compare_records", "header_differences", "noise_from_pair", "p_value"]
 
@@ -226,11 +227,11 @@ def _p_beyond(lr: float, se: float, df: float, threshold: float) -> float:
 
 
 def _beyond(lo: float, hi: float, threshold: float) -> str | None:
-    if lo > 1 + threshold:
-        return "REGRESSION"
-    if hi < 1 / (1 + threshold):
-        return "improvement"
-    return None
+    """"REGRESSION" or "improvement" when the interval of new/old reads beyond the
+    threshold (:func:`._verdict.reading`, the one rule), else None."""
+    if reading(lo, hi, 1 + threshold) != BEYOND:
+        return None
+    return "REGRESSION" if lo > 1 else "improvement"
 
 
 def compare_records(old: Mapping[str, Mapping[str, Any]],
@@ -353,7 +354,7 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
             cores = _parallelism_changed(old[r["key"]], new[r["key"]])
             r["flag"] = (f"~ (not like for like: {cores}; the {moved} may be the machine's "
                          "load, not the code)" if cores else moved)
-        elif r["judged_lo"] > 1 or r["judged_hi"] < 1:
+        elif reading(r["judged_lo"], r["judged_hi"], 1 + threshold) == BELOW_MARGIN:
             r["flag"] = "~ (a real difference below the threshold)"
         else:
             r["flag"] = "~"
@@ -485,26 +486,3 @@ def header_differences(old: Mapping[str, Any] | None,
         out.extend(f"{k} version: {po.get(k)!r} -> {pn.get(k)!r}"
                    for k in sorted(set(po) | set(pn)) if po.get(k) != pn.get(k))
     return out
-
-
-def fmt_number(x: float, digits: int = 3) -> str:
-    """`x` with `digits` decimals, or 3 significant digits outside 0.001-1e6
-    (an interval from hostile times reaches 1e307 or 0: never 300 digits)."""
-    if x != 0 and math.isfinite(x) and not _fixed(x):
-        return f"{x:.3g}"
-    return f"{x:.{digits}f}"
-
-
-def _fixed(x: float) -> bool:
-    """Whether :func:`fmt_number` writes `x` with fixed decimals (else 3 significant digits)."""
-    return math.isfinite(x) and 1e-3 <= abs(x) < 1e6
-
-
-def fmt_change_interval(lo: float, hi: float) -> str:
-    """"[0.997, 1.104]": each end as :func:`fmt_number` writes it, rounded outward (low end
-    down, high end up), so an interval whose low end is 1.0996 never prints as
-    "[1.100, ...]" beside a 1.10 threshold it did not clear."""
-    def end(x: float, up: bool) -> str:
-        return fmt_number(round_outward(x, 3, up)) if _fixed(x) else fmt_number(x)
-
-    return f"[{end(lo, False)}, {end(hi, True)}]"

@@ -19,8 +19,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._stats import all_pairs, combine_passes, effective_cores, starved, verdict
+from ._stats import all_pairs, as_reading, combine_passes, effective_cores, starved, verdict
 from ._timer import NOISE_THRESHOLD, Stats
+from ._verdict import verdict_text
 
 __all__ = ["PARALLELISM_FACTOR", "group_verdict", "merge_passes", "parallelism_note", "usable_first_pass"]
 
@@ -66,7 +67,7 @@ def group_verdict(good: Mapping[str, Sequence[float | None]],
         worst = min(starving, key=lambda b: starving[b])
         v["no_verdict"] = (f"{worst} ran only {100 * starving[worst]:.0f}% of the wall "
                            "time (the machine is oversubscribed; the times measure the scheduler)")
-        v["text"] = f"no verdict: {v['no_verdict']}"
+        v["text"] = verdict_text(as_reading(v, None))
         note = "; ".join(x for x in (note, v["text"]) if x)
     v["parallelism_note"] = note
     if excluded:

@@ -22,6 +22,7 @@ from ._env import blas_text
 from ._escape import markdown, terminal
 from ._units import format_bytes as _fmt_bytes
 from ._units import format_time as _fmt_time
+from ._verdict import fmt_spread
 
 if TYPE_CHECKING:
     from ._schema import HeaderRecord, ResultRecord
@@ -130,7 +131,7 @@ def _pivot_cell(r: dict[str, Any] | None) -> str:
         return text or str(st)
     q = F.quartiles(r)
     med = F.median(r)
-    rel = f" ±{50 * (q[2] - q[0]) / med:.0f}%" if q and med else ""
+    rel = fmt_spread(q)
     mark = {"noisy": " (noisy)", "stalled": " (STALLED)"}.get(F.shaky(r), "")
     first = first_call(r)
     return (f"{_fmt_time(med)}{rel}{mark}"
@@ -140,8 +141,10 @@ def _pivot_cell(r: dict[str, Any] | None) -> str:
 _FOLD_ROWS = 25
 
 
-def _pivots(rs: list[dict[str, Any]]) -> list[Block]:
-    """Per case and dtype: size x backend (median ±half IQR, first call) and the verdict."""
+def _pivots(rs: list[dict[str, Any]], said: dict[tuple[str, str, str], dict[str, Any]],
+            ) -> list[Block]:
+    """Per case and dtype: size x backend (median ±half IQR, first call) and the verdict
+    (`said`: the run's verdicts, :func:`._findings.winners`, by case, dtype and size)."""
     out: list[Block] = []
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in sorted(rs, key=lambda r: (r["case"], str(r["dtype"]))):
@@ -154,9 +157,9 @@ def _pivots(rs: list[dict[str, Any]]) -> list[Block]:
         rows = []
         for lab in sizes:
             by = {r["backend"]: r for r in g if str(r["size_label"]) == lab}
-            v = F.verdict(by)
+            w = said.get((case, dtype, lab))
             rows.append([lab] + [_pivot_cell(by.get(b)) for b in backends]
-                        + [F.verdict_text(v) if v and v["n"] > 1 else "-"])
+                        + [w["text"] if w and w["n_backends"] > 1 else "-"])
         table = ("table", ["size"] + backends + ["verdict"], rows)
         what = (f"{case}, {dt_txt}: median time per call, ± half the IQR, first call below; "
                 "last column: the verdict")
@@ -266,6 +269,7 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
     for p in plot_list:
         by_sec_plots.setdefault(str(p.get("section", "")), []).append(p)
     secs = F.sections(records)
+    said = {(w["case"], w["dtype"], w["size"]): w for w in F.winners(records)}
     titles = {**F.SECTION_TITLES, **(study.section_titles if study is not None else {})}
     blocks: list[Block] = [("h", 1, "xlinalg benchmark report")]
     counts: dict[str, int] = {}
@@ -311,7 +315,7 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
         if by_note:
             blocks.append(("ul", [f"{', '.join(sorted(bs))}: {t}"
                                   for t, bs in sorted(by_note.items())]))
-        blocks += _pivots(rs)
+        blocks += _pivots(rs, said)
         for p in by_sec_plots.get(sec, []):
             blocks.append(("img", p))
         hdr, rows = _section_table(rs, peaks, origin)

@@ -232,7 +232,7 @@ def validate_config(config: RunConfig) -> RunConfig:
                 named.extend(group_case_names(c))
                 continue
             try:
-                get_case(c)  # its message names the valid cases, or a retired one's successor
+                get_case(c)  # its message names the valid cases
             except ValueError as exc:
                 raise BenchUsageError(str(exc)) from None
             named.append(c)

@@ -6,12 +6,15 @@ Results files are data from strangers (shared, downloaded, edited). Readers
 code sees it, so that a wrong type (``"time": "fast"``, ``"case": 7``) is a
 one-line ``file:line: what is wrong`` error, never a traceback further on.
 
-Extending a record: add the field to :data:`RESULT_PROPERTIES` (or
-:data:`HEADER_PROPERTIES`) with its type, and to :class:`ResultRecord` (or
-:class:`HeaderRecord`), the same record as a type for the code that reads it
-(tests/bench/test_bench_schema.py checks that the two agree, field by field). Unknown fields are allowed (a newer
-writer may add some), known fields must have their declared type.
-The validator is :mod:`jsonschema` (Draft 2020-12), imported on first use.
+The records are declared once, as types: :class:`ResultRecord` and
+:class:`HeaderRecord` (typed dicts, read by the code that reads records), with
+the constraints JSON adds to a type (a name is not empty, a time is not
+negative) as :data:`typing.Annotated` metadata. The JSON Schema that checks a
+file (:data:`RESULT_PROPERTIES`, :data:`HEADER_PROPERTIES`) is generated from
+them at import (:func:`json_schema`). Extending a record: add the field to its
+type. Unknown fields are allowed (a newer writer may add some), known fields
+must have their declared type. The validator is :mod:`jsonschema` (Draft
+2020-12), imported on first use.
 
 Parsing refuses what Python's :mod:`json` would accept but no writer of ours
 produces: ``NaN``/``Infinity`` literals, numbers that overflow a float,
@@ -24,7 +27,9 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Literal, TypedDict
+import types
+import typing
+from typing import Annotated, Any, Literal, TypedDict
 
 __all__ = [
     "HEADER_PROPERTIES",
@@ -36,6 +41,7 @@ __all__ = [
     "RESULT_STATUSES",
     "RecordError",
     "ResultRecord",
+    "json_schema",
     "parse_line",
     "record_problem",
 ]
@@ -51,203 +57,59 @@ MAX_SAMPLES = 100_000
 #: Longest string kept in an error message.
 _SHOWN = 80
 
-RESULT_STATUSES = ("ok", "wrong", "unchecked", "skipped", "failed")
+Status = Literal["ok", "wrong", "unchecked", "skipped", "failed"]
+RESULT_STATUSES: tuple[str, ...] = typing.get_args(Status)
 
 
 class RecordError(ValueError):
     """A line that is not an acceptable record; ``str()`` is one line."""
 
 
-# ---------------------------------------------------------------------- types
-_NAME = {"type": "string", "minLength": 1, "maxLength": 4096}
-_TEXT = {"type": "string", "maxLength": 100_000}
-_OPT_TEXT = {"type": ["string", "null"], "maxLength": 100_000}
-_NUM = {"type": ["number", "null"]}
-_NONNEG = {"type": ["number", "null"], "minimum": 0}
-_COUNT = {"type": ["integer", "null"], "minimum": 0}
-_BOOL = {"type": ["boolean", "null"]}
-_OBJ = {"type": "object"}
-_OPT_OBJ = {"type": ["object", "null"]}
-_LIST = {"type": "array"}
-_NUMS = {"type": "array", "items": _NONNEG, "maxItems": MAX_SAMPLES}
-_SIZE = {"oneOf": [{"type": "integer", "minimum": 0}, _NAME,
-                   {"type": "array", "items": {"type": "integer", "minimum": 0},
-                    "minItems": 1, "maxItems": 8}]}
+# ---------------------------------------------------------------------- the records
+class JS(tuple[tuple[str, Any], ...]):
+    """JSON Schema keywords a type adds, as :data:`typing.Annotated` metadata
+    (hashable, so that the annotated types can be members of unions)."""
 
-_TIME = {"type": "object", "properties": {
-    **dict.fromkeys(("median_s", "iqr_s", "q1_s", "q3_s", "min_s", "max_s", "mean_s",
-                     "stdev_s", "iqr_over_median", "first_call_s", "warmup_s", "total_s"),
-                    _NONNEG),
-    **dict.fromkeys(("samples", "number", "total_calls", "warmup_calls",
-                     "calibration_blocks"), _COUNT),
-    "noisy": _BOOL,
-    "stalled": _BOOL,
-    "warnings": {"type": "array", "items": _TEXT},
-    "clock": _OPT_TEXT,
-    "raw_s": _NUMS,
-    "device": {"type": "object", "properties": {
-        "median_s": _NONNEG, "iqr_s": _NONNEG, "min_s": _NONNEG, "clock": _OPT_TEXT,
-        "raw_s": _NUMS}},
-}}
-_CHECK = {"type": "object", "properties": {
-    "verdict": {"enum": ["ok", "wrong", "unchecked"]},
-    "rtol": _NONNEG, "max_rel_err": _NONNEG, "max_abs_err": _NONNEG,
-    "message": _OPT_TEXT, "reference": _OPT_TEXT,
-    "members": {"type": "array", "items": _OBJ},
-}}
-_ERROR = {"type": "object", "properties": {
-    "kind": _TEXT, "type": _TEXT, "message": _TEXT, "where": _TEXT}}
-
-#: Known fields of a ``result`` record and their types (unknown fields pass).
-RESULT_PROPERTIES: dict[str, Any] = {
-    "type": {"const": "result"},
-    "schema_version": {"type": "integer", "minimum": 1},
-    "run_id": _NAME,
-    "key": _NAME,
-    "case": _NAME,
-    "backend": _NAME,
-    "dtype": _NAME,
-    "size": _SIZE,
-    "size_label": _NAME,
-    "status": {"enum": list(RESULT_STATUSES)},
-    "finished": _OPT_TEXT,
-    "seed": {"type": ["integer", "null"]},
-    "params": {"type": ["object", "null"], "additionalProperties": _NUM},
-    "case_doc": _OPT_TEXT,
-    # what the case declares (bench/_cases.Case); older files lack them
-    "section": _NAME,
-    "tags": {"type": "array", "items": _NAME, "maxItems": 64},
-    "units": {"enum": ["GFLOP/s", "GB/s"]},
-    "peak": {"enum": ["arithmetic", "bandwidth", "none"]},
-    "compute_dtype": _NAME,
-    "skip_reason": _OPT_TEXT,
-    "cell_wall_s": _NONNEG,
-    "calibration": _BOOL,
-    "time": _TIME,
-    "throughput": {"type": ["object", "null"], "properties": {
-        "flops": _NONNEG, "gflops": _NONNEG, "bytes": _NONNEG, "gbs": _NONNEG}},
-    "check": _CHECK,
-    "memory": {"type": ["object", "null"], "properties": {
-        "measured": {"type": "array", "items": _TEXT}, "error": _ERROR,
-        **dict.fromkeys(("tracemalloc_peak_bytes", "rss_peak_delta_bytes",
-                         "cuda_max_allocated_bytes", "cupy_pool_peak_bytes",
-                         "jax_peak_bytes_in_use"), _COUNT),
-        "rss_method": _OPT_TEXT}},
-    "error": _ERROR,
-    "fairness": _OPT_OBJ,
-    "backend_info": _OPT_OBJ,
-    # side-by-side runs: the runner's verdict, paired ratios and stall flags
-    "verdict": {"type": ["object", "null"], "properties": {
-        "fastest": {"type": ["string", "null"]},
-        "tie": {"type": ["array", "null"], "items": _NAME},
-        "speedup": {"type": ["object", "null"], "properties": {
-            "over": {"type": ["string", "null"]}, "ratio": _NONNEG, "lo": _NONNEG,
-            "hi": _NONNEG}},
-        "effective_cores": _OPT_OBJ,
-        "parallelism_note": _OPT_TEXT}},
-    "ratios": {"type": ["object", "null"], "additionalProperties": {
-        "type": ["object", "null"],
-        "properties": {"ratio": _NONNEG, "lo": _NONNEG, "hi": _NONNEG}}},
-    "stall": {"type": ["object", "null"], "properties": {
-        "stalled": _BOOL, "first_median_s": _NONNEG, "recheck_median_s": _NONNEG,
-        "remeasured_median_s": _NONNEG, "factor": _NUM, "threshold": _NUM, "how": _OPT_TEXT}},
-    "stalled": _BOOL,
-    "side_by_side": {"type": ["object", "null"], "properties": {
-        "backends": {"type": "array", "items": _NAME},
-        "rounds": _COUNT,
-        "order": {"type": "array", "items": {"type": "array", "items": _NAME}},
-        "round_s": {"type": ["array", "null"], "items": _NONNEG, "maxItems": MAX_SAMPLES},
-        "block_s": {"type": ["array", "null"], "maxItems": MAX_SAMPLES,
-                    "items": {"type": ["array", "null"], "items": _NONNEG, "maxItems": MAX_SAMPLES}},
-        "stop": _OPT_TEXT,
-        "group_elapsed_s": _NONNEG, "wall_s": _NONNEG, "cpu_s": _NONNEG,
-        "effective_cores": _NONNEG,
-        "load_avg_1min": {"type": ["object", "null"], "properties": {
-            "min": _NUM, "max": _NUM, "mean": _NUM, "samples": _COUNT}}}},
-}
-RESULT_REQUIRED = ("type", "schema_version", "run_id", "key", "case", "backend", "dtype",
-                   "size", "size_label", "status")
-
-#: Known fields of a ``header`` record and their types (unknown fields pass).
-HEADER_PROPERTIES: dict[str, Any] = {
-    "type": {"const": "header"},
-    "schema_version": {"type": "integer", "minimum": 1},
-    "run_id": _NAME,
-    "created": _TEXT,
-    "resumed": _BOOL,
-    "env": {"type": "object", "properties": {
-        "xlinalg": _OPT_TEXT,
-        "python": _OPT_OBJ,
-        "os": _OPT_OBJ,
-        "host": _OPT_TEXT,
-        "cpu": _OPT_OBJ,
-        "memory_bytes": _NONNEG,
-        "gpus": {"type": ["array", "null"], "items": _OBJ},
-        "numpy": _OPT_TEXT,
-        "packages": {"type": ["object", "null"], "additionalProperties": _OPT_TEXT},
-        "blas": {"type": ["array", "null"], "items": _OBJ},
-        "env_vars": {"type": ["object", "null"], "additionalProperties": _OPT_TEXT},
-    }},
-    "run": {"type": ["object", "null"], "properties": {
-        "backends": {"type": ["array", "null"], "items": _NAME},
-        "cases": {"type": ["array", "null"], "items": _NAME},
-        "dtype": _OPT_TEXT,
-        "scale": _OPT_TEXT,
-        "sizes": {"type": ["array", "null"], "items": _TEXT},
-        "threads": _COUNT,
-        "allow_tf32": _BOOL,
-        "time_limit": _NONNEG,
-        "isolate": _BOOL,
-        "seed": {"type": ["integer", "null"]},
-        "case_files": {"type": ["array", "null"], "items": _TEXT},
-        "memory_limit": _COUNT,
-        "timer": _OPT_OBJ,
-        "margin": _NONNEG,
-        "recheck": _BOOL,
-        "stall_factor": _NONNEG,
-        "execution": _OPT_TEXT,
-        "argv": {"type": ["array", "null"], "items": _TEXT},
-        "check": _BOOL,
-        "memory": _BOOL,
-        "calibrate": _BOOL,
-        "isolation": _OPT_TEXT,
-        "fence_selfcheck": _OPT_OBJ,
-    }},
-}
-HEADER_REQUIRED = ("type", "schema_version", "run_id", "created", "env")
+    def __new__(cls, **keywords: Any) -> JS:
+        return super().__new__(cls, sorted(keywords.items()))
 
 
-# ---------------------------------------------------------------------- the types
-# The records above as types for the code that reads them (store, report, plots,
-# compare). total=False: a field may be absent (older files, skipped cells); the
-# required fields are in the total=True bases. Keep each field's type the schema's.
+# The one definition of a record. total=False: a field may be absent (older files,
+# skipped cells); the required fields are in the total=True bases. Annotated
+# metadata: JSON Schema keywords the type adds (:class:`JS`; they constrain only
+# values of their kind: a "minimum" passes null).
+Name = Annotated[str, JS(minLength=1, maxLength=4096)]
+LongText = Annotated[str, JS(maxLength=100_000)]
+Text = LongText | None
 Num = float | None
-Count = int | None
+NonNeg = Annotated[float, JS(minimum=0)] | None
+Count = Annotated[int, JS(minimum=0)] | None
 Flag = bool | None
-Text = str | None
+Nums = Annotated[list[NonNeg], JS(maxItems=MAX_SAMPLES)]
+Object = dict[str, Any]
 
 
 class DeviceTime(TypedDict, total=False):
-    median_s: Num
-    iqr_s: Num
-    min_s: Num
+    median_s: NonNeg
+    iqr_s: NonNeg
+    min_s: NonNeg
     clock: Text
-    raw_s: list[Num]
+    raw_s: Nums
 
 
 class TimeStats(TypedDict, total=False):
-    median_s: Num
-    iqr_s: Num
-    q1_s: Num
-    q3_s: Num
-    min_s: Num
-    max_s: Num
-    mean_s: Num
-    stdev_s: Num
-    iqr_over_median: Num
-    first_call_s: Num
-    warmup_s: Num
-    total_s: Num
+    median_s: NonNeg
+    iqr_s: NonNeg
+    q1_s: NonNeg
+    q3_s: NonNeg
+    min_s: NonNeg
+    max_s: NonNeg
+    mean_s: NonNeg
+    stdev_s: NonNeg
+    iqr_over_median: NonNeg
+    first_call_s: NonNeg
+    warmup_s: NonNeg
+    total_s: NonNeg
     samples: Count
     number: Count
     total_calls: Count
@@ -255,38 +117,38 @@ class TimeStats(TypedDict, total=False):
     calibration_blocks: Count
     noisy: Flag
     stalled: Flag
-    warnings: list[str]
+    warnings: list[LongText]
     clock: Text
-    raw_s: list[Num]
+    raw_s: Nums
     device: DeviceTime
 
 
 class CheckResult(TypedDict, total=False):
     verdict: Literal["ok", "wrong", "unchecked"]
-    rtol: Num
-    max_rel_err: Num
-    max_abs_err: Num
+    rtol: NonNeg
+    max_rel_err: NonNeg
+    max_abs_err: NonNeg
     message: Text
     reference: Text
-    members: list[dict[str, Any]]
+    members: list[Object]
 
 
 class ErrorInfo(TypedDict, total=False):
-    kind: str
-    type: str
-    message: str
-    where: str
+    kind: LongText
+    type: LongText
+    message: LongText
+    where: LongText
 
 
 class Throughput(TypedDict, total=False):
-    flops: Num
-    gflops: Num
-    bytes: Num
-    gbs: Num
+    flops: NonNeg
+    gflops: NonNeg
+    bytes: NonNeg
+    gbs: NonNeg
 
 
 class MemoryInfo(TypedDict, total=False):
-    measured: list[str]
+    measured: list[LongText]
     error: ErrorInfo
     tracemalloc_peak_bytes: Count
     rss_peak_delta_bytes: Count
@@ -297,28 +159,30 @@ class MemoryInfo(TypedDict, total=False):
 
 
 class Interval(TypedDict, total=False):
-    ratio: Num
-    lo: Num
-    hi: Num
+    """A ratio of two times with its interval (:mod:`._verdict`)."""
+
+    ratio: NonNeg
+    lo: NonNeg
+    hi: NonNeg
 
 
 class Speedup(Interval, total=False):
-    over: Text
+    over: str | None
 
 
 class RecordedVerdict(TypedDict, total=False):
-    fastest: Text
-    tie: list[str] | None
+    fastest: str | None
+    tie: list[Name] | None
     speedup: Speedup | None
-    effective_cores: dict[str, Any] | None
+    effective_cores: Object | None
     parallelism_note: Text
 
 
 class Stall(TypedDict, total=False):
     stalled: Flag
-    first_median_s: Num
-    recheck_median_s: Num
-    remeasured_median_s: Num
+    first_median_s: NonNeg
+    recheck_median_s: NonNeg
+    remeasured_median_s: NonNeg
     factor: Num
     threshold: Num
     how: Text
@@ -332,55 +196,57 @@ class LoadAverage(TypedDict, total=False):
 
 
 class SideBySide(TypedDict, total=False):
-    backends: list[str]
+    backends: list[Name]
     rounds: Count
-    order: list[list[str]]
-    round_s: list[Num] | None
-    block_s: list[list[Num] | None] | None
+    order: list[list[Name]]
+    round_s: Nums | None
+    block_s: Annotated[list[Nums | None], JS(maxItems=MAX_SAMPLES)] | None
     stop: Text
-    group_elapsed_s: Num
-    wall_s: Num
-    cpu_s: Num
-    effective_cores: Num
+    group_elapsed_s: NonNeg
+    wall_s: NonNeg
+    cpu_s: NonNeg
+    effective_cores: NonNeg
     load_avg_1min: LoadAverage | None
 
 
 class _ResultRequired(TypedDict):
     type: Literal["result"]
-    schema_version: int
-    run_id: str
-    key: str
-    case: str
-    backend: str
-    dtype: str
-    size: int | str | list[int]
-    size_label: str
-    status: Literal["ok", "wrong", "unchecked", "skipped", "failed"]
+    schema_version: Annotated[int, JS(minimum=1)]
+    run_id: Name
+    key: Name
+    case: Name
+    backend: Name
+    dtype: Name
+    size: (Annotated[int, JS(minimum=0)] | Name
+           | Annotated[list[Annotated[int, JS(minimum=0)]], JS(minItems=1, maxItems=8)])
+    size_label: Name
+    status: Status
 
 
 class ResultRecord(_ResultRequired, total=False):
-    """One cell of a results file (a ``result`` line), as :data:`RESULT_PROPERTIES`
-    declares it."""
+    """One cell of a results file (a ``result`` line)."""
 
     finished: Text
-    seed: Count
+    seed: int | None
     params: dict[str, Num] | None
     case_doc: Text
-    section: str
-    tags: list[str]
+    # what the case declares (bench/_cases.Case)
+    section: Name
+    tags: Annotated[list[Name], JS(maxItems=64)]
     units: Literal["GFLOP/s", "GB/s"]
     peak: Literal["arithmetic", "bandwidth", "none"]
-    compute_dtype: str
+    compute_dtype: Name
     skip_reason: Text
-    cell_wall_s: Num
+    cell_wall_s: NonNeg
     calibration: Flag
     time: TimeStats
     throughput: Throughput | None
     check: CheckResult
     memory: MemoryInfo | None
     error: ErrorInfo
-    fairness: dict[str, Any] | None
-    backend_info: dict[str, Any] | None
+    fairness: Object | None
+    backend_info: Object | None
+    # side-by-side runs: the runner's verdict, paired ratios and stall flags
     verdict: RecordedVerdict | None
     ratios: dict[str, Interval | None] | None
     stall: Stall | None
@@ -390,65 +256,105 @@ class ResultRecord(_ResultRequired, total=False):
 
 class Env(TypedDict, total=False):
     xlinalg: Text
-    python: dict[str, Any] | None
-    os: dict[str, Any] | None
+    python: Object | None
+    os: Object | None
     host: Text
-    cpu: dict[str, Any] | None
-    memory_bytes: Num
-    gpus: list[dict[str, Any]] | None
+    cpu: Object | None
+    memory_bytes: NonNeg
+    gpus: list[Object] | None
     numpy: Text
     packages: dict[str, Text] | None
-    blas: list[dict[str, Any]] | None
+    blas: list[Object] | None
     env_vars: dict[str, Text] | None
 
 
 class RunSettings(TypedDict, total=False):
-    backends: list[str] | None
-    cases: list[str] | None
+    backends: list[Name] | None
+    cases: list[Name] | None
     dtype: Text
     scale: Text
-    sizes: list[str] | None
+    sizes: list[LongText] | None
     threads: Count
     allow_tf32: Flag
-    time_limit: Num
+    time_limit: NonNeg
     isolate: Flag
-    seed: Count
-    case_files: list[str] | None
+    seed: int | None
+    case_files: list[LongText] | None
     memory_limit: Count
-    timer: dict[str, Any] | None
-    margin: Num
+    timer: Object | None
+    margin: NonNeg
     recheck: Flag
-    stall_factor: Num
+    stall_factor: NonNeg
     execution: Text
-    argv: list[str] | None
+    argv: list[LongText] | None
     check: Flag
     memory: Flag
     calibrate: Flag
     isolation: Text
-    fence_selfcheck: dict[str, Any] | None
+    fence_selfcheck: Object | None
 
 
 class _HeaderRequired(TypedDict):
     type: Literal["header"]
-    schema_version: int
-    run_id: str
-    created: str
+    schema_version: Annotated[int, JS(minimum=1)]
+    run_id: Name
+    created: LongText
     env: Env
 
 
 class HeaderRecord(_HeaderRequired, total=False):
-    """The first line of a run in a results file, as :data:`HEADER_PROPERTIES`
-    declares it."""
+    """The first line of a run in a results file."""
 
     resumed: Flag
     run: RunSettings | None
 
 
-def _schema(props: dict[str, Any], required: tuple[str, ...]) -> dict[str, Any]:
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
-            "properties": props, "required": list(required)}
+# ---------------------------------------------------------------------- the schema
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
+               type(None): "null"}
 
 
+def json_schema(ann: Any) -> dict[str, Any]:
+    """The JSON Schema node of a record type (a typed dict, a union, a list...)."""
+    origin = typing.get_origin(ann)
+    if origin is Annotated:
+        base, *meta = typing.get_args(ann)
+        return {**json_schema(base), **{k: v for m in meta if isinstance(m, JS) for k, v in m}}
+    if origin in (typing.Union, types.UnionType):
+        members = [json_schema(a) for a in typing.get_args(ann)]
+        real = [m for m in members if m != {"type": "null"}]
+        if len(real) == 1:  # an optional: null joins the one type (constraints skip null)
+            return {**real[0], "type": [real[0]["type"], "null"]}
+        if all(set(m) == {"type"} for m in members):
+            return {"type": [m["type"] for m in members]}
+        return {"oneOf": members}
+    if origin is Literal:
+        values = list(typing.get_args(ann))
+        return {"const": values[0]} if len(values) == 1 else {"enum": values}
+    if origin is list:
+        (item,) = typing.get_args(ann)
+        return {"type": "array"} if item is Any else {"type": "array", "items": json_schema(item)}
+    if origin is dict:
+        _, value = typing.get_args(ann)
+        return ({"type": "object"} if value is Any
+                else {"type": "object", "additionalProperties": json_schema(value)})
+    if typing.is_typeddict(ann):
+        hints = typing.get_type_hints(ann, include_extras=True)
+        out: dict[str, Any] = {"type": "object",
+                               "properties": {k: json_schema(v) for k, v in hints.items()}}
+        required = [k for k in hints if k in ann.__required_keys__]
+        return {**out, "required": required} if required else out
+    return {"type": _JSON_TYPES[ann]}
+
+
+def _root(record: Any) -> tuple[dict[str, Any], dict[str, Any], tuple[str, ...]]:
+    node = json_schema(record)
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **node}
+    return schema, node["properties"], tuple(node["required"])
+
+
+_RESULT_SCHEMA, RESULT_PROPERTIES, RESULT_REQUIRED = _root(ResultRecord)
+_HEADER_SCHEMA, HEADER_PROPERTIES, HEADER_REQUIRED = _root(HeaderRecord)
 _VALIDATORS: dict[str, Any] = {}
 
 
@@ -457,8 +363,7 @@ def _validator(kind: str) -> Any:
     if v is None:
         from jsonschema import Draft202012Validator
 
-        schema = (_schema(RESULT_PROPERTIES, RESULT_REQUIRED) if kind == "result"
-                  else _schema(HEADER_PROPERTIES, HEADER_REQUIRED))
+        schema = _RESULT_SCHEMA if kind == "result" else _HEADER_SCHEMA
         Draft202012Validator.check_schema(schema)
         v = _VALIDATORS.setdefault(kind, Draft202012Validator(schema))
     return v

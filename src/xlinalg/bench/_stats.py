@@ -10,8 +10,8 @@ tests drive it with synthetic data.
 - :func:`paired_ratio`: the ratio of two backends' times from the rounds they
   shared: the median of the per-round ratios, and a percentile bootstrap
   interval of that median (seeded: the same data give the same interval).
-- :func:`verdict`: the fastest backend is named only when the interval of its
-  ratio to *every* other backend clears the margin; otherwise "tie within noise".
+- :func:`verdict`: the runner's verdict of a group, by the one rule
+  (:func:`._verdict.decide`) over its paired intervals.
 - :func:`combine_passes`: a pair's interval over several passes (fresh worker
   processes): Student's t over the per-pass ratios; :func:`passes_disagree`:
   which pairs need more passes.
@@ -29,12 +29,15 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from ._verdict import MARGIN, decide, verdict_text
+
 __all__ = [
     "DEFAULT_LEVEL",
     "DEFAULT_MARGIN",
     "N_BOOT",
     "STARVED_CORES",
     "all_pairs",
+    "as_reading",
     "classify_stall",
     "combine_passes",
     "effective_cores",
@@ -56,7 +59,7 @@ __all__ = [
 DEFAULT_LEVEL = 0.95
 #: A backend is named fastest only when it is at least this much faster over the
 #: whole interval (1.05: 5 %).
-DEFAULT_MARGIN = 1.05
+DEFAULT_MARGIN = MARGIN
 #: Bootstrap resamples.
 N_BOOT = 2000
 #: A CPU backend whose worker kept fewer cores than this busy over its samples
@@ -177,64 +180,54 @@ def verdict(
     seed: int = 0,
     pairs: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Which backend is fastest, if the rounds say so beyond the noise.
-
-    The candidate is the backend with the smallest median round time. It is
-    named (``"fastest"``) only when, for every other backend, the interval of
-    ``other / candidate`` lies entirely at or above `margin`. Otherwise the
-    verdict is a tie, and ``"tie"`` lists the backends that the candidate
-    does not clear. `pairs` (as :func:`all_pairs` gives) replaces the
-    intervals computed from `rounds` (:func:`combine_passes`: over passes).
+    """Which backend is fastest, if the rounds say so beyond the noise: the one
+    rule (:func:`._verdict.decide`) over the medians of `rounds` and the paired
+    intervals of :func:`all_pairs` (or `pairs`: :func:`combine_passes`, over passes).
 
     Returns
     -------
     dict
-        ``{"fastest": name or None, "tie": [names], "text": str, "margin",
-        "level", "speedup": {"over", "ratio", "lo", "hi"} or None}`` where
-        speedup is against the second fastest.
+        ``{"fastest": name or None, "tie": [names], "below_margin": [names],
+        "text": str, "margin", "level", "speedup": {"over", "ratio", "lo", "hi"}
+        or None, "p_margin"}`` where speedup is against the second fastest and
+        ``text`` is :func:`._verdict.verdict_text`'s.
     """
     med = {}
     for name, vals in rounds.items():
         ok = [v for v in vals if _finite_positive(v)]
         if ok:
             med[name] = float(np.median(ok))
-    base: dict[str, Any] = {"fastest": None, "tie": [], "margin": margin, "level": level,
-                            "speedup": None}
-    if len(med) < 2:
-        only = next(iter(med), None)
-        base["text"] = (f"only {only} ran" if only else "no backend ran")
-        return base
-    order = sorted(med, key=lambda n: med[n])
-    cand, second = order[0], order[1]
     if pairs is None:
-        pairs = all_pairs({n: rounds[n] for n in order}, level=level, seed=seed)
-    not_cleared = []
-    for other in order[1:]:
-        r = pairs.get((other, cand))
-        if r is None or r["lo"] < margin:
-            not_cleared.append(other)
-    sp = pairs.get((second, cand))
-    if sp is not None:
-        base["speedup"] = {"over": second, "ratio": sp["ratio"], "lo": sp["lo"], "hi": sp["hi"]}
-    if not_cleared:
-        base["tie"] = [cand, *not_cleared]
-        # "within noise" only when the data cannot tell them apart (an interval holds
-        # 1); an interval beyond 1 but not beyond the margin is a real difference
-        real = [o for o in not_cleared if (r := pairs.get((o, cand))) is not None
-                and not r["lo"] <= 1.0 <= r["hi"]]
-        base["below_margin"] = real
-        if real:
-            base["text"] = (f"no winner: a real difference below the margin: "
-                            f"{', '.join(base['tie'])} (intervals exclude 1, not {margin:.2f}x)")
-        else:
-            base["text"] = (f"tie within noise: {', '.join(base['tie'])} (intervals hold 1)")
-        return base
-    base["fastest"] = cand
-    base["p_margin"] = max(p_beyond(pairs[(o, cand)], margin) for o in order[1:])
-    assert sp is not None
-    base["text"] = (f"{cand} fastest: {sp['ratio']:.2f}x [{sp['lo']:.2f}, {sp['hi']:.2f}] "
-                    f"over {second}")
+        pairs = all_pairs({n: rounds[n] for n in sorted(med, key=lambda n: med[n])},
+                          level=level, seed=seed)
+    got = pairs
+
+    def interval(slow: str, fast: str) -> tuple[float, float, float] | None:
+        r = got.get((slow, fast))
+        return None if r is None else (r["lo"], r["ratio"], r["hi"])
+
+    d = decide(med, interval, margin)
+    base: dict[str, Any] = {"fastest": d["fastest"], "tie": d["tie"], "margin": margin,
+                            "level": level, "speedup": d["speedup"]}
+    if d["tie"]:
+        base["below_margin"] = d["below_margin"]
+    elif d["fastest"] is not None:
+        base["p_margin"] = max(p_beyond(pairs[(o, d["fastest"])], margin)
+                               for o in med if o != d["fastest"])
+    base["text"] = (verdict_text(as_reading(base, d["candidate"])) if d["candidate"]
+                    else "no backend ran")
     return base
+
+
+def as_reading(recorded: Mapping[str, Any], candidate: str | None) -> dict[str, Any]:
+    """A recorded verdict (:func:`verdict`) in the shape :func:`._verdict.verdict_text`
+    words: ``{"winner", "runner_up", "tie", "speedup", "no_verdict"}``."""
+    sp = recorded.get("speedup")
+    tie = list(recorded.get("tie") or [])
+    return {"winner": recorded.get("fastest") or (tie[0] if tie else candidate),
+            "runner_up": sp.get("over") if isinstance(sp, Mapping) else (tie[1] if len(tie) > 1 else None),
+            "tie": recorded.get("fastest") is None, "speedup": sp,
+            "no_verdict": recorded.get("no_verdict")}
 
 
 def combine_passes(

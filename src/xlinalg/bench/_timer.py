@@ -46,6 +46,10 @@ __all__ = [
     "Stats",
     "Timer",
     "TimerConfig",
+    "calibrate",
+    "first_call",
+    "interleaved",
+    "time_block",
 ]
 
 NOISE_THRESHOLD = 0.10
@@ -466,3 +470,49 @@ class Timer:
         if per_call >= cfg.min_sample_time:
             return 1
         return max(1, min(cfg.max_number, math.ceil(cfg.min_sample_time / per_call)))
+
+
+# ---------------------------------------------------------------------- plain blocks
+def calibrate(fn: Callable[[], Any], min_time: float) -> int:
+    """Calls of `fn` per block so that one block lasts at least `min_time` seconds
+    (doubling from 1): the plain timer of ``xlinalg bench --tune`` and of
+    ``benchmarks/*.py``, for calls that need no fence of their own."""
+    number = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        if time.perf_counter() - t0 >= min_time:
+            return number
+        number *= 2
+
+
+def time_block(fn: Callable[[], Any], number: int) -> float:
+    """Seconds per call of `fn`, over one block of `number` calls."""
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number
+
+
+def interleaved(fns: dict[str, Callable[[], Any]], repeats: int, min_time: float) -> dict[str, list[float]]:
+    """Per round, seconds per call of each fenced callable (all warm).
+
+    One calibrated block of each per round, the order rotated every round (A B C,
+    B C A, ...), so that a drift or a burst of load on a shared machine hits
+    every callable alike.
+    """
+    numbers = {k: calibrate(f, min_time) for k, f in fns.items()}
+    keys = list(fns)
+    samples: dict[str, list[float]] = {k: [] for k in keys}
+    for r in range(repeats):
+        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            samples[k].append(time_block(fns[k], numbers[k]))
+    return samples
+
+
+def first_call(fn: Callable[[], Any]) -> float:
+    """Seconds of one call of `fn` (its first: compilation and caches included)."""
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0

@@ -26,6 +26,7 @@ from ..bench._plots import (
     save_plot,
     time_axis,
 )
+from ..bench._verdict import WITHIN_NOISE, tie_reading, verdict_text
 from . import _findings as S
 
 __all__ = ["SUMMARY_PLOT", "make_plots", "plot_summary"]
@@ -218,6 +219,7 @@ def _summary_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if H.is_calibration(next(iter(by.values()))):
             continue
         by_case[(case, dtype)].append((label, by))
+    said = {(w["case"], w["dtype"], w["size"]): w for w in H.winners(records)}
     for (case, dtype), cells in by_case.items():
         cells.sort(key=lambda c: H.size_key(next(iter(c[1].values()))))
         keep = cells
@@ -234,21 +236,22 @@ def _summary_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if not times:
                 continue
             sec = H.section_of(next(iter(by.values())))
-            v = H.verdict(by)
+            v = said.get((case, dtype, label))  # the report's verdict (the run's winners)
             recorded = next((r.get("verdict") for r in by.values()
                              if isinstance(r.get("verdict"), dict)), None) or {}
             if v is None or v["n"] < 2:
                 mark, text = "none", "no verdict: one backend ran"
-            elif recorded.get("starved"):
+            elif recorded.get("starved"):  # (the runner's own words, shorter)
                 mark = "none"
                 text = "no verdict: " + ", ".join(sorted(recorded["starved"])) + " starved of CPU"
+            elif v.get("no_verdict"):
+                mark, text = "none", v["text"]
             elif v["tie"]:
-                mark, text = "tie", "tie: " + " = ".join(v.get("tied") or [v["winner"]])
+                words = ("no winner" if v.get("fdr") else
+                         "tie" if tie_reading(v) == WITHIN_NOISE else "below the margin")
+                mark, text = "tie", f"{words}: " + " = ".join(v.get("tied") or [v["winner"]])
             else:
-                mark = "fastest"
-                iv = v.get("interval")
-                text = (f"{v['winner']}, {H.fmt_ratio(float(v['margin'] or 0))}"
-                        + (f" {H.fmt_interval(*iv)}" if iv else "") + f" over {v['runner_up']}")
+                mark, text = "fastest", verdict_text({**v, "note": ""})
             best = min(times.values())
             rows.append({
                 "label": f"{sec} {case} {label}" + (f" {dtype}" if dtype != "float64" else ""),
@@ -330,7 +333,7 @@ def plot_summary(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, 
         if i and r["workload"] != rows[i - 1]["workload"]:
             ax.axhline(i - 0.5, color="black", lw=0.8)
     ax.set_title("Time over the fastest backend of each row (lighter is faster); "
-                 "\u2605 named fastest, = tie within noise, grey text: no verdict",
+                 "\u2605 named fastest, = tie (within noise or below the margin), grey text: no verdict",
                  fontsize=10, loc="left", pad=22)
     cax = fig.add_axes((label_w / width, 0.35 / height, min(4.0, cell_w * len(backends)) / width,
                         0.18 / height))

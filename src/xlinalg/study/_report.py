@@ -87,7 +87,7 @@ def _loop_blocks(records: list[dict[str, Any]]) -> list[Block]:
             never = (f"; never fastest: {', '.join(c['never_wins'])}" if c["never_wins"] else "")
             items.append(f"{c['case']} ({c['dtype']}): fastest {ranges}. {firsts_t}{never}.")
         out.append(("p", "Crossover in the solve sweep (Q3), fastest median at each n "
-                         "(the Q3 table marks the sizes where it is a tie within noise):"))
+                         "(the Q3 table says where no backend is named):"))
         out.append(("ul", items))
     return out
 
@@ -113,7 +113,8 @@ def _summary_blocks(records: list[dict[str, Any]], env: dict[str, Any],
         ("p", "Measured on: " + F.machine_line(env, records) + ". Each line is this "
               "machine's answer, not a general one. A backend is named only when the "
               "interval of its speed-up over every other backend lies at or above "
-              f"{F.MIN_MARGIN:.2f}x; otherwise: tie within noise. The interval is the runner's "
+              f"{F.MIN_MARGIN:.2f}x; otherwise none is: a tie within noise where the interval "
+              "holds 1, else a real difference below the margin. The interval is the runner's "
               "95% interval over the paired rounds where the backends were measured side "
               "by side, else the span of the two cells' quartiles. "
               "Numbers in brackets are that interval, against the runner-up."),

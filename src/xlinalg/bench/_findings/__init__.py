@@ -6,11 +6,10 @@ findings (:class:`xlinalg.bench.Study`).
 
 A record is read through :mod:`._fields`: the section, tags, units, peak and
 compute dtype its case declared (:class:`~xlinalg.bench.Case`), carried by the
-record; old records without them go through the one legacy path there. Nothing
-here decides anything from the spelling of a case's name.
+record. Nothing here decides anything from the spelling of a case's name.
 
-Every comparison between backends goes through :func:`verdict` (the winner,
-its margin over the runner-up with an interval, or a tie within noise).
+Every comparison between backends goes through :func:`verdict` (the runner's
+recorded verdict, or the one rule of :mod:`.._verdict` over the cells).
 
 Modules: :mod:`._fields` (what a record says), :mod:`._verdicts` (who is faster),
 :mod:`._peaks` (this machine's peaks).

@@ -1,17 +1,13 @@
 """What a result record says about its cell: its case's declared fields, its numbers.
 
 Every other findings module reads a record through these functions, never by
-looking at the case's name. A record written since the cases declared their
-fields (:meth:`xlinalg.bench.Case.describe`) carries ``section``, ``tags``,
-``units``, ``peak`` and ``compute_dtype``; :func:`fields` returns them, each
-checked (the file is data from strangers).
-
-**The legacy path.** Results files written before that (``benchmarks/results/*.jsonl``
-among them) lack those fields. :func:`_legacy_fields` is the only place that fills
-them in: from the case of the same name in the current registry, else from the
-registered record of a retired case (:func:`xlinalg.bench._cases.retired_case`),
-else the defaults of a :class:`~xlinalg.bench.Case` that declares nothing
-(section "Other", no tags, GFLOP/s). It never guesses from the name's spelling.
+looking at the case's name. A record carries the fields its case declared
+(:meth:`xlinalg.bench.Case.describe`): ``section``, ``tags``, ``units``,
+``peak`` and ``compute_dtype``; :func:`fields` returns them, each checked (the
+file is data from strangers): a field that is missing or not valid reads as a
+case that declares nothing would (section "Other", no tags, GFLOP/s). Files
+written before records carried them are migrated once by
+``benchmarks/migrate_results.py``.
 """
 
 from __future__ import annotations
@@ -20,20 +16,18 @@ import functools
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any, NamedTuple, TypeGuard
+from typing import Any, NamedTuple
 
 from .._cases import (
     DTYPES,
     KNOWN_TAGS,
     PEAKS,
     UNITS,
-    Case,
-    RetiredCase,
     backend_object,
     get_case,
-    retired_case,
     valid_section,
 )
+from .._verdict import positive
 
 __all__ = [
     "SECTION_TITLES",
@@ -70,7 +64,7 @@ _GOOD = ("ok", "unchecked")
 
 
 class CaseFields(NamedTuple):
-    """What a case declares, as its record (or the legacy path) says it."""
+    """What a case declares, as its record says it."""
 
     section: str
     tags: tuple[str, ...]
@@ -79,35 +73,21 @@ class CaseFields(NamedTuple):
     compute_dtype: str  # empty: the run's dtype
 
 
-@functools.lru_cache(maxsize=4096)
-def _legacy_fields(case: str) -> CaseFields:
-    """THE LEGACY PATH: the fields of a record written before records carried them.
-
-    From the registered case called `case`, else from the retired case of that name
-    (the fields it declared when it was removed), else a case that declares nothing.
-    """
-    c: Case | RetiredCase | None
-    try:
-        c = get_case(case)
-    except ValueError:
-        c = retired_case(case)
-    if c is None:
-        return CaseFields("Other", (), "GFLOP/s", "arithmetic", "")
-    return CaseFields(c.section, tuple(c.tags), c.units, c.peak, c.compute_dtype)
+#: The fields of a case that declares nothing: what a missing or invalid field reads as.
+UNDECLARED = CaseFields("Other", (), "GFLOP/s", "arithmetic", "")
 
 
 def fields(r: dict[str, Any]) -> CaseFields:
-    """The case fields of record `r`: each one the record declares (when valid), else
-    the legacy path's (:func:`_legacy_fields`)."""
-    old = _legacy_fields(str(r.get("case", "")))
+    """The case fields record `r` declares, each one checked (:data:`UNDECLARED`'s
+    in place of a field that is missing or not valid)."""
     sec, tags, units = r.get("section"), r.get("tags"), r.get("units")
     peak, cdt = r.get("peak"), r.get("compute_dtype")
     return CaseFields(
-        sec if isinstance(sec, str) and valid_section(sec) else old.section,
-        tuple(t for t in tags if t in KNOWN_TAGS) if isinstance(tags, list) else old.tags,
-        units if units in UNITS else old.units,
-        peak if peak in PEAKS else old.peak,
-        cdt if cdt in DTYPES else old.compute_dtype)
+        sec if isinstance(sec, str) and valid_section(sec) else UNDECLARED.section,
+        tuple(t for t in tags if t in KNOWN_TAGS) if isinstance(tags, list) else (),
+        units if units in UNITS else UNDECLARED.units,
+        peak if peak in PEAKS else UNDECLARED.peak,
+        cdt if cdt in DTYPES else UNDECLARED.compute_dtype)
 
 
 def case_notes(case: str) -> dict[str, str]:
@@ -221,12 +201,6 @@ def good(r: dict[str, Any]) -> bool:
 def median(r: dict[str, Any]) -> float | None:
     v = (r.get("time") or {}).get("median_s")
     return float(v) if positive(v) else None
-
-
-def positive(v: Any) -> TypeGuard[float]:
-    """A finite number above 0 (not a bool): a time or a ratio a record may hold."""
-    return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            and v > 0)
 
 
 def median_or_inf(r: dict[str, Any]) -> float:

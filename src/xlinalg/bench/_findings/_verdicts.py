@@ -1,4 +1,5 @@
-"""Who is faster: the one place that names a winner, with its margin and interval."""
+"""Who is faster, read from the records: the runner's verdict where it recorded one,
+else the one rule (:func:`.._verdict.decide`) over the cells' quartiles."""
 
 from __future__ import annotations
 
@@ -6,9 +7,8 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from .._stats import DEFAULT_MARGIN
-from .._units import round_outward
-from ._fields import good, median, median_or_inf, positive, section_of, section_order, size_key
+from .._verdict import MARGIN, decide, fmt_interval, fmt_ratio, positive, verdict_text
+from ._fields import good, median, median_or_inf, section_of, section_order, size_key
 
 __all__ = ["MIN_MARGIN", "cells", "case_winners", "fmt_interval", "fmt_ratio", "quartiles", "ratio", "shaky",
            "verdict", "verdict_text", "winners"]
@@ -23,8 +23,8 @@ def cells(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str,
 
 
 #: A winner is named only when the interval of its speed-up over every other backend
-#: lies at or above this (else: "tie within noise"): the runner's margin.
-MIN_MARGIN = DEFAULT_MARGIN
+#: lies at or above this (else: a tie): the runner's margin.
+MIN_MARGIN = MARGIN
 
 
 def quartiles(r: dict[str, Any]) -> tuple[float, float, float] | None:
@@ -44,6 +44,8 @@ def quartiles(r: dict[str, Any]) -> tuple[float, float, float] | None:
         n = len(raw) - 1
         return min(raw[round(0.25 * n)], med), med, max(raw[round(0.75 * n)], med)
     iqr = t.get("iqr_s")
+    if not positive(iqr) and positive(t.get("iqr_over_median")):  # (a progress line's record)
+        iqr = float(t["iqr_over_median"]) * med
     h = float(iqr) / 2 if positive(iqr) else 0.0
     return max(med - h, med * 1e-3), med, med + h
 
@@ -90,17 +92,16 @@ def ratio(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, flo
 
 
 def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-    """The one place that names a winner among `by` (label -> record of one cell).
+    """The verdict among `by` (label -> record of one cell), as the records give it.
 
-    Returns ``{"winner", "runner_up", "median_s", "margin", "interval", "tie",
-    "tied", "n", "shaky", "text"}`` (``tied``: the backends of a tie, the winner
-    first) or None when fewer than one label has a time. The fastest median wins;
-    it is named only when the interval (:func:`ratio`) of its speed-up over every
-    other backend lies at or above ``MIN_MARGIN``, else ``tie`` is True: the runner's rule (:func:`.._stats.verdict`), so a file's verdicts read
-    the same whether the runner recorded them or they are drawn here.
-    A verdict the runner recorded with the cells (``record["verdict"]``:
-    ``{"fastest", "tie", "speedup": {"over", "ratio", "lo", "hi"}}``, from
-    paired rounds) is used as it is when it speaks of the same backends.
+    Returns ``{"winner", "runner_up", "median_s", "speedup", "tie", "tied", "n",
+    "shaky", "text"}`` (``speedup``: ``{"over", "ratio", "lo", "hi"}``, the record's
+    shape; ``tied``: the backends of a tie, the winner first) or None when no
+    label has a time. A verdict the runner recorded with the cells
+    (``record["verdict"]``, from paired rounds) is used as it is when it speaks of
+    the same backends; else the one rule (:func:`.._verdict.decide`) is drawn over
+    the intervals of :func:`ratio`, so a file's verdicts read the same whether the
+    runner recorded them or they are drawn here.
     """
     ok = sorted(((median_or_inf(r), b) for b, r in by.items() if good(r)), key=lambda t: t[0])
     if not ok:
@@ -109,7 +110,7 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
                      if isinstance(r.get("verdict"), dict)), None)
     win = ok[0][1]
     out: dict[str, Any] = {"winner": win, "runner_up": None, "median_s": ok[0][0],
-                           "margin": None, "interval": None, "tie": False, "n": len(ok),
+                           "speedup": None, "tie": False, "n": len(ok),
                            "shaky": sorted({b for b, r in by.items() if good(r) and shaky(r)})}
     names = {b for b, r in by.items() if good(r)}
     reason = no_verdict_reason(recorded)
@@ -127,7 +128,7 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
         tied = [b for b in (recorded.get("tie") or []) if b != sp["over"]]
         out["winner"] = recorded.get("fastest") or (tied or [win])[0]
         out["runner_up"] = sp["over"]
-        out["margin"], out["interval"] = sp.get("ratio"), (sp.get("lo"), sp.get("hi"))
+        out["speedup"] = {k: sp[k] for k in ("over", "ratio", "lo", "hi")}
         out["tie"] = recorded.get("fastest") is None
         if out["tie"]:
             out["tied"] = [out["winner"], *(b for b in recorded.get("tie") or []
@@ -137,16 +138,12 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
         if isinstance(recorded.get("p_margin"), (int, float)):
             out["p_margin"] = float(recorded["p_margin"])
     elif len(ok) > 1:
-        ru = ok[1][1]
-        rr = ratio(by[ru], by[win])
-        out["runner_up"] = ru
-        if rr is not None:
-            out["margin"], out["interval"] = rr[1], (rr[0], rr[2])
-        near = [b for _, b in ok[1:]
-                if (x := ratio(by[b], by[win])) is None or x[0] < MIN_MARGIN]
-        out["tie"] = bool(near)
-        if near:
-            out["tied"] = [win, *near]
+        d = decide({b: m for m, b in ok}, lambda s, f: ratio(by[s], by[f]), MIN_MARGIN)
+        out["runner_up"] = ok[1][1]
+        out["speedup"] = d["speedup"]
+        out["tie"] = bool(d["tie"])
+        if d["tie"]:
+            out["tied"] = d["tie"]
     out["text"] = verdict_text(out)
     return out
 
@@ -165,74 +162,6 @@ def no_verdict_reason(recorded: Any) -> str | None:
     if recorded.get("starved"):
         return "a worker was starved (the machine was oversubscribed)"
     return None
-
-
-def fmt_ratio(x: float) -> str:
-    """1.234 -> "1.23x", 141.6 -> "142x" (never "1.4e+02x"); "?x" for what is
-    not a finite number, 3 significant digits from a million up (a ratio of
-    hostile times would otherwise print 300 digits)."""
-    if not positive(x) and x != 0:
-        return "?x"
-    if x >= 1e6:
-        return f"{x:.3g}x"
-    if x < 0.1:
-        return f"{x:.2g}x"
-    return f"{x:.{_decimals(x)}f}x"
-
-
-def _decimals(x: float) -> int:
-    """The decimals :func:`fmt_ratio` writes `x` with (negative: tens, hundreds...):
-    the one table of its precision, which :func:`fmt_interval` rounds at."""
-    if x >= 1e6:
-        return 2 - math.floor(math.log10(x))
-    if x >= 100:
-        return 0
-    if x >= 10:
-        return 1
-    if x >= 0.1:
-        return 2
-    return 1 - math.floor(math.log10(x))
-
-
-def fmt_interval(lo: float, hi: float) -> str:
-    """(0.0081, 0.0097) -> "[0.0081-0.0097]": each end as :func:`fmt_ratio` writes a
-    ratio (never "[0.01-0.01]" for small ratios, nor "[0.00-0.00]"), rounded outward
-    (low end down, high end up) so the printed interval holds the measured one: a
-    tie at [1.0496, 1.12] reads "[1.04-1.12]", never "[1.05-1.12]" beside a 1.05x
-    margin it did not clear."""
-    def end(x: float, up: bool) -> str:
-        return fmt_ratio(round_outward(x, _decimals(x), up) if positive(x) else x)[:-1]
-
-    return f"[{end(lo, False)}-{end(hi, True)}]"
-
-
-def verdict_text(v: dict[str, Any] | None) -> str:
-    """One line: "numpy, 1.31x [1.20-1.45] over torch-cpu" or "tie within noise (...)"."""
-    if v is None:
-        return "no time"
-    if v.get("no_verdict"):
-        return f"no verdict: {v['no_verdict']}"
-    if v.get("fdr"):
-        return f"no winner: {v['fdr']}"
-    if v.get("runner_up") is None:
-        return f"{v['winner']} (only backend with a time)"
-    iv = v.get("interval")
-    ivt = f" {fmt_interval(iv[0], iv[1])}" if iv else ""
-    m = float(v.get("margin") or 0.0)
-    note = f"; {v['note']}" if v.get("note") else ""
-    if v.get("tie"):
-        if not m:
-            return "tie within noise" + note
-        a, b = v["winner"], v["runner_up"]
-        if m < 1.0:  # the faster median is the slower one in the paired rounds: say it that way
-            a, b, m = b, a, 1.0 / m
-            ivt = f" {fmt_interval(1.0 / iv[1], 1.0 / iv[0])}" if iv else ""
-        # within noise only when the interval holds 1; else a real difference that
-        # the margin does not clear
-        words = ("a real difference below the margin" if iv and not iv[0] <= 1.0 <= iv[1]
-                 else "tie within noise")
-        return f"{words} ({a} {fmt_ratio(m)}{ivt} vs {b})" + note
-    return f"{v['winner']}, {fmt_ratio(m)}{ivt} over {v['runner_up']}{note}"
 
 
 #: False-discovery rate of the winners a run names (Benjamini-Hochberg over its groups).
@@ -262,7 +191,7 @@ def control_fdr(rows: list[dict[str, Any]], q: float = FDR) -> None:
         w["tied"] = [w["winner"], w["runner_up"]]
         w["fdr"] = (f"not beyond the run's false-discovery rate (Benjamini-Hochberg, "
                     f"{100 * q:g}% over {m} groups; p = {p:.2g})")
-        w["text"] = f"no winner: {w['fdr']}"
+        w["text"] = verdict_text(w)
 
 
 def winners(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

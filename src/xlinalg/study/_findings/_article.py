@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...bench._findings._fields import find_cell, good, is_gpu, median, positive
-from ...bench._findings._verdicts import (
-    MIN_MARGIN,
+from ...bench._findings._fields import find_cell, good, is_gpu, median
+from ...bench._findings._verdicts import no_verdict_reason, paired_of, ratio, shaky
+from ...bench._verdict import (
+    BELOW_MARGIN,
+    WITHIN_NOISE,
     fmt_interval,
     fmt_ratio,
-    no_verdict_reason,
-    paired_of,
-    ratio,
-    shaky,
+    positive,
+    reading,
 )
 from ._setup import ARTICLE_NUMPY, ARTICLE_TORCH_CPU
 
@@ -87,10 +87,10 @@ def compare_text(numpy_cell: dict[str, Any] | None, torch_cell: dict[str, Any] |
            else None)
     if why is not None:  # the runner concluded nothing from these rounds
         v = f"no verdict: {why}" + claim
-    elif lo <= 1.0 <= hi:
-        v = "tie within noise" + claim
-    elif lo < MIN_MARGIN and hi > 1 / MIN_MARGIN:
-        v = "a real difference below the margin" + claim
+    elif reading(lo, hi) == WITHIN_NOISE:
+        v = f"tie {WITHIN_NOISE}" + claim
+    elif reading(lo, hi) == BELOW_MARGIN:
+        v = BELOW_MARGIN + claim
     elif article is None:
         v = (f"both ran (article: out of memory); {'torch-cpu' if x > 1 else 'numpy'} "
              f"faster, {fmt_ratio(max(x, 1 / x))}")

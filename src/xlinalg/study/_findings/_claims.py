@@ -16,7 +16,8 @@ from ...bench._findings._fields import (
     section_of,
     size_key,
 )
-from ...bench._findings._verdicts import cells, fmt_interval, fmt_ratio, ratio
+from ...bench._findings._verdicts import cells, ratio
+from ...bench._verdict import WITHIN_NOISE, fmt_interval, fmt_ratio, reading
 from ._setup import ARTICLE_NUMPY, ARTICLE_TORCH_CPU
 
 __all__ = ["claims"]
@@ -68,7 +69,7 @@ def _claim_small(records: list[Record]) -> Record:
         if not rats:
             continue
         gm = math.exp(sum(math.log(x[1]) for x in rats) / len(rats))
-        ties = sum(1 for x in rats if x[0] <= 1.0 <= x[2])
+        ties = sum(1 for x in rats if reading(x[0], x[2]) == WITHIN_NOISE)
         if ties == len(rats) or 0.95 <= gm < 1.05:
             v = "refuted (no difference beyond the noise)"
         elif 1.05 <= gm <= 1.30:

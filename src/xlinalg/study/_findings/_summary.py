@@ -15,14 +15,15 @@ from ...bench._findings._fields import (
     side,
     size_key,
 )
-from ...bench._findings._verdicts import (
-    MIN_MARGIN,
+from ...bench._findings._verdicts import ratio, verdict, winners
+from ...bench._verdict import (
+    BELOW_MARGIN,
+    WITHIN_NOISE,
     fmt_interval,
     fmt_ratio,
-    ratio,
-    verdict,
+    reading,
+    tie_reading,
     verdict_text,
-    winners,
 )
 from ._solves import sweep_records
 
@@ -70,9 +71,9 @@ def _pair_line(pairs: dict[str, tuple[dict[str, Any], dict[str, Any]]], what: st
         if rr is None:
             continue
         lo, x, hi = rr
-        tie = lo <= 1.0 <= hi or abs(x - 1) < MIN_MARGIN - 1
+        read = reading(lo, hi)
         parts.append(f"{b} {fmt_ratio(x)} {fmt_interval(lo, hi)}"
-                     + (" (within noise)" if tie else ""))
+                     + (f" ({read.removeprefix('a ')})" if read != "beyond the margin" else ""))
     return f"{what}: " + ("; ".join(parts) if parts else "no pair measured")
 
 
@@ -85,15 +86,25 @@ def _generic_line(rows: list[dict[str, Any]]) -> str:
     wins: dict[str, list[float]] = defaultdict(list)
     for w in multi:
         if not w.get("tie") and not w.get("no_verdict"):
-            wins[w["winner"]].append(w["margin"])
+            wins[w["winner"]].append(w["speedup"]["ratio"])
     groups = _tie_groups(ties)
+    fdr = [w for w in ties if w.get("fdr")]
+    within = [w for w in ties if tie_reading(w) == WITHIN_NOISE and w not in fdr]
+    below = [w for w in ties if w not in within]
+    ties_txt = "; ".join(x for x in (
+        f"{len(within)} tie(s) {WITHIN_NOISE} ({_tie_groups(within)})" if within else "",
+        f"{len(below) - len(fdr)} real difference(s) below the margin "
+        f"({_tie_groups([w for w in below if w not in fdr])})" if len(below) > len(fdr) else "",
+        f"{len(fdr)} not beyond the run's false-discovery rate ({_tie_groups(fdr)})"
+        if fdr else "") if x)
     none = (f"no verdict in {len(nov)} of {len(multi)} cells ({nov[0]['no_verdict']})"
             if nov else "")
     if not wins and not ties:
         return none
     if not wins:
-        return f"tie within noise in all {len(multi) - len(nov)} cells ({groups})" + (
-            f"; {none}" if none else "")
+        head = (f"tie {WITHIN_NOISE} in all {len(multi) - len(nov)} cells ({groups})" if not below
+                else f"no fastest in any of {len(multi) - len(nov)} cells: {ties_txt}")
+        return head + (f"; {none}" if none else "")
     order = sorted(wins.items(), key=lambda kv: -len(kv[1]))
     b, ms = order[0]
     lead = (f"{b}: fastest in {len(ms)} of {len(multi)} cells "
@@ -105,7 +116,7 @@ def _generic_line(rows: list[dict[str, Any]]) -> str:
     if rest:
         lead += "; also fastest: " + ", ".join(rest)
     if ties:
-        lead += f"; {len(ties)} tie(s) within noise ({groups})"
+        lead += f"; {ties_txt}"
     if none:
         lead += f"; {none}"
     return lead
@@ -160,7 +171,7 @@ def _crossover_line(records: list[dict[str, Any]]) -> str:
             if str(r["dtype"]) == dtype:
                 by_n[side(r)][r["backend"]] = r  # type: ignore[index]
         wins: dict[str, list[float]] = defaultdict(list)
-        ties = total = nov = 0
+        ties = below = total = nov = 0
         for n, by in sorted(by_n.items()):
             v = verdict(by)
             if v is None or v["n"] < 2:
@@ -169,7 +180,9 @@ def _crossover_line(records: list[dict[str, Any]]) -> str:
                 nov += 1
                 continue
             total += 1
-            if v["tie"]:
+            if v["tie"] and tie_reading(v) == BELOW_MARGIN:
+                below += 1
+            elif v["tie"]:
                 ties += 1
             else:
                 wins[v["winner"]].append(n)
@@ -180,8 +193,10 @@ def _crossover_line(records: list[dict[str, Any]]) -> str:
         order = sorted(wins.items(), key=lambda kv: min(kv[1]))
         txt = ", ".join(f"{b} at {len(ns)} size(s) (n = {min(ns):g}-{max(ns):g})"
                         if len(ns) > 1 else f"{b} at n = {ns[0]:g}" for b, ns in order)
-        parts.append(f"{dtype}: fastest beyond the noise: {txt or 'none'}; "
-                     f"tie within noise at {ties} of {total} sizes"
+        none_named = "; ".join(x for x in (
+            f"tie {WITHIN_NOISE} at {ties} of {total} sizes" if ties or not below else "",
+            f"{BELOW_MARGIN} at {below} of {total} sizes" if below else "") if x)
+        parts.append(f"{dtype}: fastest beyond the noise: {txt or 'none'}; {none_named}"
                      + (f"; no verdict at {nov} size(s)" if nov else ""))
     return "; ".join(parts) or "not measured"
 

@@ -6,7 +6,7 @@ Importing this package registers every case, in document order (the order
 harness's calibration cases (:mod:`xlinalg.bench._calibration`): the
 question's Q1-Q4, then the article's A1-A15, then the opt-in section
 beyond the documents (:mod:`.beyond_linalg`, ``--cases linalg``; not in the default
-run), and :mod:`.retired` records the removed cases and their successors. Each case is one :func:`~xlinalg.bench.register_case` call; the case
+run). Each case is one :func:`~xlinalg.bench.register_case` call; the case
 type and the registry are in :mod:`xlinalg.bench._cases`.
 
 Sizes are the documents' own at the ``full`` scale; ``default`` finishes in a few
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 # Each module registers its cases when imported: this order is the run order.
 # isort: off
-from . import questions, retired  # noqa: F401
+from . import questions  # noqa: F401
 from . import article_dense, article_elementwise, article_linalg  # noqa: F401
 from . import article_memory, article_compiled  # noqa: F401
 from . import beyond_linalg  # noqa: F401  (opt-in: --cases linalg)

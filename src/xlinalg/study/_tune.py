@@ -28,7 +28,6 @@ import statistics
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -38,6 +37,7 @@ from ..backends._tune_natives import (
     native_batched_solve,
     warm_only_by_default,
 )
+from ..bench._timer import first_call, interleaved
 
 #: the batch sizes (systems) measured by default, and with ``--quick``
 TUNE_BATCHES = (1, 10, 100, 1000, 10_000, 100_000, 1_000_000)
@@ -50,43 +50,6 @@ MARGIN = 1.2
 
 
 # ---------------------------------------------------------------------- timing
-def calibrate(fn: Callable[[], Any], min_time: float) -> int:
-    """Calls of `fn` per block so that one block lasts at least `min_time` seconds
-    (doubling from 1). Shared with ``benchmarks/overhead.py``."""
-    number = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        if time.perf_counter() - t0 >= min_time:
-            return number
-        number *= 2
-
-
-def time_block(fn: Callable[[], Any], number: int) -> float:
-    """Seconds per call of `fn`, over one block of `number` calls."""
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
-
-
-def interleaved(fns: dict[str, Callable[[], Any]], repeats: int, min_time: float) -> dict[str, list[float]]:
-    """Per round, seconds per call of each fenced callable (all warm).
-
-    One calibrated block of each per round, the order rotated every round (A B C,
-    B C A, ...), so that a drift or a burst of load on a shared machine hits
-    every callable alike.
-    """
-    numbers = {k: calibrate(f, min_time) for k, f in fns.items()}
-    keys = list(fns)
-    samples: dict[str, list[float]] = {k: [] for k in keys}
-    for r in range(repeats):
-        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
-            samples[k].append(time_block(fns[k], numbers[k]))
-    return samples
-
-
 def summary(v: list[float]) -> tuple[float, float]:
     """Median and IQR relative to it (0 for fewer than two samples)."""
     m = statistics.median(v)
@@ -94,12 +57,6 @@ def summary(v: list[float]) -> tuple[float, float]:
         return m, 0.0
     q = statistics.quantiles(v, n=4)
     return m, (q[2] - q[0]) / m
-
-
-def first_call(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 # ---------------------------------------------------------------------- one cell
@@ -324,7 +281,7 @@ def tune(backends: Sequence[str], dtypes: Sequence[str], ns: Sequence[int], batc
     """Measure every cell, then (`with_first_calls`) the first calls with numba's disk
     cache warm (the kernels this process compiled); returns the results (``env``,
     ``crossover``, ``first-call``)."""
-    from ._env import collect_env
+    from ..bench import collect_env
 
     rows: list[dict[str, Any]] = []
     for backend in backends:
