@@ -486,7 +486,9 @@ def test_synchronize_fences_every_array_in_tuples_lists_and_dicts(monkeypatch) -
     numpy_backend = registry.get_backend("numpy")
     monkeypatch.setattr(registry, "_KINDS", {})
     monkeypatch.setattr(registry, "_FENCES", {})
-    monkeypatch.setattr(numpy_backend, "type_fence", lambda cls: lambda x: fenced.append(id(x)))  # one array
+    hooks = numpy_backend.type_hooks  # one array: its type's fence
+    monkeypatch.setattr(numpy_backend, "type_hooks",
+                        lambda cls: hooks(cls)._replace(fence=lambda x: fenced.append(id(x))))
     monkeypatch.setattr(numpy_backend, "synchronize", lambda *xs: fenced.extend(map(id, xs)))  # a group
     a, b, c = np.ones(2), np.ones(3), np.ones(4)
     usv = xl.svd(np.eye(3))
