@@ -126,3 +126,39 @@ def test_jax_transfer_to_host_asks_for_a_put_each_call() -> None:
         b.bench.transfer_to_host(x)
     assert [d.platform for d in calls] == ["cpu", "cpu"]
 
+
+def test_default_backend_is_the_library_on_its_default_device(monkeypatch) -> None:
+    # what the testing kit's assert_trace_safe moves arrays to: JAX's GPU where JAX
+    # defaults to one, else its CPU (the registry decides, never the caller)
+    assert backends.default_backend("numpy") is backends.get_backend("numpy")
+    assert backends.default_backend("strict") is backends.get_backend("array-api-strict")
+    for bad in ("nope", "torch-cpu", None):
+        with pytest.raises(ValueError, match="default_backend: unknown library"):
+            backends.default_backend(bad)  # type: ignore[arg-type]
+    jax = pytest.importorskip("jax")
+    expected = "jax-cpu" if jax.default_backend() == "cpu" else "jax-gpu"
+    assert backends.default_backend("jax").name == expected
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert backends.default_backend("jax") is backends.get_backend("jax-gpu")
+    monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
+    with pytest.raises(ValueError, match="jax's default device is 'tpu' here"):
+        backends.default_backend("jax")
+
+
+def test_a_lazy_librarys_elementwise_work_is_quiet_in_each_block() -> None:
+    # divide and exp on Dask run later, outside the caller's np.errstate: the adapter's
+    # deferred_blocks runs NumPy's quiet function in each block (no warning at compute)
+    import warnings
+
+    import xlinalg as xl
+
+    b = require_backend("dask")
+    assert b.adapter().deferred_blocks is not None
+    assert backends.get_backend("numpy").adapter().deferred_blocks is None
+    x = b.from_numpy(np.array([1.0, 0.0, -1.0, 1000.0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        q = b.to_numpy(xl.divide(x, b.from_numpy(np.zeros(4))))
+        e = b.to_numpy(xl.exp(x))
+    np.testing.assert_array_equal(q, [np.inf, np.nan, -np.inf, np.inf])
+    assert e[-1] == np.inf

@@ -13,8 +13,9 @@ numerical overrides) and its :class:`Backend` objects (the hooks: which arrays
 are its own, how to create, convert and wait for them, ...); NumPy, PyTorch and JAX
 keep their adapter in a module of its own (``_numpy_adapter.py``, ...); ``_base.py`` (the
 backend's core), ``_facets.py`` (its hooks grouped by who asks: ``backend.bench``,
-``backend.unrolled``, ``backend.convert``, ``backend.testing``) and ``_adapter.py``
-hold the bases with the standard-only default of every hook. Everything else asks a backend object, found by
+``backend.unrolled``, ``backend.convert``, ``backend.testing``), ``_adapter.py`` and
+``_speed.py`` (an adapter's fast paths, declared as data) hold the bases with the
+standard-only default of every hook. Everything else asks a backend object, found by
 id (:func:`get_backend`) or by array type (the cached lookup below); adding a library
 is one module and one line of the registry.
 """
@@ -42,6 +43,7 @@ __all__ = [
     "BackendUnavailableError",
     "available_backends",
     "backend_of",
+    "default_backend",
     "get_backend",
     "strict_to_numpy",
     "synchronize",
@@ -133,6 +135,29 @@ def _target(name: Any) -> Backend:
             f"or a library name ({', '.join(LIBRARY_TARGETS)}), which means that library on its "
             "default device"
         ) from None
+
+
+def default_backend(library: str) -> Backend:
+    """The backend of `library` on its default device: what ``to(x, library)`` converts
+    to (``"jax"``: JAX's default device, its GPU where it has one; ``"torch"``:
+    ``torch.get_default_device()``).
+
+    Raises
+    ------
+    ValueError
+        If `library` is not one of the library names :func:`to` takes, or its
+        default device here has no backend.
+    """
+    make = LIBRARY_TARGETS.get(library.lower()) if isinstance(library, str) else None
+    if make is None:
+        raise ValueError(f"default_backend: unknown library {library!r}; libraries: "
+                         f"{', '.join(LIBRARY_TARGETS)}")
+    name = make()
+    if name not in _REGISTRY:
+        raise ValueError(f"default_backend: {library}'s default device is "
+                         f"{name.partition('-')[2]!r} here, a device with no backend; "
+                         f"backends: {', '.join(BACKEND_NAMES)}")
+    return _REGISTRY[name]
 
 
 def available_backends() -> list[str]:

@@ -19,6 +19,7 @@ class CuPyAdapter(Adapter):
     library = "CuPy"
     stack_call = "cupy.stack"
     backend_id = "cupy"
+    solve_broadcasts = True  # CuPy neither broadcasts batches nor reads (B, M) as the standard
 
     def __init__(self) -> None:
         import array_api_compat.cupy as xc
@@ -26,7 +27,6 @@ class CuPyAdapter(Adapter):
 
         super().__init__(xc)
         self.cupy = cupy
-        self.solve_broadcasts = True  # CuPy neither broadcasts batches nor reads (B, M) as the standard
 
     def describe(self, x: Any) -> str:
         return f"a CuPy array of shape {tuple(x.shape)} and dtype {x.dtype} on cuda:{x.device.id}"

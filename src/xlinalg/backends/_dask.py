@@ -46,6 +46,13 @@ class DaskAdapter(Adapter):
     def device(self, x: Any) -> Any:
         return "cpu"
 
+    def deferred_blocks(self, fn: Callable[..., Any], *arrays: Any) -> Any:
+        if len(arrays) == 1:
+            return arrays[0].map_blocks(fn, dtype=arrays[0].dtype)
+        from dask.array.core import elemwise
+
+        return elemwise(fn, *arrays)
+
     def describe(self, x: Any) -> str:
         return f"a Dask array of shape {tuple(x.shape)} and dtype {x.dtype}"
 
