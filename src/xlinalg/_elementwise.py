@@ -574,8 +574,11 @@ def sigmoid(x: Array, /, *, xp: Namespace | None = None) -> Array:
     if xp is None:
         t = type(x)  # (read once: every read shows against a small torch.sigmoid)
         if t is _NP:  # NumPy: SciPy's ufunc at once
-            if (expit := _NP_FAST.get("sigmoid")) is not None and ((dt := x.dtype) is _F64 or dt is _F32):
-                return expit(x)
+            if (dt := x.dtype) is _F64 or dt is _F32:
+                try:
+                    return _NP_FAST["sigmoid"](x)
+                except KeyError:  # SciPy's expit not looked for yet (or not installed)
+                    pass
         elif (k := _FAST_SIGMOID.get(t)) is not None and x.dtype in k[1]:
             try:
                 return k[0](x)

@@ -145,7 +145,7 @@ def default_backend(library: str) -> Backend:
     Raises
     ------
     ValueError
-        If `library` is not one of the library names :func:`to` takes, or its
+        If `library` is not one of the library names ``xlinalg.to`` takes, or its
         default device here has no backend.
     """
     make = LIBRARY_TARGETS.get(library.lower()) if isinstance(library, str) else None

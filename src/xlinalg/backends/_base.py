@@ -86,9 +86,9 @@ class Backend:
 
     The core is the backend's identity, its availability, its array types, its
     adapter and its fence. What one user alone asks lives in a facet
-    (``_facets.py``), made on first use: :attr:`bench` (the benchmark's harness
-    and the facts its cases read), :attr:`unrolled` (the unrolled solver),
-    :attr:`convert` (``xlinalg.to``) and :attr:`testing` (the testing kit). A
+    (``_facets.py``), made on first use: ``bench`` (the benchmark's harness
+    and the facts its cases read), ``unrolled`` (the unrolled solver),
+    ``convert`` (``xlinalg.to``) and ``testing`` (the testing kit). A
     library's module overrides the hooks its library needs here and declares
     its facets' subclasses (``bench = facet(TorchBench)``).
 
