@@ -390,7 +390,7 @@ def gpu(progress: Callable[[list[dict[str, Any]]], None] = lambda rows: None) ->
             for layout in U.LAYOUTS:
                 row = measure(backend, N_HEADLINE, 1_000_000, dtype, layout=layout)
                 row["section"] = "gpu"
-                row["device"] = backends.get_backend(backend).device_name()
+                row["device"] = backends.get_backend(backend).bench.device_name()
                 _show(row, 5.0)
                 row["device_GBps"] = peak
                 print(f"    {row['unrolled_GBps']:.1f} GB/s moved (a, b, x) on {row['device']},"

@@ -161,7 +161,7 @@ def with_float16() -> tuple[str, ...]:
     """The backends whose library has float16 arrays (the backends say)."""
     from .backends import get_backend
 
-    return tuple(n for n in _backends() if get_backend(n).dtype_refusal("float16") is None)
+    return tuple(n for n in _backends() if get_backend(n).convert.dtype_refusal("float16") is None)
 
 
 def _ref(text: str = AS_REFERENCE) -> Returns:

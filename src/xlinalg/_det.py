@@ -180,7 +180,7 @@ def det(x: Array, /, *, xp: Namespace | None = None) -> Array:
     shape = tuple(x.shape)
     if 0 in shape:
         return keep_subclass(_empty_det(ad, x, 1), x)
-    if ad.library == "NumPy" and _NP_DET is not None:
+    if ad.numpy_arrays and _NP_DET is not None:
         return keep_subclass(_np_det_block(x), x)
     if ad.lazy:
         return dask_gufunc(ad, _np_det_block, "(m,m)->()", x, [(0, x.dtype)], {}, "det")
@@ -257,7 +257,7 @@ def slogdet(x: Array, /, *, xp: Namespace | None = None) -> SlogdetResult:
     ad, x = matrix_input(x, "slogdet", xp, square=True)
     if 0 in tuple(x.shape):
         return keep_subclass(SlogdetResult(_empty_det(ad, x, 1), _empty_det(ad, x, 0, real_dtype(ad, x))), x)
-    if ad.library == "NumPy" and _NP_SLOGDET is not None:
+    if ad.numpy_arrays and _NP_SLOGDET is not None:
         return keep_subclass(SlogdetResult(*_np_slogdet_block(x)), x)
     if ad.lazy:
         sign, logabs = dask_gufunc(

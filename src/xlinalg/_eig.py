@@ -193,11 +193,11 @@ def _nonconvergence(exc: BaseException) -> bool:
 
 def _native_eigh(ad: Adapter, x: Any, fn: str, values_only: bool) -> Any:
     xp = ad.xp
-    if ad.library == "NumPy" and _NP_EIGH is not None:
+    if ad.numpy_arrays and _NP_EIGH is not None:
         return _np_eigh(x, values_only)
     try:
-        if ad.library == "JAX":  # the lower triangle, as everywhere (JAX symmetrizes by default)
-            w, v = xp.linalg.eigh(x, symmetrize_input=False)
+        if ad.lower_triangle:  # the lower triangle, as everywhere (JAX symmetrizes by default)
+            w, v = xp.linalg.eigh(x, **ad.lower_triangle)
             out = w if values_only else (w, v)
         else:
             out = xp.linalg.eigvalsh(x) if values_only else tuple(xp.linalg.eigh(x))
@@ -376,7 +376,7 @@ def _np_eigvals_block(x: np.ndarray) -> np.ndarray:
 
 
 def _native_eig(ad: Adapter, x: Any, fn: str, values_only: bool) -> Any:
-    if ad.library == "NumPy":
+    if ad.numpy_arrays:
         return _np_eig(x, values_only, fn)
     xp = ad.xp
     cdt = complex_dtype(ad, x)

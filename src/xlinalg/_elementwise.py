@@ -52,7 +52,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 _F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
-_expit: Any = None  # scipy.special.expit, once the NumPy adapter has loaded it
+#: NumPy's native kernels (its adapter's ``fast``: SciPy's expit joins on the first sigmoid)
+_NP_FAST = NUMPY.fast
 
 
 def _float_default(ad: Adapter, x: Any) -> Any:
@@ -140,10 +141,8 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
                 dt = _validate.mixed_dtype(ad, x1, x2)
                 if dt is not None:
                     x1, x2 = ad.astype(x1, dt), ad.astype(x2, dt)
-        if name == "divide" and ad.lazy:  # Dask runs later, outside the caller's np.errstate
-            from dask.array.core import elemwise
-
-            return elemwise(_quiet_divide, x1, x2)
+        if name == "divide" and ad.deferred_blocks is not None:  # runs outside the caller's np.errstate
+            return ad.deferred_blocks(_quiet_divide, x1, x2)
         fn = ad.binary(name)
         if s1 or s2:
             try:
@@ -521,8 +520,8 @@ def exp(x: Array, /, *, xp: Namespace | None = None) -> Array:
     array([1.])
     """
     ad, x = _unary_float("exp", x, xp)
-    if ad.lazy:  # Dask runs later, outside this np.errstate: silence each block
-        return x.map_blocks(_quiet_exp, dtype=x.dtype)
+    if ad.deferred_blocks is not None:  # runs later, outside this np.errstate: each block quiet
+        return ad.deferred_blocks(_quiet_exp, x)
     with np.errstate(over="ignore", under="ignore"):
         try:
             return ad.xp.exp(x)
@@ -572,12 +571,14 @@ def sigmoid(x: Array, /, *, xp: Namespace | None = None) -> Array:
     >>> xl.to(xl.sigmoid(xp.asarray([0.0, 1000.0, -1000.0])), "numpy")
     array([0.5, 1. , 0. ])
     """
-    global _expit
     if xp is None:
         t = type(x)  # (read once: every read shows against a small torch.sigmoid)
         if t is _NP:  # NumPy: SciPy's ufunc at once
-            if _expit is not None and ((dt := x.dtype) is _F64 or dt is _F32):
-                return _expit(x)
+            if (dt := x.dtype) is _F64 or dt is _F32:
+                try:
+                    return _NP_FAST["sigmoid"](x)
+                except KeyError:  # SciPy's expit not looked for yet (or not installed)
+                    pass
         elif (k := _FAST_SIGMOID.get(t)) is not None and x.dtype in k[1]:
             try:
                 return k[0](x)
@@ -589,6 +590,4 @@ def sigmoid(x: Array, /, *, xp: Namespace | None = None) -> Array:
             out = ad.sigmoid(x)
     except Exception as e:
         _validate.reraise(ad, "sigmoid", e, ("x", x))
-    if ad is NUMPY and _expit is None and NUMPY.fast.get("sigmoid") is not None:
-        _expit = NUMPY.fast["sigmoid"]  # SciPy's expit is loaded: call it directly from now on
     return out

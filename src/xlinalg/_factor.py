@@ -341,17 +341,12 @@ def _np_cholesky_block(x: np.ndarray, errors: str) -> np.ndarray:
 def _cholesky_native(ad: Adapter, x: Any) -> tuple[Any, Any]:
     """The lower factor and the mask of the members the library failed on."""
     xp = ad.xp
-    lib = ad.library
-    if lib == "NumPy" and _NP_CHOL is not None:
+    if ad.numpy_arrays and _NP_CHOL is not None:
         return _np_cholesky(x)
-    if lib == "PyTorch":
-        low, info = ad.torch.linalg.cholesky_ex(x)  # type: ignore[attr-defined]
-        return low, info != 0
-    if lib == "JAX":
-        low = xp.linalg.cholesky(x, symmetrize_input=False)  # NaN where it fails
-        return low, xp.logical_not(finite_members(xp, low))
-    try:
-        low = xp.linalg.cholesky(x)
+    if (own := ad.cholesky_ex(x)) is not None:  # failures reported per member (torch)
+        return own
+    try:  # (JAX, reading the lower triangle: NaN where it fails, no error)
+        low = xp.linalg.cholesky(x, **ad.lower_triangle)
     except Exception as exc:  # a library that raises for the whole batch (array-api-strict)
         if not isinstance(exc, (ValueError, RuntimeError)):
             raise

@@ -209,14 +209,8 @@ def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: Any = "fro", xp: Na
 
 
 def _native_matrix_norm(ad: Adapter) -> Any:
-    lib = ad.library
-    if lib == "NumPy":
-        import numpy as np
-
-        return lambda x, o, keep: np.linalg.norm(x, ord=o, axis=(-2, -1), keepdims=keep)
-    if lib == "PyTorch":
-        tl = ad.torch.linalg  # type: ignore[attr-defined]
-        return lambda x, o, keep: tl.matrix_norm(x, ord=o, keepdim=keep)
+    if (own := ad.native_matrix_norm()) is not None:  # (NumPy's norm, torch's matrix_norm)
+        return own
     if hasattr(ad.xp, "linalg") and hasattr(ad.xp.linalg, "matrix_norm"):
         f = ad.xp.linalg.matrix_norm
         return lambda x, o, keep: f(x, ord=o, keepdims=keep)
@@ -377,8 +371,8 @@ def vector_norm(x: Array, /, *, axis: Any = None, keepdims: bool = False, ord: A
         )
         return keep_subclass(xpn.full(out_shape, value, dtype=real_dtype(ad, x), device=ad.device(x)), x)
     if not ad.lazy:
-        if ad.library == "PyTorch":
-            return ad.torch.linalg.vector_norm(x, ord=o, dim=axes, keepdim=keep)  # type: ignore[attr-defined]
+        if (r := ad.native_vector_norm(x, o, axes, keep)) is not None:
+            return r
         f = getattr(getattr(xpn, "linalg", None), "vector_norm", None)
         if f is not None:
             r = f(x, axis=axes, keepdims=keep, ord=o)

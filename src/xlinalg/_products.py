@@ -423,8 +423,8 @@ def vecdot(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = No
 
 def _vecdot(ad: Adapter, x1: Any, x2: Any, k: int) -> Any:
     xpn = ad.xp
-    if ad.library == "PyTorch" and ad.kind(x1.dtype) in "fc":  # (torch's has no integer kernel)
-        return ad.torch.linalg.vecdot(x1, x2, dim=k)  # type: ignore[attr-defined]
+    if (r := ad.native_vecdot(x1, x2, k)) is not None:
+        return r
     if k != -1:
         x1, x2 = xpn.broadcast_arrays(x1, x2)
         x1, x2 = xpn.moveaxis(x1, k, -1), xpn.moveaxis(x2, k, -1)
@@ -574,8 +574,8 @@ def matrix_power(x: Array, /, n: int, *, errors: str = "raise", xp: Namespace | 
     elif errors != "raise":
         _validate.check_errors(errors)
     if not ad.lazy:
-        if ad.library == "PyTorch":
-            return ad.torch.linalg.matrix_power(x, k)  # type: ignore[attr-defined]
+        if (r := ad.native_matrix_power(x, k)) is not None:
+            return r
         f = getattr(xpn.linalg, "matrix_power", None)
         if f is not None:
             r = f(x, k)

@@ -33,7 +33,7 @@ def test_default_backends_leave_out_the_opt_in_ones(tmp_path: Path) -> None:
     assert cfg.backends, "numpy is always available"
     for b in BACKEND_NAMES:
         be = get_backend(b)
-        if be.bench_opt_in:
+        if be.bench.opt_in:
             assert b not in cfg.backends
         elif b in available_backends():
             assert b in cfg.backends
@@ -42,7 +42,7 @@ def test_default_backends_leave_out_the_opt_in_ones(tmp_path: Path) -> None:
         named = validate_options(RunConfig(backends=["numpy", b], out=str(tmp_path / "s.jsonl")))
         assert named.backends == ["numpy", b]
     # the reason is a sentence, and only dask and array-api-strict have one
-    assert {b for b in BACKEND_NAMES if get_backend(b).bench_opt_in} == {"dask", "array-api-strict"}
+    assert {b for b in BACKEND_NAMES if get_backend(b).bench.opt_in} == {"dask", "array-api-strict"}
 
 
 def test_default_scale_is_each_documents_headline_size() -> None:

@@ -33,7 +33,7 @@ def _one_error_line(err: str) -> str:
 
 # ---------------------------------------------------------------------- point 12
 @pytest.mark.parametrize("value", ["garbage", "http://x y", "tcp://", "\x1b[31mtcp://h:1"])
-# (a run that names no backends leaves Dask out: it is opt-in, Backend.bench_opt_in)
+# (a run that names no backends leaves Dask out: it is opt-in, Backend.bench.opt_in)
 @pytest.mark.parametrize("backends", ["dask", "numpy,dask", "torch-cpu,dask"])
 def test_a_garbage_scheduler_address_stops_the_run_before_any_cell(
         tmp_path, monkeypatch, capsys, value, backends):

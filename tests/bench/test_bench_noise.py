@@ -225,9 +225,9 @@ def test_calib_stream_writes_into_a_preallocated_output_where_it_can(name):
     from xlinalg.bench._cases import Ctx, get_case
 
     b = get_backend(name)
-    xp = b.native_namespace()
+    xp = b.bench.native_namespace()
     ctx = Ctx(backend=name, xp=xp, xl=None, dtype="float64",
-              native_dtype=b.native_dtype("float64"), size=64)
+              native_dtype=b.bench.native_dtype("float64"), size=64)
     add = get_case("calib_stream").build(ctx)
     a, c = b.from_numpy(np.arange(64.0)), b.from_numpy(np.ones(64))
     first, second = add(a, c), add(a, c)

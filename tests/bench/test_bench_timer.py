@@ -207,7 +207,7 @@ def test_no_device_clock_on_cpu_backends():
     from xlinalg.backends import get_backend
 
     for name in CPU_BACKENDS:
-        assert get_backend(name).device_clock() is None
+        assert get_backend(name).bench.device_clock() is None
 
 
 @pytest.mark.parametrize("backend", ["torch-cuda", "cupy"])
@@ -216,7 +216,7 @@ def test_cuda_event_clock_times_the_device_work(backend):
     Runs where the backend has a CUDA device; skipped with the registry's reason elsewhere."""
     b = require_backend(backend)
     xp = b.namespace()
-    clock = b.device_clock()
+    clock = b.bench.device_clock()
     assert clock is not None
 
     def timed(n: int) -> float:

@@ -58,8 +58,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 def _unavailable(monkeypatch: pytest.MonkeyPatch, name: str, reason: str) -> None:
     be = registry.get_backend(name)
-    monkeypatch.setattr(be, "_checked", True)
-    monkeypatch.setattr(be, "_cached_reason", reason)
+    monkeypatch.setattr(be, "_reason", reason)
 
 
 # ---------------------------------------------------------------------- the plugin

@@ -112,7 +112,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         # --dask-workers set DASK_SCHEDULER_ADDRESS: run_benchmark checks it then
         validate_options(config, environment=args.scheduler is None and args.dask_workers is None)
         if (args.dask_workers is not None or args.scheduler is not None) and not any(
-            get_backend(b).uses_dask_scheduler for b in config.backends or ()
+            get_backend(b).bench.uses_dask_scheduler for b in config.backends or ()
         ):
             opt = "--dask-workers" if args.dask_workers is not None else "--scheduler"
             raise BenchUsageError(f"{opt} runs the dask backend, which this run leaves out (backends: "

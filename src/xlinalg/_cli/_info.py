@@ -22,8 +22,8 @@ def cmd_info(args: argparse.Namespace) -> int:
         row: dict[str, Any] = {"backend": name, "available": reason is None}
         if reason is None:
             try:
-                row["version"] = b.version()
-                row["device"] = b.device_name()
+                row["version"] = b.bench.version()
+                row["device"] = b.bench.device_name()
             except Exception as exc:  # pragma: no cover - a broken install
                 row["version"] = "?"
                 row["device"] = f"error: {exc}"
@@ -35,7 +35,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     threads: dict[str, Any] = {}
     for r in rows:
         if r["available"]:  # each library's own settings (torch: threads, precision)
-            threads.update(get_backend(r["backend"]).thread_info())
+            threads.update(get_backend(r["backend"]).bench.thread_info())
     env["blas"] = _blas_now()
     if args.json:
         print(json.dumps({"backends": rows, "env": env, "threads": threads}, indent=2))

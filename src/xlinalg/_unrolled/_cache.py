@@ -1,8 +1,8 @@
 """The cache of unrolled kernels: one per (backend, n, dtype, device, layout, compiled).
 
 What a backend compiles with and how its kernel is built are the backend's
-hooks (``Backend.unrolled_compiler``, ``unrolled_compile_problem``,
-``unrolled_kernel`` in ``xlinalg.backends``); a backend without a kernel of its
+hooks (the backend's ``unrolled`` facet: ``compiler``, ``compile_problem``,
+``kernel``, in ``xlinalg.backends``); a backend without a kernel of its
 own runs the schedule eagerly over the standard's functions.
 """
 
@@ -66,19 +66,19 @@ def _resolve_compile(backend: str, compile: bool | None, complex_: bool) -> bool
     if compile is not None and compile not in (True, False):
         raise TypeError(f"`compile` must be None, True or False, got {compile!r}")
     b = get_backend(backend)
-    compiler = b.unrolled_compiler(complex_)
+    compiler = b.unrolled.compiler(complex_)
     if compiler is None:
         if compile:
-            compiled = [name for name in BACKEND_NAMES if get_backend(name).unrolled_compiler(False)]
+            compiled = [name for name in BACKEND_NAMES if get_backend(name).unrolled.compiler(False)]
             raise ValueError(
                 f"solve_unrolled: no compiler for the {backend} backend"
-                + (" with complex dtypes" if b.unrolled_compiler(False) else "")
+                + (" with complex dtypes" if b.unrolled.compiler(False) else "")
                 + f"; compiled backends: {', '.join(sorted(compiled))}. Pass compile=None or False"
             )
         return False
     if compile is False:
         return False
-    reason = b.unrolled_compile_problem()
+    reason = b.unrolled.compile_problem()
     if reason is not None:
         if compile:
             raise RuntimeError(f"solve_unrolled: compile=True needs {compiler}, but {reason}")
@@ -95,7 +95,7 @@ def _kernel(ad: Adapter, backend: str, n: int, a: Any, layout: str, compiled: bo
     kern = _KERNELS.get(key)
     if kern is not None:
         return kern
-    run = get_backend(backend).unrolled_kernel(n, layout, dtype, device, compiled)
+    run = get_backend(backend).unrolled.kernel(n, layout, dtype, device, compiled)
     if run is None:  # the standard's functions, eagerly
         run = make_generic(ad, n, layout, dtype, device)
     with _LOCK:

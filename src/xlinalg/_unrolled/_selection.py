@@ -211,7 +211,7 @@ _AUTO_MAX_N: dict[str, int] = {}
 #: this process means no rule can say yes (an early exit)
 _WARM_ONLY: set[str] = set()
 _NOT_WARM_ONLY: set[str] = set()
-#: libraries whose unrolled solver runs per block (``Backend.unrolled_blockwise``: Dask),
+#: libraries whose unrolled solver runs per block (``Backend.unrolled.blockwise``: Dask),
 #: whose rules are measured and read in systems per block
 _BLOCKWISE: set[str] = set()
 #: adapter type -> its library (asked of the registry once per type)
@@ -230,7 +230,7 @@ def _index_selection(table: dict[tuple[str, str], SelectionRule]) -> None:
         _AUTO_MIN_BATCH[lib] = min(_AUTO_MIN_BATCH.get(lib, 1 << 62), *rule.batch_min)
         _AUTO_MAX_N[lib] = max(_AUTO_MAX_N.get(lib, 0), rule.n_max)
         (_WARM_ONLY if rule.warm_only else _NOT_WARM_ONLY).add(lib)
-        if get_backend(backend).unrolled_blockwise:
+        if get_backend(backend).unrolled.blockwise:
             _BLOCKWISE.add(lib)
     _WARM_ONLY.difference_update(_NOT_WARM_ONLY)
 

@@ -189,10 +189,10 @@ def _resolve(ad: Adapter, a: Any, n: int, layout: str | None, compile: bool | No
     backend = ad.backend(a)
     hooks = get_backend(backend)
     if layout is None:
-        layout = hooks.unrolled_layout
+        layout = hooks.unrolled.layout
     elif layout not in LAYOUTS:
         raise ValueError(f"solve_unrolled: `layout` must be None or one of {LAYOUTS}, got {layout!r}")
-    if hooks.unrolled_blockwise:  # lazy arrays of blocks: NumPy's kernel per block
+    if hooks.unrolled.blockwise:  # lazy arrays of blocks: NumPy's kernel per block
         _resolve_compile(backend, compile, False)  # (compile=True: no compiler, an error)
         return layout, None
     complex_ = ad.kind(a.dtype) == "c"

@@ -11,10 +11,13 @@ Each library has one module here (``_numpy.py``, ``_torch.py``, ``_jax.py``,
 ``_cupy.py``, ``_dask.py``, ``_strict.py``) holding its ``Adapter`` (the
 numerical overrides) and its :class:`Backend` objects (the hooks: which arrays
 are its own, how to create, convert and wait for them, ...); NumPy, PyTorch and JAX
-keep their adapter in a module of its own (``_numpy_adapter.py``, ...); ``_base.py`` and
-``_adapter.py`` hold the two bases with the standard-only default of every hook. Everything else asks a
-backend object, found by id (:func:`get_backend`) or by array type (the cached
-lookup below); adding a library is one module and one line of the registry.
+keep their adapter in a module of its own (``_numpy_adapter.py``, ...); ``_base.py`` (the
+backend's core), ``_facets.py`` (its hooks grouped by who asks: ``backend.bench``,
+``backend.unrolled``, ``backend.convert``, ``backend.testing``), ``_adapter.py`` and
+``_speed.py`` (an adapter's fast paths, declared as data) hold the bases with the
+standard-only default of every hook. Everything else asks a backend object, found by
+id (:func:`get_backend`) or by array type (the cached lookup below); adding a library
+is one module and one line of the registry.
 """
 
 from __future__ import annotations
@@ -22,14 +25,14 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from .._lib._public import publish as _publish
 from .._lib._typing import Array
 from . import _convert, _cupy, _dask, _jax, _numpy, _strict, _torch
-from ._base import Adapter, Backend, BackendUnavailableError
+from ._base import Adapter, Backend, BackendUnavailableError, TypeHooks
 from ._host import foreign_in_sequence
 from ._numpy import NUMPY, refused_subclass
 from ._strict import strict_to_numpy
@@ -40,6 +43,7 @@ __all__ = [
     "BackendUnavailableError",
     "available_backends",
     "backend_of",
+    "default_backend",
     "get_backend",
     "strict_to_numpy",
     "synchronize",
@@ -133,6 +137,29 @@ def _target(name: Any) -> Backend:
         ) from None
 
 
+def default_backend(library: str) -> Backend:
+    """The backend of `library` on its default device: what ``to(x, library)`` converts
+    to (``"jax"``: JAX's default device, its GPU where it has one; ``"torch"``:
+    ``torch.get_default_device()``).
+
+    Raises
+    ------
+    ValueError
+        If `library` is not one of the library names ``xlinalg.to`` takes, or its
+        default device here has no backend.
+    """
+    make = LIBRARY_TARGETS.get(library.lower()) if isinstance(library, str) else None
+    if make is None:
+        raise ValueError(f"default_backend: unknown library {library!r}; libraries: "
+                         f"{', '.join(LIBRARY_TARGETS)}")
+    name = make()
+    if name not in _REGISTRY:
+        raise ValueError(f"default_backend: {library}'s default device is "
+                         f"{name.partition('-')[2]!r} here, a device with no backend; "
+                         f"backends: {', '.join(BACKEND_NAMES)}")
+    return _REGISTRY[name]
+
+
 def available_backends() -> list[str]:
     """The ids of the backends usable on this machine, in display order.
 
@@ -206,29 +233,18 @@ def backend_name(x: Any) -> str:
         return "numpy"
 
 
-class _Kind(NamedTuple):
-    """What :func:`backend_of` and :func:`synchronize` need to know about an array type."""
-
-    #: the backend id of an array of this type (reads its device where that decides)
-    name: Callable[[Any], str]
-    #: waits for one array of this type; None: there is nothing to wait for
-    fence: Callable[[Any], Any] | None
-    #: the error for an array of this type that is not dense; None: all are
-    dense_error: Callable[[Any, str, str], TypeError | None] | None = None
-
-
-#: array type -> its :class:`_Kind`, filled the first time a type is met, so that
+#: array type -> its :class:`TypeHooks`, filled the first time a type is met, so that
 #: backend_of, synchronize and to cost one dict read to find what to do (the
 #: operations' own cache, ``_dispatch.py``, is filled from the same
 #: :func:`_owner`)
-_KINDS: dict[type, _Kind] = {}
+_KINDS: dict[type, TypeHooks] = {}
 #: array type -> its fence alone (what synchronize reads: one subscript, no attribute)
 _FENCES: dict[type, Callable[[Any], Any] | None] = {}
 _KINDS_LOCK = threading.Lock()
 
 
-def _kind(cls: type) -> _Kind:
-    """The cached :class:`_Kind` of `cls`; the first use fills it under a lock."""
+def _kind(cls: type) -> TypeHooks:
+    """The cached :class:`TypeHooks` of `cls`; the first use fills it under a lock."""
     kind = _KINDS.get(cls)
     if kind is None:
         with _KINDS_LOCK:  # two threads meeting a new type at once build it once
@@ -264,13 +280,13 @@ def _not_an_array(x: Any) -> None:
 _READY = (bool, int, float, complex, type(None))
 
 
-def _make_kind(cls: type) -> _Kind:
+def _make_kind(cls: type) -> TypeHooks:
     b = _owner(cls)
     if b is None:
         if issubclass(cls, (tuple, list, dict)):
-            return _Kind(_unknown, _fence_each)
-        return _Kind(_unknown, None if issubclass(cls, _READY) else _not_an_array)
-    return _Kind(b.type_name(cls), b.type_fence(cls), b.type_dense_error(cls))
+            return TypeHooks(_unknown, _fence_each)
+        return TypeHooks(_unknown, None if issubclass(cls, _READY) else _not_an_array)
+    return b.type_hooks(cls)
 
 
 def _leaves(tree: Any) -> list[Any]:
@@ -455,10 +471,10 @@ def to(x: Array, backend: str, /, *, copy: bool | None = None) -> Array:
             "does not convert from" + (" (a meta tensor has no data)" if source == "torch-meta"
                                        else "; move it to the CPU first, e.g. `x.cpu()`")
         )
-    if (err := src.source_error(x)) is not None:
+    if (err := src.convert.source_error(x)) is not None:
         raise err
     _convert.check_dtype_fits(x, source, target)
-    y = src.plain(x)
+    y = src.convert.plain(x)
     if not copy and y is x and not src.lazy and not target.lazy:
         routed = _convert.zero_copy(x, src, target)
         if routed is not None and (routed[1] or copy is None):

@@ -19,7 +19,8 @@ differently or faster.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ import numpy as np
 from .._lib import _singular
 from .._lib._errors import LinAlgError
 from .._lib._typing import QRMode
+from ._speed import NP_NON_NUMERIC, FastPaths, native_function
 
 __all__ = [
     "MISSING",
@@ -43,8 +45,6 @@ __all__ = [
 #: what an adapter's ``solve_fast`` returns when xl.solve must take its checked path
 MISSING: Any = object()
 
-#: NumPy dtypes that are not numbers (the fast kernels must not see them)
-NP_NON_NUMERIC = frozenset(np.dtype(c) for c in "?OUSVMm")
 
 
 def to_batch(mask: np.ndarray, batch_shape: tuple[int, ...]) -> np.ndarray:
@@ -105,34 +105,41 @@ class Adapter:
     backend_id = ""
     #: lazy arrays (no exception possible before compute)
     lazy = False
+    #: ``deferred_blocks(fn, *arrays)``: NumPy function `fn` applied to the library's
+    #: arrays block by block, where its work runs later, outside the caller's
+    #: ``np.errstate`` (Dask: `fn` silences its own warnings in each block); None: the
+    #: library's work runs at the call, under the caller's ``np.errstate``
+    deferred_blocks: Callable[..., Any] | None = None
     #: the call that makes one array of this library from a list of its arrays (messages)
     stack_call = "xp.stack"
 
-    #: whether the fast path of solve must check devices (False where the native
-    #: call itself refuses mixed devices and the adapter translates its error)
-    fast_device_check = True
+    #: the library's fast paths, declared as data (``_speed.py``): read once, here
+    speed = FastPaths()
     #: whether every array of this library is on one device (caches may leave it out of keys)
     single_device = False
+    #: solve hands the library explicitly broadcast operands (CuPy: see _native_safe)
+    solve_broadcasts = False
 
     def __init__(self, xp: Any) -> None:
         self.xp = xp
+        speed = self.speed
+        #: whether the fast path of solve must check devices (:attr:`FastPaths.device_check`)
+        self.fast_device_check = speed.device_check
         #: dtypes linalg routines take as they are (the floating dtypes)
-        self.solve_dtypes: frozenset[Any] = frozenset(
-            getattr(xp, n) for n in ("float32", "float64", "complex64", "complex128") if hasattr(xp, n)
-        )
-        #: native kernels for same-dtype operands of this library (add, matmul, ...)
-        self.fast: dict[str, Any] = {}
+        self.solve_dtypes: frozenset[Any] = speed.dtype_set(speed.solve_dtypes, xp)
+        #: native kernels for same-dtype operands of this library (add, matmul, ...);
+        #: an optional one joins on its first use (:meth:`optional_op`)
+        self.fast: dict[str, Any] = {op: native_function(p) for op, p in speed.ops.items()}
         #: dtypes the native sigmoid kernel (fast["sigmoid"]) takes as they are
-        self.sigmoid_dtypes: frozenset[Any] = frozenset(
-            getattr(xp, n) for n in ("float32", "float64") if hasattr(xp, n)
-        )
+        self.sigmoid_dtypes: frozenset[Any] = speed.dtype_set(speed.sigmoid_dtypes, xp)
         #: dtypes the fast kernels must not see (the native call would accept them)
-        self.fast_excluded: frozenset[Any] = frozenset()
+        self.fast_excluded: frozenset[Any] = NP_NON_NUMERIC if speed.numeric_only else frozenset()
         #: op -> more dtypes that op's fast kernel must not see (torch's complex add)
-        self.fast_excluded_ops: dict[str, frozenset[Any]] = {}
+        self.fast_excluded_ops: dict[str, frozenset[Any]] = {
+            op: speed.dtype_set(names, xp) for op, names in speed.excluded_ops.items()}
         #: ops whose native kernel refuses operands of two dtypes and every dtype the
         #: contract refuses (torch.matmul): the fast path then reads no dtype at all
-        self.fast_refuses_mixed: frozenset[str] = frozenset()
+        self.fast_refuses_mixed: frozenset[str] = speed.refuses_mixed
         #: ``f(a, b)`` for xl.solve with its defaults, or None. It returns the
         #: solution only where the library's own call is the whole contract for
         #: those operands (one matrix, one floating dtype, a finite result), else
@@ -140,8 +147,23 @@ class Adapter:
         #: same answer or the error naming the argument (a singular matrix is
         #: solved twice, to be named; a success pays nothing more)
         self.solve_fast: Callable[[Any, Any], Any] | None = None
-        #: solve hands the library explicitly broadcast operands (CuPy: see _native_safe)
-        self.solve_broadcasts = False
+        #: the optional ops looked for (:meth:`optional_op`): op -> found
+        self._optional: dict[str, bool] = {}
+
+    def optional_op(self, op: str) -> Callable[..., Any] | None:
+        """The native function of `op` (``fast[op]``), importing an optional one
+        (:attr:`FastPaths.optional_ops`) on the first call that asks; None where
+        there is none (the package is not installed)."""
+        fn = self.fast.get(op)
+        if fn is None and op not in self._optional and op in self.speed.optional_ops:
+            try:
+                fn = native_function(self.speed.optional_ops[op])
+            except (ImportError, AttributeError):
+                fn = None
+            if fn is not None:
+                self.fast[op] = fn  # the fast paths take it from now on
+            self._optional[op] = fn is not None
+        return fn
 
     def solve_fast_for(self, cls: type) -> Callable[[Any, Any], Any] | None:
         """:attr:`solve_fast` for arrays of type `cls` (None: never for them)."""
@@ -245,6 +267,36 @@ class Adapter:
 
     def astype(self, x: Any, dtype: Any) -> Any:
         return x if x.dtype == dtype else self.xp.astype(x, dtype)
+
+    # ------------------------------------------------------------ the library's own linalg
+    #: whether its arrays are NumPy's ndarrays: the operations may call NumPy's own
+    #: gufuncs on them (``numpy.linalg``'s, without its per-call checks)
+    numpy_arrays = False
+    #: the keywords with which the library's ``eigh`` and ``cholesky`` read the lower
+    #: triangle only, as the standard says (JAX symmetrizes the input by default)
+    lower_triangle: Mapping[str, Any] = MappingProxyType({})
+
+    def native_matrix_norm(self) -> Callable[[Any, Any, bool], Any] | None:
+        """``f(x, ord, keepdims)``: the library's own matrix norm, called rather than
+        the standard's; None: the standard's ``linalg.matrix_norm`` where it has one."""
+        return None
+
+    def native_vector_norm(self, x: Any, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+        """The library's own vector norm of `x`, or None: the standard's path."""
+        return None
+
+    def native_matrix_power(self, x: Any, k: int) -> Any:
+        """The library's own ``matrix_power(x, k)`` (``k >= 0``), or None: the standard's path."""
+        return None
+
+    def native_vecdot(self, x1: Any, x2: Any, axis: int) -> Any:
+        """The library's own ``vecdot`` along `axis`, or None: the standard's path."""
+        return None
+
+    def cholesky_ex(self, x: Any) -> tuple[Any, Any] | None:
+        """``(lower factor, failed members)`` from the library's own batched Cholesky
+        that reports failures per member, or None: the standard's ``cholesky``."""
+        return None
 
     # ------------------------------------------------------------ linalg kernels
     def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:

@@ -2,7 +2,7 @@
 
 ``backends.to`` finds the source and target backends; the functions here decide
 what a conversion may do (docs/semantics.md, "Devices and conversion"), asking
-each backend what its library does (``Backend.dtype_refusal``, ``numpy_host``,
+each backend what its library does (``ConvertFacet.dtype_refusal``, ``numpy_host``,
 ``read_only``, ``from_dlpack``, ...):
 
 * :func:`check_dtype_fits` refuses, with a :class:`TypeError` naming the dtype and
@@ -72,17 +72,17 @@ def check_dtype_fits(x: Any, source: str, target: Backend) -> None:
     `source` names where `x` comes from, for the message.
     """
     name = dtype_name(x)
-    fix = target.dtype_refusal(name)
+    fix = target.convert.dtype_refusal(name)
     if fix:
         pass
-    elif name in _EXTENDED and not target.numpy_host:
+    elif name in _EXTENDED and not target.convert.numpy_host:
         fix = (
             f"extended precision ({name}) is NumPy's only: {target.name} has no such dtype. "
             "Cast to float64/complex128 first if its values allow"
         )
-    elif name not in NUMBERS and name not in _EXTENDED and not target.numpy_host and not target.holds(name):
+    elif name not in NUMBERS and name not in _EXTENDED and not target.convert.numpy_host and not target.convert.holds(name):
         fix = _not_numbers(x, name, target)
-    elif name == "bfloat16" and target.numpy_host and not _has_ml_dtypes():
+    elif name == "bfloat16" and target.convert.numpy_host and not _has_ml_dtypes():
         fix = (
             "NumPy has no bfloat16 without the ml_dtypes package (pip install ml-dtypes). "
             "Or cast to float32 first (exact: it holds every bfloat16)"
@@ -98,7 +98,7 @@ def check_dtype_fits(x: Any, source: str, target: Backend) -> None:
 
 
 #: the dtypes every backend holds (JAX's 64-bit ones in its x64 mode; array-api-strict
-#: has no float16 or bfloat16: ``Backend.dtype_refusal`` says so)
+#: has no float16 or bfloat16: ``ConvertFacet.dtype_refusal`` says so)
 NUMBERS = frozenset((
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
@@ -118,16 +118,16 @@ def _not_numbers(x: Any, name: str, target: Backend) -> str:
         hint = f"`x` is a structured array: convert one field at a time, e.g. x[{x.dtype.names[0]!r}]"
     if hint is None:
         hint = "cast `x` to one of those first (float32 holds every float8 and float4 value exactly)"
-    half = "".join(f"{h}, " for h in ("float16", "bfloat16") if not target.dtype_refusal(h))
+    half = "".join(f"{h}, " for h in ("float16", "bfloat16") if not target.convert.dtype_refusal(h))
     return (
         f"{target.name} holds only the dtypes bool, int8-int64, uint8-uint64, {half}"
-        f"float32, float64, complex64 and complex128{target.holds_also()}; {hint}"
+        f"float32, float64, complex64 and complex128{target.convert.holds_also()}; {hint}"
     )
 
 
 def native_order(host: np.ndarray, target: Backend) -> np.ndarray:
     """`host` in the machine's byte order where `target` takes no other (same values)."""
-    if host.dtype.isnative or target.numpy_host:
+    if host.dtype.isnative or target.convert.numpy_host:
         return host
     return host.astype(host.dtype.newbyteorder("="))
 
@@ -138,17 +138,17 @@ def zero_copy(x: Any, source: Backend, target: Backend) -> tuple[Any, bool] | No
     `shared` is False where a copy was made on the device because the zero-copy
     view would be a writable alias of read-only memory.
     """
-    if source.unsafe_layout(x):
+    if source.convert.unsafe_layout(x):
         return None
-    protect = target.writable_arrays and source.read_only(x)
-    if protect and source.host_view(x) is not None:
+    protect = target.convert.writable_arrays and source.convert.read_only(x)
+    if protect and source.convert.host_view(x) is not None:
         return None  # host memory: the host copy is the one copy
     try:
-        routed = target.from_dlpack(x, protect)
+        routed = target.convert.from_dlpack(x, protect)
     except (BufferError, TypeError, RuntimeError, ValueError, AttributeError):
         return None
-    if routed is not None and routed[1] and not protect and source.read_only(x):
+    if routed is not None and routed[1] and not protect and source.convert.read_only(x):
         # shared, and the source must not be written through it: read-only where
         # the target has such arrays (NumPy, array-api-strict; JAX's are immutable)
-        return target.seal(routed[0]), True
+        return target.convert.seal(routed[0]), True
     return routed

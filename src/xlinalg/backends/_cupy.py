@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from .._lib import _singular
-from ._base import Adapter, Backend, im2col_conv2d
+from ._base import Adapter, Backend
+from ._facets import BenchFacet, ConvertFacet, UnrolledFacet, facet, im2col_conv2d
 from ._numpy import NUMPY
 
 __all__ = ["CuPyAdapter", "CuPyBackend"]
@@ -18,6 +19,7 @@ class CuPyAdapter(Adapter):
     library = "CuPy"
     stack_call = "cupy.stack"
     backend_id = "cupy"
+    solve_broadcasts = True  # CuPy neither broadcasts batches nor reads (B, M) as the standard
 
     def __init__(self) -> None:
         import array_api_compat.cupy as xc
@@ -25,7 +27,6 @@ class CuPyAdapter(Adapter):
 
         super().__init__(xc)
         self.cupy = cupy
-        self.solve_broadcasts = True  # CuPy neither broadcasts batches nor reads (B, M) as the standard
 
     def describe(self, x: Any) -> str:
         return f"a CuPy array of shape {tuple(x.shape)} and dtype {x.dtype} on cuda:{x.device.id}"
@@ -83,17 +84,9 @@ class CuPyAdapter(Adapter):
         return super().sigmoid(x)
 
 
-class CuPyBackend(Backend):
-    name = "cupy"
-    module = "cupy"
-    install = ('pip install cupy-cuda12x (CUDA 12), or pip install "xlinalg[cupy]", on a '
-               "machine with an NVIDIA GPU")
+class CuPyBench(BenchFacet):
+    # (not exercised on machines without a CUDA device)
     distributions = (("cupy", ("cupy", "cupy-cuda12x", "cupy-cuda11x", "cupy-cuda13x")),)
-    gpu = True
-    library = "cupy"
-    adapter_class = CuPyAdapter
-    namespace_names = ("array_api_compat.cupy", "cupy")
-    writable_arrays = True
     extra_float_dtypes = ("float16",)
     conv2d_kernel = "im2col: sliding_window_view + tensordot"
 
@@ -107,19 +100,6 @@ class CuPyBackend(Backend):
 
         return im2col_conv2d(cupy)
 
-    def _probe(self) -> str | None:
-        reason = super()._probe()
-        if reason is None:
-            import cupy
-
-            try:
-                n = cupy.cuda.runtime.getDeviceCount()
-            except Exception as exc:
-                return f"no CUDA device is usable: {type(exc).__name__}: {exc}"
-            if n == 0:
-                return "no CUDA device is visible"
-        return reason
-
     def device_name(self) -> str:
         import cupy
 
@@ -127,57 +107,6 @@ class CuPyBackend(Backend):
         name = props["name"]
         return name.decode() if isinstance(name, bytes) else str(name)
 
-    def from_numpy(self, arr: np.ndarray) -> Any:
-        import cupy
-
-        return cupy.asarray(arr)
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return np.asarray(x.get())
-
-    def owns(self, x: Any) -> bool:
-        return type(x).__module__.startswith("cupy")
-
-    def synchronize(self, *arrays: Any) -> None:
-        import cupy
-
-        # The null/current stream of every device that holds an argument.
-        devices = {a.device.id for a in arrays if hasattr(a, "device")} or {
-            cupy.cuda.Device().id
-        }
-        for d in devices:
-            with cupy.cuda.Device(d):
-                cupy.cuda.get_current_stream().synchronize()
-
-    def array_types(self) -> tuple[type, ...]:
-        import cupy
-
-        return (cupy.ndarray,)
-
-    def make_adapter(self) -> Adapter:
-        return CuPyAdapter()
-
-    def unrolled_compiler(self, complex_: bool) -> str | None:
-        # the CUDA kernel is real-only: complex runs the schedule eagerly
-        return None if complex_ else "cupy.ElementwiseKernel"
-
-    def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,
-                        compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
-        return make_unrolled_kernel(n, layout, dtype) if compiled else None
-
-
-    # ---------------------------------------------------------------- conversion
-    def unsafe_layout(self, x: Any) -> bool:
-        return any(s < 0 for s in x.strides)
-
-    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
-        import cupy
-
-        out = cupy.from_dlpack(x)
-        return (out.copy(), False) if protect else (out, True)
-
-    # ---------------------------------------------------------------- benchmark
-    # (not exercised on machines without a CUDA device)
     def processor_class(self) -> str:
         return "gpu"
 
@@ -226,6 +155,86 @@ class CuPyBackend(Backend):
     def worker_env(self, env: dict[str, str], *, threads: int | None, allow_tf32: bool) -> None:
         # CuPy reads CUPY_TF32 from the environment
         env["CUPY_TF32"] = "1" if allow_tf32 else "0"
+
+
+class CuPyConvert(ConvertFacet):
+    writable_arrays = True
+
+    def unsafe_layout(self, x: Any) -> bool:
+        return any(s < 0 for s in x.strides)
+
+    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
+        import cupy
+
+        out = cupy.from_dlpack(x)
+        return (out.copy(), False) if protect else (out, True)
+
+
+class CuPyUnrolled(UnrolledFacet):
+    def compiler(self, complex_: bool) -> str | None:
+        # the CUDA kernel is real-only: complex runs the schedule eagerly
+        return None if complex_ else "cupy.ElementwiseKernel"
+
+    def kernel(self, n: int, layout: str, dtype: Any, device: Any,
+               compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
+        return make_unrolled_kernel(n, layout, dtype) if compiled else None
+
+
+class CuPyBackend(Backend):
+    name = "cupy"
+    module = "cupy"
+    install = ('pip install cupy-cuda12x (CUDA 12), or pip install "xlinalg[cupy]", on a '
+               "machine with an NVIDIA GPU")
+    gpu = True
+    library = "cupy"
+    adapter_class = CuPyAdapter
+    namespace_names = ("array_api_compat.cupy", "cupy")
+    bench = facet(CuPyBench)
+    convert = facet(CuPyConvert)
+    unrolled = facet(CuPyUnrolled)
+
+    def _probe(self) -> str | None:
+        reason = super()._probe()
+        if reason is None:
+            import cupy
+
+            try:
+                n = cupy.cuda.runtime.getDeviceCount()
+            except Exception as exc:
+                return f"no CUDA device is usable: {type(exc).__name__}: {exc}"
+            if n == 0:
+                return "no CUDA device is visible"
+        return reason
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        import cupy
+
+        return cupy.asarray(arr)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return np.asarray(x.get())
+
+    def owns(self, x: Any) -> bool:
+        return type(x).__module__.startswith("cupy")
+
+    def synchronize(self, *arrays: Any) -> None:
+        import cupy
+
+        # The null/current stream of every device that holds an argument.
+        devices = {a.device.id for a in arrays if hasattr(a, "device")} or {
+            cupy.cuda.Device().id
+        }
+        for d in devices:
+            with cupy.cuda.Device(d):
+                cupy.cuda.get_current_stream().synchronize()
+
+    def array_types(self) -> tuple[type, ...]:
+        import cupy
+
+        return (cupy.ndarray,)
+
+    def make_adapter(self) -> Adapter:
+        return CuPyAdapter()
 
 
 # ---------------------------------------------------------------------- the unrolled solver

@@ -6,6 +6,7 @@ import importlib
 import itertools
 import math
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from .._lib._errors import LinAlgError
 from .._lib._typing import QRMode
 from ._adapter import singular_message
 from ._base import Adapter, Backend, _module_available
+from ._facets import BenchFacet, ConvertFacet, UnrolledFacet, facet
 from ._numpy import NUMPY, low_float
 
 __all__ = ["DaskAdapter", "DaskBackend", "require_numpy_chunks"]
@@ -43,6 +45,13 @@ class DaskAdapter(Adapter):
 
     def device(self, x: Any) -> Any:
         return "cpu"
+
+    def deferred_blocks(self, fn: Callable[..., Any], *arrays: Any) -> Any:
+        if len(arrays) == 1:
+            return arrays[0].map_blocks(fn, dtype=arrays[0].dtype)
+        from dask.array.core import elemwise
+
+        return elemwise(fn, *arrays)
 
     def describe(self, x: Any) -> str:
         return f"a Dask array of shape {tuple(x.shape)} and dtype {x.dtype}"
@@ -364,22 +373,25 @@ def _global_singular(exc: LinAlgError, ids: tuple[int, ...], starts: tuple[Any, 
     return LinAlgError(singular_message(indices, a_batch, note), indices=indices, members=members)
 
 
-class DaskBackend(Backend):
-    name = "dask"
-    module = "dask"
-    install = 'pip install "dask[array]" distributed, or pip install "xlinalg[dask]"'
+class DaskBench(BenchFacet):
     distributions = (("dask", ("dask",)),)
-    lazy = True
     uses_dask_scheduler = True
-    bench_opt_in = ("chunked arrays for data beyond one machine's memory: on the documents' "
-                    "single-machine sizes it times NumPy plus a scheduler (docs/dask.md has "
-                    "its own benchmark)")
-    library = "dask"
-    adapter_class = DaskAdapter
-    namespace_names = ("array_api_compat.dask.array", "dask.array")
-    numpy_host = True  # NumPy chunks
+    opt_in = ("chunked arrays for data beyond one machine's memory: on the documents' "
+              "single-machine sizes it times NumPy plus a scheduler (docs/dask.md has "
+              "its own benchmark)")
     numpy_buffers = True
     extra_float_dtypes = ("float16",)
+    lacks = MappingProxyType({
+        "device_transfer": "Dask arrays are graphs over host NumPy chunks: there is no device transfer",
+        "conv2d": ("Dask has no convolution (dask.array.map_overlap around NumPy's would "
+                   "time NumPy per chunk plus the scheduler)"),
+        "square_svd": ("dask.array.linalg.svd needs a single column chunk (tall-and-skinny); "
+                       "a square SVD is one NumPy task"),
+        "square_qr": ("dask.array.linalg.qr is tall-and-skinny QR (one column chunk); "
+                      "a square QR is one NumPy task"),
+        "batched_solve": "dask.array.linalg.solve is 2-D only (no batched stacks)",
+    })
+    notes = MappingProxyType({"out": "a lazy graph: the allocating add"})
 
     def native_namespace(self) -> Any:
         import dask.array as da
@@ -392,6 +404,60 @@ class DaskBackend(Backend):
         if missing is not None:
             raise TypeError(missing)
         return getattr(np, name)
+
+    def materialize(self, x: Any) -> Any:
+        return x.compute() if hasattr(x, "compute") else x
+
+    def materialize_all(self, outs: Any) -> tuple[Any, ...]:
+        import dask
+
+        return tuple(dask.compute(*outs))  # one evaluation: shared tasks run once
+
+    def fence_description(self) -> str:
+        return "per call: compute() (Dask graphs are evaluated inside the timed call)"
+
+    def configure(self, *, threads: int | None, allow_tf32: bool) -> Callable[[], None]:
+        # a cluster's Client, or the threaded scheduler (_dask_cluster.py)
+        from . import _dask_cluster
+
+        return _dask_cluster.configure(threads)
+
+    def settings(self, state: dict[str, Any]) -> None:
+        from . import _dask_cluster
+
+        state["dask"] = _dask_cluster.state()  # scheduler, workers, chunking: kept with each result
+        state["threads"]["dask_workers"] = state["dask"]["dask_workers"]
+
+
+class DaskConvert(ConvertFacet):
+    numpy_host = True  # NumPy chunks
+
+    def source_error(self, x: Any) -> TypeError | None:
+        # a masked chunk's values under the mask would come through np.asarray, and
+        # CuPy chunks fail inside it naming nothing
+        try:
+            require_numpy_chunks(x, "xlinalg.to", "x")
+        except TypeError as exc:
+            return exc
+        return None
+
+
+class DaskUnrolled(UnrolledFacet):
+    layout = "batch-last"
+    blockwise = True
+
+
+class DaskBackend(Backend):
+    name = "dask"
+    module = "dask"
+    install = 'pip install "dask[array]" distributed, or pip install "xlinalg[dask]"'
+    lazy = True
+    library = "dask"
+    adapter_class = DaskAdapter
+    namespace_names = ("array_api_compat.dask.array", "dask.array")
+    bench = facet(DaskBench)
+    convert = facet(DaskConvert)
+    unrolled = facet(DaskUnrolled)
 
     def _probe(self) -> str | None:
         reason = super()._probe()
@@ -418,15 +484,6 @@ class DaskBackend(Backend):
     def to_numpy(self, x: Any) -> np.ndarray:
         return np.asarray(x.compute())
 
-    def source_error(self, x: Any) -> TypeError | None:
-        # a masked chunk's values under the mask would come through np.asarray, and
-        # CuPy chunks fail inside it naming nothing
-        try:
-            require_numpy_chunks(x, "xlinalg.to", "x")
-        except TypeError as exc:
-            return exc
-        return None
-
     def owns(self, x: Any) -> bool:
         return type(x).__module__.startswith("dask")
 
@@ -439,29 +496,6 @@ class DaskBackend(Backend):
                 if type(o).__module__.partition(".")[0] == "cupy":
                     o.device.synchronize()
 
-    def materialize(self, x: Any) -> Any:
-        return x.compute() if hasattr(x, "compute") else x
-
-    def materialize_all(self, outs: Any) -> tuple[Any, ...]:
-        import dask
-
-        return tuple(dask.compute(*outs))  # one evaluation: shared tasks run once
-
-    def fence_description(self) -> str:
-        return "per call: compute() (Dask graphs are evaluated inside the timed call)"
-
-    def configure(self, *, threads: int | None, allow_tf32: bool) -> Callable[[], None]:
-        # a cluster's Client, or the threaded scheduler (_dask_cluster.py)
-        from . import _dask_cluster
-
-        return _dask_cluster.configure(threads)
-
-    def settings(self, state: dict[str, Any]) -> None:
-        from . import _dask_cluster
-
-        state["dask"] = _dask_cluster.state()  # scheduler, workers, chunking: kept with each result
-        state["threads"]["dask_workers"] = state["dask"]["dask_workers"]
-
     def array_types(self) -> tuple[type, ...]:
         import dask.array as da
 
@@ -472,6 +506,9 @@ class DaskBackend(Backend):
 
     unrolled_layout = "batch-last"
     unrolled_blockwise = True
+
+
+BACKENDS = (DaskBackend(),)
 
 
 BACKENDS = (DaskBackend(),)

@@ -10,7 +10,8 @@ import numpy as np
 
 from .._lib import _singular
 from . import _convert
-from ._base import Adapter, Backend
+from ._base import Adapter, Backend, TypeHooks
+from ._facets import BenchFacet, ConvertFacet, TestingFacet, UnrolledFacet, facet
 from ._jax_adapter import (
     HOST_LOOK_MAX,
     JaxAdapter,
@@ -26,13 +27,9 @@ __all__ = ["HOST_LOOK_MAX", "JaxAdapter", "JaxBackend", "jax_backend_name"]
 _X64 = {"int64": "int32", "uint64": "uint32", "float64": "float32", "complex128": "complex64"}
 
 
-class JaxBackend(Backend):
-    module = "jax"
-    install = 'pip install jax'  # each instance says more (__init__: CPU or CUDA build)
+class JaxBench(BenchFacet):
+    backend: JaxBackend
     distributions = (("jax", ("jax",)), ("jaxlib", ("jaxlib",)))
-    library = "jax"
-    adapter_class = JaxAdapter
-    namespace_names = ("jax.numpy",)
     # each result of a timed block has its own readiness (asynchronous dispatch)
     fence_every_result = True
     extra_float_dtypes = ("float16", "bfloat16")
@@ -41,6 +38,24 @@ class JaxBackend(Backend):
                         "already a contiguous copy; only the contiguous cell is run")
     function_compiler = "jax.jit"
     conv2d_kernel = "jax.lax.conv_general_dilated"
+
+    def __init__(self, backend: JaxBackend) -> None:
+        super().__init__(backend)
+        self.numpy_wraps = not backend.gpu  # (np.asarray of a CPU array: its buffer)
+        self.notes = {"out": "no out= in JAX: the allocating add" if backend.gpu else
+                      "no out= in JAX: the allocating add (XLA reuses freed buffers)"}
+
+    def device_name(self) -> str:
+        d = self.backend._device()
+        return str(getattr(d, "device_kind", d))
+
+    def transfer_to_host(self, x: Any) -> np.ndarray:
+        # np.asarray(x) keeps its host copy on `x` (jax.Array._npy_value) and returns it
+        # on every later call; a put to the CPU device copies anew each time (on the
+        # CPU backend it is `x` itself: there is no transfer to time there)
+        import jax
+
+        return np.asarray(jax.device_put(x, jax.devices("cpu")[0]))
 
     def compile_function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         import jax
@@ -55,113 +70,8 @@ class JaxBackend(Backend):
 
         return conv
 
-    def __init__(self, platform: str) -> None:
-        self.platform = platform
-        self.name = f"jax-{platform}"
-        self.gpu = platform == "gpu"
-        self.unrolled_layout = "batch-last" if self.gpu else "batch-first"
-        self.install = ('pip install "jax[cuda12]", on a machine with an NVIDIA GPU'
-                        if self.gpu else 'pip install "jax[cpu]", or pip install "xlinalg[jax]"')
-
-    def _probe(self) -> str | None:
-        reason = super()._probe()
-        if reason is None:
-            import jax
-
-            try:
-                devs = jax.devices(self.platform)
-            except RuntimeError as exc:
-                return f"JAX has no {self.platform} device ({str(exc).splitlines()[0]})"
-            if not devs:
-                return f"JAX has no {self.platform} device"
-        return reason
-
-    def _device(self) -> Any:
-        import jax
-
-        return jax.devices(self.platform)[0]
-
-    def device_name(self) -> str:
-        d = self._device()
-        return str(getattr(d, "device_kind", d))
-
-    def from_numpy(self, arr: np.ndarray) -> Any:
-        import jax
-
-        # 64-bit dtypes with JAX's 64-bit mode off (uint64 included): a TypeError
-        # naming the dtype and the fix, as xl.to gives (JAX would narrow them)
-        _convert.check_dtype_fits(arr, "numpy", self)
-        return jax.device_put(np.array(arr, copy=True), self._device())
-
-    def transfer_to_host(self, x: Any) -> np.ndarray:
-        # np.asarray(x) keeps its host copy on `x` (jax.Array._npy_value) and returns it
-        # on every later call; a put to the CPU device copies anew each time (on the
-        # CPU backend it is `x` itself: there is no transfer to time there)
-        import jax
-
-        return np.asarray(jax.device_put(x, jax.devices("cpu")[0]))
-
-    def owns(self, x: Any) -> bool:
-        import jax
-
-        if not isinstance(x, jax.Array):
-            return False
-        try:
-            return all(d.platform == self._device().platform for d in x.devices())
-        except Exception:  # a tracer: no concrete device
-            return True
-
-    def synchronize(self, *arrays: Any) -> None:
-        import jax
-
-        if arrays:
-            jax.block_until_ready(arrays)
-        else:  # no handle: wait for every live array (effects barrier)
-            jax.effects_barrier()
-            for a in jax.live_arrays(self.platform):
-                a.block_until_ready()
-
-    def namespace(self) -> Any:
-        self.require()
-        import jax.numpy as jnp
-
-        return jnp
-
-    # ---------------------------------------------------------------- conversion
-    def dtype_refusal(self, name: str) -> str | None:
-        if name not in _X64:  # asking about other dtypes must not import JAX
-            return None
-        import jax
-
-        if not jax.config.read("jax_enable_x64"):
-            return (
-                f"JAX is in its default 32-bit mode and would make it {_X64[name]}, changing "
-                'values. Call jax.config.update("jax_enable_x64", True) at start-up (or set '
-                f"JAX_ENABLE_X64=1), or cast to {_X64[name]} first if its values allow"
-            )
-        return None
-
-    def holds(self, name: str) -> bool:
-        import jax.numpy as jnp
-
-        # ml_dtypes' float8/float4/int4 (JAX's own low-precision dtypes)
-        return name.startswith(("float8_", "float4_", "float6_", "int4", "uint4", "int2", "uint2")) and hasattr(jnp, name)
-
-    def holds_also(self) -> str:
-        return " (and ml_dtypes' float8_*, float4_e2m1fn, int4, uint4 and int2 where JAX has them)"
-
-    def read_only(self, x: Any) -> bool:
-        return True  # JAX arrays are immutable; XLA may share and reuse their buffers
-
-    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
-        import jax
-
-        out = jax.dlpack.from_dlpack(x)
-        return (out, True) if self.owns(out) else None
-
-    # ---------------------------------------------------------------- benchmark
     def processor_class(self) -> str:
-        return "gpu" if self.gpu else "cpu"
+        return "gpu" if self.backend.gpu else "cpu"
 
     def fence_description(self) -> str:
         return "per block: jax.block_until_ready on every result of the block"
@@ -174,7 +84,7 @@ class JaxBackend(Backend):
 
     def memory_peaks(self, token: Any) -> dict[str, int]:
         try:
-            stats = self._device().memory_stats()
+            stats = self.backend._device().memory_stats()
         except Exception:
             stats = None
         if stats and "peak_bytes_in_use" in stats:  # pragma: no cover - GPU only
@@ -220,7 +130,7 @@ class JaxBackend(Backend):
         state["async_dispatch"] = True
 
     def worker_env(self, env: dict[str, str], *, threads: int | None, allow_tf32: bool) -> None:
-        if self.gpu:
+        if self.backend.gpu:
             # all workers are alive at once: JAX must not take 75 % of the GPU up front
             env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
             return
@@ -230,8 +140,61 @@ class JaxBackend(Backend):
             flags += " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
             env["XLA_FLAGS"] = flags.strip()
 
-    # ---------------------------------------------------------------- tests
-    def configure_for_tests(self) -> None:
+
+class JaxConvert(ConvertFacet):
+    backend: JaxBackend
+
+    def dtype_refusal(self, name: str) -> str | None:
+        if name not in _X64:  # asking about other dtypes must not import JAX
+            return None
+        import jax
+
+        if not jax.config.read("jax_enable_x64"):
+            return (
+                f"JAX is in its default 32-bit mode and would make it {_X64[name]}, changing "
+                'values. Call jax.config.update("jax_enable_x64", True) at start-up (or set '
+                f"JAX_ENABLE_X64=1), or cast to {_X64[name]} first if its values allow"
+            )
+        return None
+
+    def holds(self, name: str) -> bool:
+        import jax.numpy as jnp
+
+        # ml_dtypes' float8/float4/int4 (JAX's own low-precision dtypes)
+        return name.startswith(("float8_", "float4_", "float6_", "int4", "uint4", "int2", "uint2")) and hasattr(jnp, name)
+
+    def holds_also(self) -> str:
+        return " (and ml_dtypes' float8_*, float4_e2m1fn, int4, uint4 and int2 where JAX has them)"
+
+    def read_only(self, x: Any) -> bool:
+        return True  # JAX arrays are immutable; XLA may share and reuse their buffers
+
+    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
+        import jax
+
+        out = jax.dlpack.from_dlpack(x)
+        return (out, True) if self.backend.owns(out) else None
+
+
+class JaxUnrolled(UnrolledFacet):
+    backend: JaxBackend
+
+    def __init__(self, backend: JaxBackend) -> None:
+        super().__init__(backend)
+        self.layout = "batch-last" if backend.gpu else "batch-first"
+
+    def compiler(self, complex_: bool) -> str | None:
+        return "jax.jit"
+
+    def kernel(self, n: int, layout: str, dtype: Any, device: Any,
+               compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
+        return make_unrolled_kernel(n, layout, compiled, cpu=not self.backend.gpu)
+
+
+class JaxTesting(TestingFacet):
+    backend: JaxBackend
+
+    def configure(self) -> None:
         import jax
 
         # float64 means float64 (array-api-extra's tests do the same)
@@ -240,7 +203,78 @@ class JaxBackend(Backend):
     def default_device(self) -> contextlib.AbstractContextManager[Any]:
         import jax
 
-        return jax.default_device(self._device())
+        return jax.default_device(self.backend._device())
+
+
+class JaxBackend(Backend):
+    module = "jax"
+    install = 'pip install jax'  # each instance says more (__init__: CPU or CUDA build)
+    library = "jax"
+    adapter_class = JaxAdapter
+    namespace_names = ("jax.numpy",)
+    bench = facet(JaxBench)
+    convert = facet(JaxConvert)
+    unrolled = facet(JaxUnrolled)
+    testing = facet(JaxTesting)
+
+    def __init__(self, platform: str) -> None:
+        self.platform = platform
+        self.name = f"jax-{platform}"
+        self.gpu = platform == "gpu"
+        self.install = ('pip install "jax[cuda12]", on a machine with an NVIDIA GPU'
+                        if self.gpu else 'pip install "jax[cpu]", or pip install "xlinalg[jax]"')
+
+    def _probe(self) -> str | None:
+        reason = super()._probe()
+        if reason is None:
+            import jax
+
+            try:
+                devs = jax.devices(self.platform)
+            except RuntimeError as exc:
+                return f"JAX has no {self.platform} device ({str(exc).splitlines()[0]})"
+            if not devs:
+                return f"JAX has no {self.platform} device"
+        return reason
+
+    def _device(self) -> Any:
+        import jax
+
+        return jax.devices(self.platform)[0]
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        import jax
+
+        # 64-bit dtypes with JAX's 64-bit mode off (uint64 included): a TypeError
+        # naming the dtype and the fix, as xl.to gives (JAX would narrow them)
+        _convert.check_dtype_fits(arr, "numpy", self)
+        return jax.device_put(np.array(arr, copy=True), self._device())
+
+    def owns(self, x: Any) -> bool:
+        import jax
+
+        if not isinstance(x, jax.Array):
+            return False
+        try:
+            return all(d.platform == self._device().platform for d in x.devices())
+        except Exception:  # a tracer: no concrete device
+            return True
+
+    def synchronize(self, *arrays: Any) -> None:
+        import jax
+
+        if arrays:
+            jax.block_until_ready(arrays)
+        else:  # no handle: wait for every live array (effects barrier)
+            jax.effects_barrier()
+            for a in jax.live_arrays(self.platform):
+                a.block_until_ready()
+
+    def namespace(self) -> Any:
+        self.require()
+        import jax.numpy as jnp
+
+        return jnp
 
     def array_types(self) -> tuple[type, ...]:
         import jax
@@ -250,29 +284,16 @@ class JaxBackend(Backend):
     def make_adapter(self) -> Adapter:
         return JaxAdapter()
 
-    def type_name(self, cls: type) -> Callable[[Any], str]:
-        import jax
-
-        if issubclass(cls, jax.core.Tracer):
-            return traced_backend_name
-        if jax_cpu_only():
-            return lambda x: "jax-cpu"
-        return jax_backend_name
-
-    def type_fence(self, cls: type) -> Callable[[Any], Any] | None:
+    def type_hooks(self, cls: type) -> TypeHooks:
         import jax
 
         if issubclass(cls, jax.core.Tracer):  # no concrete device, nothing to wait for
-            return None
+            return TypeHooks(traced_backend_name, None)
         # the array's own method (C++), called directly: synchronize costs one call more
-        return getattr(cls, "block_until_ready", None) or self.synchronize
-
-    def unrolled_compiler(self, complex_: bool) -> str | None:
-        return "jax.jit"
-
-    def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,
-                        compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
-        return make_unrolled_kernel(n, layout, compiled, cpu=not self.gpu)
+        fence = getattr(cls, "block_until_ready", None) or self.synchronize
+        if jax_cpu_only():
+            return TypeHooks(lambda x: "jax-cpu", fence)
+        return TypeHooks(jax_backend_name, fence)
 
 
 # ---------------------------------------------------------------------- the unrolled solver

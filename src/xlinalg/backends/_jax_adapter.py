@@ -11,14 +11,16 @@ from __future__ import annotations
 import cmath
 import math
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from .._lib import _singular
 from ._adapter import nan_members, singular_members
-from ._base import MISSING, NP_NON_NUMERIC, Adapter
+from ._base import MISSING, Adapter
 from ._numpy_adapter import NUMPY
+from ._speed import FastPaths
 
 __all__ = ["HOST_LOOK_MAX", "JaxAdapter", "jax_backend_name", "jax_cpu_only", "traced_backend_name"]
 
@@ -30,6 +32,12 @@ _EYE_CACHE_MAX_N = 64
 class JaxAdapter(Adapter):
     library = "JAX"
     stack_call = "jax.numpy.stack"
+    speed = FastPaths(
+        ops={**{n: f"jax.numpy.{n}" for n in ("add", "subtract", "multiply", "matmul")},
+             "sigmoid": "jax.nn.sigmoid"},
+        dtypes_from="numpy", numeric_only=True,
+    )
+    lower_triangle = MappingProxyType({"symmetrize_input": False})  # (NaN where cholesky fails)
 
     def __init__(self) -> None:
         import jax
@@ -43,17 +51,13 @@ class JaxAdapter(Adapter):
         # on a GPU machine jax-cpu arrays exist beside jax-gpu ones
         every = _every_jax_device(jax)
         self._all_cpu = all(d.platform == "cpu" for d in every)
-        # one device of the default backend: the fast path need not read .devices()
+        # (a fact of this machine, not a setting: read here) one device of the default
+        # backend: the fast path need not read .devices()
         # (microseconds); a jax-cpu array beside a jax-gpu one meets JAX's own refusal
         # of committed arrays on two devices there
         self.fast_device_check = len(jax.devices()) > 1
         # caches (the unrolled kernels) key on the device unless there is only one
         self.single_device = len(every) == 1
-        self.solve_dtypes = frozenset(np.dtype(c) for c in "fdFD")
-        self.fast = {n: getattr(jnp, n) for n in ("add", "subtract", "multiply", "matmul")}
-        self.fast["sigmoid"] = jax.nn.sigmoid
-        self.sigmoid_dtypes = frozenset(np.dtype(c) for c in "fd")
-        self.fast_excluded = NP_NON_NUMERIC
         self._masked_svd: dict[bool, Any] = {}
         self._eyes: dict[tuple[int, Any, Any], Any] = {}
         # jnp.linalg.solve under our own jit: its Python checks run once per input

@@ -4,37 +4,82 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from .._lib import _singular
-from ._base import Adapter, Backend, im2col_conv2d
+from ._base import Adapter, Backend
+from ._facets import BenchFacet, ConvertFacet, UnrolledFacet, facet, im2col_conv2d
 from ._numpy_adapter import NUMPY, NumPyAdapter, int_text, low_float, refused_subclass
 
 __all__ = ["NUMPY", "NumPyAdapter", "NumPyBackend", "int_text", "low_float", "refused_subclass"]
 
 
-class NumPyBackend(Backend):
-    name = "numpy"
-    article_role = "NumPy"
-    module = "numpy"
-    install = "pip install numpy"
+class NumPyBench(BenchFacet):
     distributions = (("numpy", ("numpy",)), ("scipy", ("scipy",)))  # SciPy: its BLAS, expit
-    library = "numpy"
-    adapter_class = NumPyAdapter
-    namespace_names = ("array_api_compat.numpy", "numpy")
-    numpy_host = True
     numpy_buffers = True
     extra_float_dtypes = ("float16",)
     numpy_arrays = True
+    numpy_wraps = True
     conv2d_kernel = "im2col: sliding_window_view + tensordot"
+    lacks = MappingProxyType({"device_transfer": "NumPy arrays live on the host: there is no transfer"})
+
+    def version(self) -> str:
+        return np.__version__
 
     def native_namespace(self) -> Any:
         return np
 
     def conv2d(self) -> Callable[[Any, Any], Any]:
         return im2col_conv2d(np)
+
+
+class NumPyConvert(ConvertFacet):
+    numpy_host = True
+
+    def host_view(self, x: Any) -> np.ndarray | None:
+        return x
+
+    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
+        return np.from_dlpack(x), True
+
+    def seal(self, x: Any) -> Any:
+        if x.flags.writeable:
+            x = x.view()
+            x.flags.writeable = False
+        return x
+
+
+class NumPyUnrolled(UnrolledFacet):
+    layout = "batch-last"
+
+    def compiler(self, complex_: bool) -> str | None:
+        # numba, where installed (an optional extra): found without importing it
+        from .._kernels._numba import numba_problem
+
+        return "numba" if numba_problem() is None else None
+
+    def kernel(self, n: int, layout: str, dtype: Any, device: Any,
+               compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
+        if compiled:  # one compiled loop over the batch, any layout read in place
+            from .._kernels._numba import make_kernel
+
+            return make_kernel(n, dtype)
+        return make_unrolled_kernel(n, layout, dtype)
+
+
+class NumPyBackend(Backend):
+    name = "numpy"
+    module = "numpy"
+    install = "pip install numpy"
+    library = "numpy"
+    adapter_class = NumPyAdapter
+    namespace_names = ("array_api_compat.numpy", "numpy")
+    bench = facet(NumPyBench)
+    convert = facet(NumPyConvert)
+    unrolled = facet(NumPyUnrolled)
 
     def array_types(self) -> tuple[type, ...]:
         return (np.ndarray, np.generic)  # NumPy returns scalars for 0-d results
@@ -50,42 +95,11 @@ class NumPyBackend(Backend):
         ma = sys.modules.get("numpy.ma")
         return None if ma is not None and issubclass(cls, ma.MaskedArray) else NUMPY
 
-    def version(self) -> str:
-        return np.__version__
-
     def from_numpy(self, arr: np.ndarray) -> Any:
         return np.array(arr, copy=True)
 
     def owns(self, x: Any) -> bool:
         return isinstance(x, np.ndarray)
-
-    def host_view(self, x: Any) -> np.ndarray | None:
-        return x
-
-    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
-        return np.from_dlpack(x), True
-
-    def seal(self, x: Any) -> Any:
-        if x.flags.writeable:
-            x = x.view()
-            x.flags.writeable = False
-        return x
-
-    unrolled_layout = "batch-last"
-
-    def unrolled_compiler(self, complex_: bool) -> str | None:
-        # numba, where installed (an optional extra): found without importing it
-        from .._kernels._numba import numba_problem
-
-        return "numba" if numba_problem() is None else None
-
-    def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,
-                        compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
-        if compiled:  # one compiled loop over the batch, any layout read in place
-            from .._kernels._numba import make_kernel
-
-            return make_kernel(n, dtype)
-        return make_unrolled_kernel(n, layout, dtype)
 
 
 # ---------------------------------------------------------------------- the unrolled solver

@@ -18,7 +18,8 @@ import numpy as np
 from .._lib import _singular
 from .._lib._typing import QRMode
 from ._adapter import nan_members, singular_members
-from ._base import NARROW_FLOATS, NP_NON_NUMERIC, Adapter
+from ._base import NARROW_FLOATS, Adapter
+from ._speed import FastPaths
 
 __all__ = ["NUMPY", "NumPyAdapter", "int_text", "low_float", "refused_subclass"]
 
@@ -76,16 +77,18 @@ class NumPyAdapter(Adapter):
     library = "NumPy"
     stack_call = "numpy.stack"
     single_device = True
+    numpy_arrays = True
+    speed = FastPaths(
+        ops={n: f"numpy.{n}" for n in ("add", "subtract", "multiply", "matmul")},
+        # SciPy's expit: one stable ufunc (float32/64); without SciPy, the standard formula
+        optional_ops={"sigmoid": "scipy.special.expit"},
+        dtypes_from="numpy", device_check=False, numeric_only=True,
+    )
 
     def __init__(self) -> None:
         import array_api_compat.numpy as xnp
 
         super().__init__(xnp)
-        self.fast_device_check = False
-        self.solve_dtypes = frozenset(np.dtype(c) for c in "fdFD")
-        self.sigmoid_dtypes = frozenset(np.dtype(c) for c in "fd")
-        self.fast = {n: getattr(np, n) for n in ("add", "subtract", "multiply", "matmul")}
-        self.fast_excluded = NP_NON_NUMERIC
         # the gufuncs behind numpy.linalg.solve (compat does the same for NumPy 1.x);
         # None: a NumPy without them
         self._solve_gufunc: Callable[..., Any] | None = None
@@ -99,7 +102,6 @@ class NumPyAdapter(Adapter):
             self._slogdet_gufunc = _umath_linalg.slogdet
         except (ImportError, AttributeError):  # pragma: no cover - a NumPy without them
             pass
-        self._expit: Any = None
 
     def device(self, x: Any) -> Any:
         return "cpu"
@@ -401,19 +403,15 @@ class NumPyAdapter(Adapter):
             return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
         return np.matmul(a, b)
 
-    def sigmoid(self, x: Any) -> Any:
-        if self._expit is None:
-            try:  # SciPy's expit is one stable ufunc; without SciPy, the standard formula
-                from scipy.special import expit
+    def native_matrix_norm(self) -> Callable[[Any, Any, bool], Any] | None:
+        return lambda x, o, keep: np.linalg.norm(x, ord=o, axis=(-2, -1), keepdims=keep)
 
-                self._expit = expit
-                self.fast["sigmoid"] = expit  # for sigmoid_dtypes (float32/64) from now on
-            except ImportError:  # pragma: no cover
-                self._expit = False
-        if self._expit is False or x.dtype.kind not in "f" or x.dtype.itemsize < 4:
+    def sigmoid(self, x: Any) -> Any:
+        expit = self.fast.get("sigmoid") or self.optional_op("sigmoid")
+        if expit is None or x.dtype.kind not in "f" or x.dtype.itemsize < 4:
             with np.errstate(all="ignore"):  # complex: inf/inf is "invalid", quietly NaN
                 return super().sigmoid(x)
-        return self._expit(x)
+        return expit(x)
 
 
 def low_float(dt: np.dtype) -> bool:

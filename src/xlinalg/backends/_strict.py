@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from ._base import Adapter, Backend
+from ._facets import BenchFacet, ConvertFacet, facet
 from ._numpy import NUMPY
 
 __all__ = ["StrictAdapter", "StrictBackend", "strict_to_numpy"]
@@ -52,28 +54,21 @@ def strict_to_numpy(x: Any) -> np.ndarray:
         return np.from_dlpack(_LegacyDLPack(x)).copy()
 
 
-class StrictBackend(Backend):
-    name = "array-api-strict"
-    module = "array_api_strict"
-    install = 'pip install array-api-strict, or pip install "xlinalg[strict]"'
+class StrictBench(BenchFacet):
     distributions = (("array-api-strict", ("array-api-strict",)),)
-    library = "array_api_strict"
-    bench_opt_in = ("the standard's reference implementation for testing portable code, "
-                    "NumPy underneath: not a library to choose for speed")
-    adapter_class = StrictAdapter
+    opt_in = ("the standard's reference implementation for testing portable code, "
+              "NumPy underneath: not a library to choose for speed")
     numpy_buffers = True  # a NumPy array inside each array
+    lacks = MappingProxyType({
+        "einsum": "the array API standard has no einsum",
+        "conv2d": "the array API standard has no convolution and no sliding-window view",
+    })
+    notes = MappingProxyType({"strided_view": "array-api-strict wraps a NumPy array: x[:, ::2] is a real "
+                             "strided NumPy view, so the layout difference is NumPy's",
+             "out": "no out= in the standard: the allocating add"})
 
-    def from_numpy(self, arr: np.ndarray) -> Any:
-        import array_api_strict as xps
 
-        return xps.asarray(np.array(arr, copy=True))
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return strict_to_numpy(x)
-
-    def owns(self, x: Any) -> bool:
-        return type(x).__module__.startswith("array_api_strict")
-
+class StrictConvert(ConvertFacet):
     def dtype_refusal(self, name: str) -> str | None:
         if name in ("bfloat16", "float16"):
             return (f"array-api-strict has no {name}. Cast to float32 first (exact: it "
@@ -99,6 +94,27 @@ class StrictBackend(Backend):
             return x
         h.flags.writeable = False  # (a view of its own: x's buffer stays as it was)
         return array_api_strict.asarray(h, copy=False)
+
+
+class StrictBackend(Backend):
+    name = "array-api-strict"
+    module = "array_api_strict"
+    install = 'pip install array-api-strict, or pip install "xlinalg[strict]"'
+    library = "array_api_strict"
+    adapter_class = StrictAdapter
+    bench = facet(StrictBench)
+    convert = facet(StrictConvert)
+
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        import array_api_strict as xps
+
+        return xps.asarray(np.array(arr, copy=True))
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return strict_to_numpy(x)
+
+    def owns(self, x: Any) -> bool:
+        return type(x).__module__.startswith("array_api_strict")
 
     def namespace(self) -> Any:
         self.require()

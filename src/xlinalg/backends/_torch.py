@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ._base import Adapter, Backend
+from ._base import Adapter, Backend, TypeHooks
+from ._facets import BenchFacet, ConvertFacet, TestingFacet, UnrolledFacet, facet
 from ._torch_adapter import TorchAdapter, torch_dense_error
 
 __all__ = ["TorchAdapter", "TorchBackend"]
@@ -33,20 +34,26 @@ def _overlaps(t: Any) -> bool:
     return check is not None and int(check(t)) != 0
 
 
-class TorchBackend(Backend):
-    module = "torch"
-    install = "pip install torch"  # each instance says more (__init__: CPU or CUDA build)
+class TorchBench(BenchFacet):
+    backend: TorchBackend
     distributions = (("torch", ("torch",)),)
-    library = "torch"
-    adapter_class = TorchAdapter
-    namespace_names = ("array_api_compat.torch", "torch")
     env_flags = ("XLINALG_TORCH_COMPILE",)  # whether the unrolled solver may torch.compile
-    writable_arrays = True
     extra_float_dtypes = ("float16", "bfloat16")
     function_compiler = "torch.compile (Inductor)"
     # Inductor builds C++ (CPU) or Triton (CUDA) kernels: seconds per shape and dtype
     slow_compiler = True
     conv2d_kernel = "torch.nn.functional.conv2d"
+
+    def __init__(self, backend: TorchBackend) -> None:
+        super().__init__(backend)
+        self.numpy_wraps = not backend.gpu  # (a CPU tensor's .numpy() is a view)
+
+    def device_name(self) -> str:
+        if self.backend.gpu:
+            import torch
+
+            return str(torch.cuda.get_device_name(0))
+        return super().device_name()
 
     def native_namespace(self) -> Any:
         import torch
@@ -65,12 +72,189 @@ class TorchBackend(Backend):
 
         return tf.conv2d
 
+    def processor_class(self) -> str:
+        return "gpu" if self.backend.gpu else "cpu"
+
+    def cast(self, x: Any, dtype: Any) -> Any:
+        return x.to(dtype)
+
+    def host_result(self, x: Any) -> np.ndarray:
+        import torch
+
+        if x.dtype in (torch.bfloat16, torch.float16):
+            x = x.float()
+        return np.asarray(self.backend.to_numpy(x))
+
+    def fence_description(self) -> str:
+        if self.backend.gpu:
+            return "per block: torch.cuda.synchronize (+ CUDA events for device time)"
+        return super().fence_description()
+
+    def device_clock(self) -> Any:
+        if not self.backend.gpu:
+            return None
+        import torch  # pragma: no cover - needs a CUDA device
+
+        class _TorchEvents:  # pragma: no cover - needs a CUDA device
+            def start(self) -> None:
+                self._a = torch.cuda.Event(enable_timing=True)
+                self._b = torch.cuda.Event(enable_timing=True)
+                self._a.record()
+
+            def stop(self) -> float:
+                self._b.record()
+                self._b.synchronize()
+                return float(self._a.elapsed_time(self._b)) / 1e3
+
+        return _TorchEvents()  # pragma: no cover - needs a CUDA device
+
+    def memory_reset(self) -> Any:
+        if not self.backend.gpu:
+            return None
+        import torch  # pragma: no cover - needs CUDA
+
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        return torch.cuda.memory_allocated()
+
+    def memory_peaks(self, token: Any) -> dict[str, int]:
+        if not self.backend.gpu:
+            return {}
+        import torch  # pragma: no cover - needs CUDA
+
+        torch.cuda.synchronize()
+        return {"cuda_max_allocated_bytes": int(torch.cuda.max_memory_allocated() - (token or 0))}
+
+    def release_memory(self) -> None:
+        if self.backend.gpu:  # pragma: no cover - needs CUDA
+            import torch
+
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+
+    def configure(self, *, threads: int | None, allow_tf32: bool) -> Callable[[], None]:
+        import torch
+
+        undo: list[Callable[[], None]] = []
+        old_tprec = torch.get_float32_matmul_precision()
+        old_threads = torch.get_num_threads()
+        torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
+        undo.append(lambda: torch.set_float32_matmul_precision(old_tprec))
+        if self.backend.gpu:  # pragma: no cover - needs CUDA
+            # matmul and cuDNN (the A15 convolution) have a TF32 switch each; cuDNN's
+            # is on by default
+            old_tf32 = torch.backends.cuda.matmul.allow_tf32
+            old_cudnn_tf32 = torch.backends.cudnn.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+            torch.backends.cudnn.allow_tf32 = allow_tf32
+
+            def _undo_tf32() -> None:
+                torch.backends.cuda.matmul.allow_tf32 = old_tf32
+                torch.backends.cudnn.allow_tf32 = old_cudnn_tf32
+
+            undo.append(_undo_tf32)
+        if threads is not None:
+            torch.set_num_threads(threads)
+            undo.append(lambda: torch.set_num_threads(old_threads))
+
+        def restore() -> None:
+            for f in reversed(undo):
+                f()
+
+        return restore
+
+    def settings(self, state: dict[str, Any]) -> None:
+        import torch
+
+        state["threads"]["torch"] = torch.get_num_threads()
+        state["threads"]["torch_interop"] = torch.get_num_interop_threads()
+        state["matmul_precision"] = {"float32": torch.get_float32_matmul_precision()}
+        if self.backend.gpu:  # pragma: no cover - needs CUDA
+            state["matmul_precision"]["allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
+            state["matmul_precision"]["cudnn_allow_tf32"] = bool(torch.backends.cudnn.allow_tf32)
+            state["cuda"] = torch.version.cuda
+
+    def thread_info(self) -> dict[str, Any]:
+        import torch
+
+        return {"torch": torch.get_num_threads(),
+                "torch_float32_matmul_precision": torch.get_float32_matmul_precision()}
+
+
+class TorchConvert(ConvertFacet):
+    backend: TorchBackend
+    writable_arrays = True
+
+    def plain(self, x: Any) -> Any:
+        if x.is_conj() or x.is_neg():
+            return x.resolve_conj().resolve_neg()
+        return x
+
+    def read_only(self, x: Any) -> bool:
+        # an expanded (stride-0) or overlapping view: torch refuses in-place writes to
+        # it ("more than one element ... refers to a single memory location"); a
+        # writable alias elsewhere would write one element into many
+        return _overlaps(x)
+
+    def holds(self, name: str) -> bool:
+        return name in _FLOAT8
+
+    def holds_also(self) -> str:
+        return f" (and {', '.join(sorted(_FLOAT8))})"
+
+    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
+        import torch
+
+        out = torch.from_dlpack(x)
+        if out.device.type != self.backend.device_type:
+            return None
+        return (out.clone(), False) if protect else (out, True)
+
+
+class TorchUnrolled(UnrolledFacet):
+    backend: TorchBackend
+
+    def __init__(self, backend: TorchBackend) -> None:
+        super().__init__(backend)
+        self.layout = "batch-last" if backend.gpu else "batch-first"
+
+    def compiler(self, complex_: bool) -> str | None:
+        return "torch.compile"
+
+    def compile_problem(self) -> str | None:
+        return torch_compile_reason(self.backend.device_type)
+
+    def kernel(self, n: int, layout: str, dtype: Any, device: Any,
+               compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
+        return make_unrolled_kernel(n, layout, dtype, device, compiled)
+
+
+class TorchTesting(TestingFacet):
+    backend: TorchBackend
+
+    def default_device(self) -> contextlib.AbstractContextManager[Any]:
+        if not self.backend.gpu:
+            return contextlib.nullcontext()
+        import torch
+
+        return torch.device(self.backend.device_type)
+
+
+class TorchBackend(Backend):
+    module = "torch"
+    install = "pip install torch"  # each instance says more (__init__: CPU or CUDA build)
+    library = "torch"
+    adapter_class = TorchAdapter
+    namespace_names = ("array_api_compat.torch", "torch")
+    bench = facet(TorchBench)
+    convert = facet(TorchConvert)
+    unrolled = facet(TorchUnrolled)
+    testing = facet(TorchTesting)
+
     def __init__(self, device_type: str) -> None:
         self.device_type = device_type
         self.name = f"torch-{device_type}"
-        self.article_role = "PyTorch CPU" if device_type == "cpu" else ""
         self.gpu = device_type == "cuda"
-        self.unrolled_layout = "batch-last" if self.gpu else "batch-first"
         self.install = (
             "pip install torch, a CUDA build (PyPI's Linux wheels are; others: "
             "https://pytorch.org/get-started/locally/), on a machine with an NVIDIA GPU"
@@ -90,13 +274,6 @@ class TorchBackend(Backend):
                 return "no CUDA device is visible (torch.cuda.is_available() is False)"
         return reason
 
-    def device_name(self) -> str:
-        if self.gpu:
-            import torch
-
-            return str(torch.cuda.get_device_name(0))
-        return super().device_name()
-
     def from_numpy(self, arr: np.ndarray) -> Any:
         import torch
 
@@ -107,12 +284,6 @@ class TorchBackend(Backend):
             bits = np.uint16 if name == "bfloat16" else np.uint8
             return torch.from_numpy(host.view(bits)).view(getattr(torch, name)).to(self.device_type)
         return torch.from_numpy(host).to(self.device_type)
-
-    def holds(self, name: str) -> bool:
-        return name in _FLOAT8
-
-    def holds_also(self) -> str:
-        return f" (and {', '.join(sorted(_FLOAT8))})"
 
     def to_numpy(self, x: Any) -> np.ndarray:
         import torch
@@ -149,161 +320,8 @@ class TorchBackend(Backend):
     def make_adapter(self) -> Adapter:
         return TorchAdapter()
 
-    def type_name(self, cls: type) -> Callable[[Any], str]:
-        return _torch_name
-
-    def type_fence(self, cls: type) -> Callable[[Any], Any] | None:
-        return _torch_fence
-
-    def type_dense_error(self, cls: type) -> Callable[[Any, str, str], TypeError | None] | None:
-        return torch_dense_error
-
-    # ---------------------------------------------------------------- conversion
-    def plain(self, x: Any) -> Any:
-        if x.is_conj() or x.is_neg():
-            return x.resolve_conj().resolve_neg()
-        return x
-
-    def read_only(self, x: Any) -> bool:
-        # an expanded (stride-0) or overlapping view: torch refuses in-place writes to
-        # it ("more than one element ... refers to a single memory location"); a
-        # writable alias elsewhere would write one element into many
-        return _overlaps(x)
-
-    def from_dlpack(self, x: Any, protect: bool) -> tuple[Any, bool] | None:
-        import torch
-
-        out = torch.from_dlpack(x)
-        if out.device.type != self.device_type:
-            return None
-        return (out.clone(), False) if protect else (out, True)
-
-    def unrolled_compiler(self, complex_: bool) -> str | None:
-        return "torch.compile"
-
-    def unrolled_compile_problem(self) -> str | None:
-        return torch_compile_reason(self.device_type)
-
-    def unrolled_kernel(self, n: int, layout: str, dtype: Any, device: Any,
-                        compiled: bool) -> Callable[..., tuple[Any, Any]] | None:
-        return make_unrolled_kernel(n, layout, dtype, device, compiled)
-
-    # ---------------------------------------------------------------- benchmark
-    def processor_class(self) -> str:
-        return "gpu" if self.gpu else "cpu"
-
-    def cast(self, x: Any, dtype: Any) -> Any:
-        return x.to(dtype)
-
-    def host_result(self, x: Any) -> np.ndarray:
-        import torch
-
-        if x.dtype in (torch.bfloat16, torch.float16):
-            x = x.float()
-        return np.asarray(self.to_numpy(x))
-
-    def fence_description(self) -> str:
-        if self.gpu:
-            return "per block: torch.cuda.synchronize (+ CUDA events for device time)"
-        return super().fence_description()
-
-    def device_clock(self) -> Any:
-        if not self.gpu:
-            return None
-        import torch  # pragma: no cover - needs a CUDA device
-
-        class _TorchEvents:  # pragma: no cover - needs a CUDA device
-            def start(self) -> None:
-                self._a = torch.cuda.Event(enable_timing=True)
-                self._b = torch.cuda.Event(enable_timing=True)
-                self._a.record()
-
-            def stop(self) -> float:
-                self._b.record()
-                self._b.synchronize()
-                return float(self._a.elapsed_time(self._b)) / 1e3
-
-        return _TorchEvents()  # pragma: no cover - needs a CUDA device
-
-    def memory_reset(self) -> Any:
-        if not self.gpu:
-            return None
-        import torch  # pragma: no cover - needs CUDA
-
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        return torch.cuda.memory_allocated()
-
-    def memory_peaks(self, token: Any) -> dict[str, int]:
-        if not self.gpu:
-            return {}
-        import torch  # pragma: no cover - needs CUDA
-
-        torch.cuda.synchronize()
-        return {"cuda_max_allocated_bytes": int(torch.cuda.max_memory_allocated() - (token or 0))}
-
-    def release_memory(self) -> None:
-        if self.gpu:  # pragma: no cover - needs CUDA
-            import torch
-
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
-
-    def configure(self, *, threads: int | None, allow_tf32: bool) -> Callable[[], None]:
-        import torch
-
-        undo: list[Callable[[], None]] = []
-        old_tprec = torch.get_float32_matmul_precision()
-        old_threads = torch.get_num_threads()
-        torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
-        undo.append(lambda: torch.set_float32_matmul_precision(old_tprec))
-        if self.gpu:  # pragma: no cover - needs CUDA
-            # matmul and cuDNN (the A15 convolution) have a TF32 switch each; cuDNN's
-            # is on by default
-            old_tf32 = torch.backends.cuda.matmul.allow_tf32
-            old_cudnn_tf32 = torch.backends.cudnn.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = allow_tf32
-            torch.backends.cudnn.allow_tf32 = allow_tf32
-
-            def _undo_tf32() -> None:
-                torch.backends.cuda.matmul.allow_tf32 = old_tf32
-                torch.backends.cudnn.allow_tf32 = old_cudnn_tf32
-
-            undo.append(_undo_tf32)
-        if threads is not None:
-            torch.set_num_threads(threads)
-            undo.append(lambda: torch.set_num_threads(old_threads))
-
-        def restore() -> None:
-            for f in reversed(undo):
-                f()
-
-        return restore
-
-    def settings(self, state: dict[str, Any]) -> None:
-        import torch
-
-        state["threads"]["torch"] = torch.get_num_threads()
-        state["threads"]["torch_interop"] = torch.get_num_interop_threads()
-        state["matmul_precision"] = {"float32": torch.get_float32_matmul_precision()}
-        if self.gpu:  # pragma: no cover - needs CUDA
-            state["matmul_precision"]["allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
-            state["matmul_precision"]["cudnn_allow_tf32"] = bool(torch.backends.cudnn.allow_tf32)
-            state["cuda"] = torch.version.cuda
-
-    def thread_info(self) -> dict[str, Any]:
-        import torch
-
-        return {"torch": torch.get_num_threads(),
-                "torch_float32_matmul_precision": torch.get_float32_matmul_precision()}
-
-    # ---------------------------------------------------------------- tests
-    def default_device(self) -> contextlib.AbstractContextManager[Any]:
-        if not self.gpu:
-            return contextlib.nullcontext()
-        import torch
-
-        return torch.device(self.device_type)
+    def type_hooks(self, cls: type) -> TypeHooks:
+        return TypeHooks(_torch_name, _torch_fence, torch_dense_error)
 
 
 def _torch_name(x: Any) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 from ._adapter import nan_members, singular_members
 from ._base import Adapter, make_solve_fast
 from ._numpy_adapter import NUMPY
+from ._speed import FastPaths
 
 __all__ = ["HOST_SOLVE_MAX_BATCH", "HOST_SOLVE_MAX_N", "TorchAdapter", "torch_dense_error"]
 
@@ -31,9 +32,24 @@ def _cpu_scalar(t: Any) -> bool:
     return t.ndim == 0 and t.device.type == "cpu"
 
 
+#: torch's complex dtypes
+_COMPLEX = ("complex32", "complex64", "complex128")
+
+
 class TorchAdapter(Adapter):
     library = "PyTorch"
     stack_call = "torch.stack"
+    speed = FastPaths(
+        ops={n: f"torch.{n}" for n in ("add", "subtract", "multiply", "matmul", "sigmoid")},
+        dtypes_from="torch",
+        device_check=False,  # torch refuses mixed devices; solve translates it
+        # torch computes add/subtract as ``x1 + alpha * x2``, and ``1 * (inf+0j)`` is
+        # ``inf+nanj``: complex operands take binary() below, which adds the parts
+        excluded_ops={"add": _COMPLEX, "subtract": _COMPLEX},
+        # torch.matmul raises for float32 @ float64, int64 @ float32, bool, ...: the
+        # checked path then promotes by the standard or names the argument
+        refuses_mixed=frozenset({"matmul"}),
+    )
 
     def __init__(self) -> None:
         import array_api_compat.torch as xt
@@ -43,22 +59,31 @@ class TorchAdapter(Adapter):
         self.torch = torch
         self._linalg_error = torch.linalg.LinAlgError
         self._below_ad = getattr(torch._C, "_AutoDispatchBelowADInplaceOrView", None)
-        self.fast_device_check = False  # torch refuses mixed devices; solve translates it
-        self.solve_dtypes = frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
-        self.fast = {n: getattr(torch, n) for n in ("add", "subtract", "multiply", "matmul", "sigmoid")}
-        self.sigmoid_dtypes = frozenset((torch.float32, torch.float64))
         # one matrix with xl.solve's defaults: this adapter's solve (the rule included)
         # without the checked path's shape reads; any refusal goes to the checked path
         self.solve_fast = make_solve_fast(lambda a, b: self.solve(a, b, b.ndim == 1, "raise"),
                                           self.solve_dtypes, meta=True)
-        # torch.matmul raises for float32 @ float64, int64 @ float32, bool, ...: the
-        # checked path then promotes by the standard or names the argument
-        self.fast_refuses_mixed = frozenset({"matmul"})
-        # torch computes add/subtract as ``x1 + alpha * x2``, and ``1 * (inf+0j)`` is
-        # ``inf+nanj``: complex operands take binary() below, which adds the parts
-        complex_ = frozenset((torch.complex32, torch.complex64, torch.complex128))
-        self.fast_excluded_ops = {"add": complex_, "subtract": complex_}
         self._parts_ops = {"add": torch.add, "subtract": torch.subtract}
+
+    # ---------------------------------------------------------------- torch's own linalg
+    def native_matrix_norm(self) -> Callable[[Any, Any, bool], Any] | None:
+        tl = self.torch.linalg
+        return lambda x, o, keep: tl.matrix_norm(x, ord=o, keepdim=keep)
+
+    def native_vector_norm(self, x: Any, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+        return self.torch.linalg.vector_norm(x, ord=ord, dim=axes, keepdim=keepdims)
+
+    def native_matrix_power(self, x: Any, k: int) -> Any:
+        return self.torch.linalg.matrix_power(x, k)
+
+    def native_vecdot(self, x1: Any, x2: Any, axis: int) -> Any:
+        if self.kind(x1.dtype) not in "fc":  # (torch's has no integer kernel)
+            return None
+        return self.torch.linalg.vecdot(x1, x2, dim=axis)
+
+    def cholesky_ex(self, x: Any) -> tuple[Any, Any] | None:
+        low, info = self.torch.linalg.cholesky_ex(x)
+        return low, info != 0
 
     def binary(self, name: str) -> Callable[[Any, Any], Any]:
         fn = self._parts_ops.get(name)

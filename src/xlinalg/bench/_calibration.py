@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ._cases import Case, register_case
+from ._cases import Case, backends_noting, register_case
 
 __all__ = ["CALIBRATION_CASES"]
 
@@ -75,9 +75,6 @@ register_case(
         flops=lambda n: 1.0 * n,
         bytes=lambda n, itemsize: 3.0 * itemsize * n,
         dtypes=("float64", "float32", "float16", "bfloat16"),
-        notes={"jax-cpu": "no out= in JAX: the allocating add (XLA reuses freed buffers)",
-               "jax-cuda": "no out= in JAX: the allocating add",
-               "array-api-strict": "no out= in the standard: the allocating add",
-               "dask": "a lazy graph: the allocating add"},
+        notes=backends_noting("out"),  # (no out=: the allocating add),
     )
 )

@@ -57,6 +57,8 @@ __all__ = [
     "Case",
     "Ctx",
     "backend_object",
+    "backends_lacking",
+    "backends_noting",
     "case_names",
     "default_case_names",
     "format_size",
@@ -335,7 +337,7 @@ class Case:
         if dtype not in self.dtypes:
             return f"case {self.name!r} supports dtypes {', '.join(self.dtypes)}, not {dtype}"
         be = backend_object(backend)
-        missing = be.missing_dtype(dtype) if be is not None else None
+        missing = be.bench.missing_dtype(dtype) if be is not None else None
         if missing is not None:
             return missing
         if self.skip_if is not None:
@@ -370,6 +372,22 @@ def backend_object(name: str) -> Any:
         return get_backend(name)
     except ValueError:
         return None
+
+
+def backends_lacking(feature: str) -> dict[str, str]:
+    """backend id -> why its library lacks `feature` (``Backend.bench.lacks``), for a
+    case's ``skip``: each library declares what it lacks, each case what it needs."""
+    from ..backends import BACKEND_NAMES, get_backend
+
+    return {b: why for b in BACKEND_NAMES if (why := get_backend(b).bench.lacks.get(feature))}
+
+
+def backends_noting(topic: str) -> dict[str, str]:
+    """backend id -> what to know about its cells of a kind of measurement, `topic`
+    (``Backend.bench.notes``), for a case's ``notes``."""
+    from ..backends import BACKEND_NAMES, get_backend
+
+    return {b: note for b in BACKEND_NAMES if (note := get_backend(b).bench.notes.get(topic))}
 
 
 def valid_section(section: object) -> bool:
@@ -471,14 +489,14 @@ def load_case_file(path: str | os.PathLike[str]) -> list[str]:
 # ---------------------------------------------------------------------- namespaces
 def native_namespace(backend: str) -> Any:
     """The backend's own array namespace (imports the library): its
-    :meth:`~xlinalg.backends.Backend.native_namespace`."""
+    ``Backend.bench.native_namespace``."""
     from ..backends import get_backend
 
-    return get_backend(backend).native_namespace()
+    return get_backend(backend).bench.native_namespace()
 
 
 def native_dtype(backend: str, dtype: str) -> Any:
     """The dtype object called `dtype` in `backend`'s namespace (TypeError if none)."""
     from ..backends import get_backend
 
-    return get_backend(backend).native_dtype(dtype)
+    return get_backend(backend).bench.native_dtype(dtype)

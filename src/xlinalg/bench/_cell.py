@@ -125,15 +125,15 @@ def _host_cast(arr: np.ndarray, dtype: str) -> np.ndarray:
 def _to_backend(backend: Any, host: np.ndarray, dtype: str) -> Any:
     x = backend.from_numpy(host)
     if dtype == "bfloat16":  # host holds bf16-exact float32 values: cast on the backend
-        x = backend.cast(x, backend.native_dtype(dtype))
+        x = backend.bench.cast(x, backend.bench.native_dtype(dtype))
     return x
 
 
 def _materialize(backend: Any, out: Any) -> Any:
     """A lazy backend's result evaluated (each member of a tuple result)."""
     if isinstance(out, (tuple, list)):
-        return backend.materialize_all(out)
-    return backend.materialize(out)
+        return backend.bench.materialize_all(out)
+    return backend.bench.materialize(out)
 
 
 def _result_to_numpy(backend: Any, x: Any) -> Any:
@@ -142,7 +142,7 @@ def _result_to_numpy(backend: Any, x: Any) -> Any:
         return tuple(_result_to_numpy(backend, v) for v in x)
     if isinstance(x, np.ndarray):
         return x
-    return backend.host_result(x)
+    return backend.bench.host_result(x)
 
 
 def _layout(x: Any) -> dict[str, Any]:
@@ -366,9 +366,9 @@ def execute_cell(
             if cell.get("check", True) and case.reference is not None:
                 ref = case.reference(*[h.astype(np.float64) for h in host])
             # 4: on the backend, fenced, outside the timed region
-            xp = backend.native_namespace()
+            xp = backend.bench.native_namespace()
             ctx = Ctx(backend=backend_name, xp=xp, xl=_xlinalg(), dtype=dtype,
-                      native_dtype=backend.native_dtype(dtype), size=size)
+                      native_dtype=backend.bench.native_dtype(dtype), size=size)
             inputs = [_to_backend(backend, h, dtype) for h in host]
             if not backend.lazy:
                 backend.synchronize(*inputs)
@@ -389,14 +389,14 @@ def execute_cell(
             else:
                 stmt = functools.partial(fn, *args)
                 fence = backend.synchronize
-            fence_desc = backend.fence_description()
+            fence_desc = backend.bench.fence_description()
             # 5: timing
             timer = Timer(
                 stmt,
                 fence=fence,
-                fence_all=backend.fence_every_result,
+                fence_all=backend.bench.fence_every_result,
                 config=cfg,
-                device_clock=backend.device_clock(),
+                device_clock=backend.bench.device_clock(),
             )
             m = sampler(timer) if sampler is not None else timer.run()
             rec["time"] = m.to_dict()

@@ -60,7 +60,7 @@ ENV_VARS: tuple[str, ...] = (
 )
 
 #: xlinalg's own dependencies recorded beside the backends' libraries (whose
-#: distribution names each backend declares: ``Backend.distributions``).
+#: distribution names each backend declares: ``Backend.bench.distributions``).
 _TOOLS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("array-api-compat", ("array-api-compat",)),
     ("threadpoolctl", ("threadpoolctl",)),
@@ -74,7 +74,7 @@ def _distributions() -> dict[str, tuple[str, ...]]:
 
     out: dict[str, tuple[str, ...]] = {}
     for name in BACKEND_NAMES:
-        for key, names in get_backend(name).distributions:
+        for key, names in get_backend(name).bench.distributions:
             out.setdefault(key, names)
     for key, names in _TOOLS:
         out.setdefault(key, names)
@@ -299,7 +299,7 @@ def configure_backend(
 ) -> Callable[[], None]:
     """Apply the fairness settings in this process, before any array is made.
 
-    - The backend's own settings (``Backend.configure``, in its module of
+    - The backend's own settings (``Backend.bench.configure``, in its module of
       ``xlinalg.backends``). JAX: 64-bit mode on (float64 cases compare like for
       like), default matmul precision "highest" (full float32) unless
       `allow_tf32`. torch: float32 matmul precision "highest" (no TF32) unless
@@ -309,7 +309,7 @@ def configure_backend(
       Dask: a dask.distributed cluster when one is named or active, else the
       threaded scheduler with `threads` workers when given (``backends/_dask_cluster.py``).
       CuPy reads ``CUPY_TF32`` from the environment (the runner sets it for its
-      worker processes: ``Backend.worker_env``).
+      worker processes: ``Backend.bench.worker_env``).
     - BLAS/OpenMP pools (NumPy, SciPy, torch's): ``threadpool_limits(threads)``.
 
     Returns
@@ -320,7 +320,7 @@ def configure_backend(
     from ..backends import get_backend
 
     undo: list[Callable[[], None]] = [
-        get_backend(backend).configure(threads=threads, allow_tf32=allow_tf32)
+        get_backend(backend).bench.configure(threads=threads, allow_tf32=allow_tf32)
     ]
     if threads is not None:
         try:
@@ -346,12 +346,12 @@ def backend_state(backend: str, *, threads_requested: int | None = None) -> dict
     b = get_backend(backend)
     state: dict[str, Any] = {
         "backend": backend,
-        "version": b.version(),
-        "device": b.device_name(),
+        "version": b.bench.version(),
+        "device": b.bench.device_name(),
         "threads": {"requested": threads_requested, "blas": blas_info()},
         "matmul_precision": None,
     }
     with contextlib.suppress(AttributeError, OSError):
         state["threads"]["affinity"] = len(os.sched_getaffinity(0))
-    b.settings(state)
+    b.bench.settings(state)
     return state

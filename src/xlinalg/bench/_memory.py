@@ -109,13 +109,13 @@ def measure_memory(backend: Backend, call: Callable[[], Any]) -> dict[str, Any]:
 
     The result is ``{"measured": [names], <name>: bytes, ...}``; ``call``'s
     return value is discarded. The device's figures come from the backend
-    (``Backend.memory_reset`` / ``memory_peaks``).
+    (``Backend.bench.memory_reset`` / ``memory_peaks``).
     """
     out: dict[str, Any] = {}
-    host_traced = backend.numpy_buffers
+    host_traced = backend.bench.numpy_buffers
 
     # device allocators: reset before the call
-    token = backend.memory_reset()
+    token = backend.bench.memory_reset()
 
     # host: RSS high-water mark (and tracemalloc for NumPy-backed backends)
     rss0 = _rss()
@@ -140,7 +140,7 @@ def measure_memory(backend: Backend, call: Callable[[], Any]) -> dict[str, Any]:
     if rss0 is not None and peak is not None:
         out["rss_peak_delta_bytes"] = max(0, int(peak) - int(rss0))
         out["rss_method"] = "VmHWM (exact)" if exact_hwm else "sampled every 1 ms"
-    out.update(backend.memory_peaks(token))
+    out.update(backend.bench.memory_peaks(token))
     out["measured"] = sorted(k for k in out if k.endswith("_bytes"))
     return out
 
@@ -154,4 +154,4 @@ def release_memory(backend: Backend | None) -> None:
     if backend is not None:
         # (a failure here must not hide the cell's own outcome)
         with contextlib.suppress(Exception):
-            backend.release_memory()
+            backend.bench.release_memory()

@@ -283,7 +283,7 @@ def validate_options(config: RunConfig, *, environment: bool = True) -> RunConfi
         raise BenchUsageError("--retry-noisy needs --resume")
 
     if not config.backends:
-        config.backends = [b for b in available_backends() if not get_backend(b).bench_opt_in]
+        config.backends = [b for b in available_backends() if not get_backend(b).bench.opt_in]
     else:
         seen: list[str] = []
         for name in config.backends:
@@ -309,11 +309,11 @@ def validate_options(config: RunConfig, *, environment: bool = True) -> RunConfi
 
 def opt_in_backends() -> dict[str, str]:
     """The available backends a run leaves out unless ``--backends`` names them, each
-    with the reason (``Backend.bench_opt_in``)."""
+    with the reason (``Backend.bench.opt_in``)."""
     from ..backends import available_backends, get_backend
 
-    return {b: get_backend(b).bench_opt_in for b in available_backends()
-            if get_backend(b).bench_opt_in}
+    return {b: get_backend(b).bench.opt_in for b in available_backends()
+            if get_backend(b).bench.opt_in}
 
 
 def check_environment(backends: Sequence[str]) -> None:
@@ -324,7 +324,7 @@ def check_environment(backends: Sequence[str]) -> None:
     from ..backends import get_backend
 
     try:
-        if any(get_backend(b).uses_dask_scheduler for b in backends):
+        if any(get_backend(b).bench.uses_dask_scheduler for b in backends):
             from ..backends import _dask_cluster as _dask
 
             try:
@@ -332,7 +332,7 @@ def check_environment(backends: Sequence[str]) -> None:
             except ValueError as exc:
                 raise ValueError(f"{exc}; set it to the address of a running scheduler, or "
                                  "unset it") from None
-        for name in sorted({v for b in backends for v in get_backend(b).env_flags}):
+        for name in sorted({v for b in backends for v in get_backend(b).bench.env_flags}):
             env_flag(name, True)
     except ValueError as exc:
         raise BenchUsageError(terminal(str(exc), 400)) from None

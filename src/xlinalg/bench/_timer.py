@@ -25,7 +25,7 @@ IQR, min, max, mean. ``IQR/median`` above ``noise_threshold`` sets
 The garbage collector is disabled inside timed blocks (as :mod:`timeit` does).
 
 Device clocks: on CUDA backends a :class:`DeviceClock` (CUDA events on the
-current stream, from ``Backend.device_clock()``) can time each block on the device as well; the host time stays
+current stream, from ``Backend.bench.device_clock()``) can time each block on the device as well; the host time stays
 the primary figure because it is the one a user of the library experiences.
 """
 

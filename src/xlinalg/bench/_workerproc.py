@@ -73,7 +73,7 @@ class Worker:
         if n is not None:
             for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
                 env[var] = str(n)
-        get_backend(self.backend).worker_env(env, threads=n, allow_tf32=self.config.allow_tf32)
+        get_backend(self.backend).bench.worker_env(env, threads=n, allow_tf32=self.config.allow_tf32)
         return env
 
     def start(self, timeout: float) -> None:

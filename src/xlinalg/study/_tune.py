@@ -100,7 +100,7 @@ def measure_cell(backend: str, n: int, batch: int, dtype: str, *, repeats: int =
 
     def fenced(f: Callable[[], Any]) -> Callable[[], Any]:
         def call() -> Any:  # (Dask: computed; a device: waited for)
-            return be.materialize(f())
+            return be.bench.materialize(f())
         return call
 
     fns = {
@@ -113,8 +113,8 @@ def measure_cell(backend: str, n: int, batch: int, dtype: str, *, repeats: int =
     check(out if isinstance(out, np.ndarray) else be.to_numpy(out), a_np, b_np)
     st = interleaved(fns, repeats, min_time)
     row: dict[str, Any] = {"backend": backend, "n": n, "batch": batch, "dtype": dtype,
-                           "compiler": None if be.unrolled_blockwise else "numba"}
-    if be.unrolled_blockwise:  # the rule reads systems per block (Dask: from_numpy's blocks)
+                           "compiler": None if be.unrolled.blockwise else "numba"}
+    if be.unrolled.blockwise:  # the rule reads systems per block (Dask: from_numpy's blocks)
         row["blocks"] = len(a.chunks[0])
         row["batch"] = max(a.chunks[0])
         row["total_batch"] = batch

@@ -172,10 +172,6 @@ def _is_array(a: Any) -> bool:
     return hasattr(a, "shape") and hasattr(a, "dtype")
 
 
-def _jax_target() -> str:
-    return "jax-gpu" if _registry.get_backend("jax-gpu").is_available() else "jax-cpu"
-
-
 def assert_trace_safe(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Assert `func` runs under ``jax.jit`` and gives what it gives eagerly.
 
@@ -212,7 +208,7 @@ def assert_trace_safe(func: Callable[..., Any], *args: Any, **kwargs: Any) -> An
     """
     import jax
 
-    target = _registry.get_backend(_jax_target())
+    target = _registry.default_backend("jax")  # JAX's default device: its GPU where it has one
     target.require()
     # 64-bit mode (float64 means float64) for this call only: the caller's mode is
     # restored on the way out, so tests do not depend on the order they run in

@@ -138,7 +138,7 @@ def xp(xlinalg_backend: _registry.Backend) -> Iterator[Any]:
     ``xp.asarray`` creates arrays on the backend's device: torch-cuda makes
     CUDA its default device and JAX its platform's device for the test.
     """
-    with xlinalg_backend.default_device():
+    with xlinalg_backend.testing.default_device():
         yield xlinalg_backend.namespace()
 
 

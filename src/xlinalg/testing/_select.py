@@ -83,7 +83,7 @@ def _env_flag(name: str) -> bool:
 
 def _setup(name: str) -> None:
     """Per-library configuration, done before the first array of a test is made."""
-    _registry.get_backend(name).configure_for_tests()
+    _registry.get_backend(name).testing.configure()
 
 
 def resolve_backend(name: str, *, require_cpu: bool = False) -> _registry.Backend:

@@ -212,10 +212,10 @@ def median_or_inf(r: dict[str, Any]) -> float:
 @functools.lru_cache(maxsize=256)
 def processor_class(backend: str) -> str:
     """``"gpu"`` or ``"cpu"``: the processor class the registered backend `backend`
-    says it computes on (:meth:`~xlinalg.backends.Backend.processor_class`); a name the
+    says it computes on (``Backend.bench.processor_class``); a name the
     registry does not know (a results file from elsewhere) counts as a CPU."""
     be = backend_object(backend)
-    return str(be.processor_class()) if be is not None else "cpu"
+    return str(be.bench.processor_class()) if be is not None else "cpu"
 
 
 def is_gpu(backend: str) -> bool:

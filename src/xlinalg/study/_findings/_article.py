@@ -15,7 +15,7 @@ from ...bench._verdict import (
     positive,
     reading,
 )
-from ._setup import ARTICLE_NUMPY, ARTICLE_TORCH_CPU
+from ._setup import ARTICLE_NUMPY, ARTICLE_SIDES, ARTICLE_TORCH_CPU
 
 __all__ = ["ARTICLE_SETUP", "ARTICLE_TABLES", "article_rows", "compare_text", "cross_dtype_drift",
            "fmt_ms"]
@@ -70,6 +70,7 @@ def compare_text(numpy_cell: dict[str, Any] | None, torch_cell: dict[str, Any] |
         return "-", (f"not comparable: {fmt_ms(median(numpy_cell))} over "
                      f"{fmt_ms(median(torch_cell))} is out of range")
     lo, x, hi = rr
+    faster = (torch_cell if x > 1 else numpy_cell)["backend"]  # (the verdict's winner)
     # "a / b = q": q is the quotient of the two figures printed (the medians). A
     # side-by-side run's ratio is another statistic (paired rounds, over passes):
     # it is printed apart, with its interval, and the verdict is drawn from it
@@ -81,7 +82,7 @@ def compare_text(numpy_cell: dict[str, Any] | None, torch_cell: dict[str, Any] |
     noise = [c["backend"] for c in (numpy_cell, torch_cell) if shaky(c)]
     tail = f" ({', '.join(noise)} cell noisy)" if noise else ""
     claim = ("" if article is None else
-             f" (article: {'torch' if article > 1 else 'NumPy'} "
+             f" (article: {ARTICLE_SIDES[1 if article > 1 else 0].word} "
              f"{fmt_ratio(article if article > 1 else 1 / article)})")
     why = (no_verdict_reason(numpy_cell.get("verdict")) if paired_of(numpy_cell, torch_cell)
            else None)
@@ -92,12 +93,12 @@ def compare_text(numpy_cell: dict[str, Any] | None, torch_cell: dict[str, Any] |
     elif reading(lo, hi) == BELOW_MARGIN:
         v = BELOW_MARGIN + claim
     elif article is None:
-        v = (f"both ran (article: out of memory); {'torch-cpu' if x > 1 else 'numpy'} "
+        v = (f"both ran (article: out of memory); {faster} "
              f"faster, {fmt_ratio(max(x, 1 / x))}")
     elif (x > 1) == (article > 1):
-        v = f"agrees: {'torch-cpu' if x > 1 else 'numpy'} faster, {fmt_ratio(max(x, 1 / x))}" + claim
+        v = f"agrees: {faster} faster, {fmt_ratio(max(x, 1 / x))}" + claim
     else:
-        v = f"refuted: {'torch-cpu' if x > 1 else 'numpy'} faster, {fmt_ratio(max(x, 1 / x))}" + claim
+        v = f"refuted: {faster} faster, {fmt_ratio(max(x, 1 / x))}" + claim
     return nums, v + tail
 
 

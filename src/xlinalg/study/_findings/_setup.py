@@ -3,7 +3,9 @@ the article's two libraries."""
 
 from __future__ import annotations
 
-__all__ = ["ARTICLE_NUMPY", "ARTICLE_TORCH_CPU", "SECTION_TITLES"]
+from typing import NamedTuple
+
+__all__ = ["ARTICLE_NUMPY", "ARTICLE_SIDES", "ARTICLE_TORCH_CPU", "SECTION_TITLES", "ArticleSide"]
 
 #: The documents' sections (the harness titles its own: Calibration, Other).
 SECTION_TITLES: dict[str, str] = {
@@ -32,20 +34,39 @@ SECTION_TITLES: dict[str, str] = {
 }
 
 
-def _article_backend(role: str) -> str:
-    """The id of the backend that declares `role` (``Backend.article_role``): the
-    registry says which backend stands for each of the article's two libraries."""
+class ArticleSide(NamedTuple):
+    """One of the article's two libraries, as the study finds its backend in the registry."""
+
+    #: the article's column (and the side of its claims)
+    column: str
+    #: the library, as its backends name it (``Backend.library_word``)
+    library_word: str
+    #: the processor its backend computes on (``Backend.bench.processor_class()``)
+    processor: str
+    #: how the report's claims name it
+    word: str
+
+
+#: The article's two libraries: its NumPy and PyTorch-CPU columns. The study's own
+#: table, read against what each backend declares (never a backend id).
+ARTICLE_SIDES = (ArticleSide("NumPy", "NumPy", "cpu", "NumPy"),
+                 ArticleSide("PyTorch CPU", "PyTorch", "cpu", "torch"))
+
+
+def _article_backend(side: ArticleSide) -> str:
+    """The id of the one backend of `side`'s library on its processor: the registry
+    says which backend stands for each of the article's two libraries."""
     from ...backends import BACKEND_NAMES, get_backend
 
-    for name in BACKEND_NAMES:
-        if get_backend(name).article_role == role:
-            return name
-    raise LookupError(f"no registered backend declares article_role={role!r}: the "
-                      "article's tables need one (set it in its xlinalg.backends module)")
+    found = [n for n in BACKEND_NAMES if get_backend(n).library_word == side.library_word
+             and get_backend(n).bench.processor_class() == side.processor]
+    if len(found) != 1:
+        raise LookupError(f"the article's {side.column!r} column needs one registered backend "
+                          f"of library {side.library_word!r} on the {side.processor}, found "
+                          f"{found or 'none'}")
+    return found[0]
 
 
 #: the backends whose NumPy and PyTorch-CPU columns the article's tables and claims
-#: compare (the article's own libraries, declared by the backends themselves)
-ARTICLE_NUMPY, ARTICLE_TORCH_CPU = _article_backend("NumPy"), _article_backend("PyTorch CPU")
-
-
+#: compare (the article's own libraries, found in the registry)
+ARTICLE_NUMPY, ARTICLE_TORCH_CPU = (_article_backend(s) for s in ARTICLE_SIDES)

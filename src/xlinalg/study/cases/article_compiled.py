@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ...bench._cases import Case, backend_object, register_case
+from ...bench._cases import Case, backend_object, backends_lacking, register_case
 from ._common import (
     A1_SIZES,
     F16_DTYPES,
@@ -52,12 +52,12 @@ def _build_fused(ctx: Any) -> Any:
     # the library's compiler (jax.jit, torch.compile); its first call compiles,
     # recorded apart as first_call_s
     xp = ctx.xp
-    return ctx.backend_object.compile_function(lambda x: _chain(xp, x))
+    return ctx.backend_object.bench.compile_function(lambda x: _chain(xp, x))
 
 
 def _no_compiler(backend: str, dtype: str, size: Any) -> str | None:
     be = backend_object(backend)
-    if be is not None and not be.function_compiler:
+    if be is not None and not be.bench.function_compiler:
         return f"{backend} has no function compiler (as jax.jit or torch.compile)"
     return None
 
@@ -86,7 +86,7 @@ register_case(
         reference=np.matmul,
         flops=gemm_flops, bytes=gemm_bytes, dtypes=F16_DTYPES,
         rtol=gemm_rtol,
-        skip={"array-api-strict": "the array API standard has no einsum"},
+        skip=backends_lacking("einsum"),
     )
 )
 
@@ -119,12 +119,12 @@ def _conv_ref(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 
 
 def _build_conv(ctx: Any) -> Any:
-    return ctx.backend_object.conv2d()
+    return ctx.backend_object.bench.conv2d()
 
 
 def _no_conv(backend: str, dtype: str, size: Any) -> str | None:
     be = backend_object(backend)
-    if be is not None and not be.conv2d_kernel:
+    if be is not None and not be.bench.conv2d_kernel:
         return f"{backend} has no 2-D convolution"
     return None
 
@@ -157,10 +157,7 @@ register_case(
         bytes=_conv_bytes,
         dtypes=("float64", "float32"),
         skip_if=_no_conv,
-        skip={"dask": "Dask has no convolution (dask.array.map_overlap around NumPy's would "
-                      "time NumPy per chunk plus the scheduler)",
-              "array-api-strict": "the array API standard has no convolution and no "
-                                  "sliding-window view"},
+        skip=backends_lacking("conv2d"),
         rtol={"float64": 1e-10, "float32": 1e-4},
     )
 )

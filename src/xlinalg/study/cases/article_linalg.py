@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ...bench._cases import Case, register_case
+from ...bench._cases import Case, backends_lacking, register_case
 from ._common import F16_DTYPES, gemm_rtol
 
 __all__: list[str] = []
@@ -27,8 +27,7 @@ register_case(
         result_for_check=lambda r: r[1],
         flops=lambda n: 22.0 * n**3,
         bytes=lambda n, itemsize: itemsize * (3.0 * n * n + n),
-        skip={"dask": "dask.array.linalg.svd needs a single column chunk (tall-and-skinny); "
-                      "a square SVD is one NumPy task"},
+        skip=backends_lacking("square_svd"),
     )
 )
 
@@ -44,8 +43,7 @@ register_case(
         result_for_check=lambda r: r[0] @ r[1],
         flops=lambda n: 4.0 / 3.0 * n**3,
         bytes=lambda n, itemsize: itemsize * 3.0 * n * n,
-        skip={"dask": "dask.array.linalg.qr is tall-and-skinny QR (one column chunk); "
-                      "a square QR is one NumPy task"},
+        skip=backends_lacking("square_qr"),
     )
 )
 

@@ -8,7 +8,14 @@ from typing import Any
 import numpy as np
 
 from ...backends import BACKEND_NAMES, get_backend
-from ...bench._cases import Case, backend_object, native_dtype, register_case
+from ...bench._cases import (
+    Case,
+    backend_object,
+    backends_lacking,
+    backends_noting,
+    native_dtype,
+    register_case,
+)
 from ._common import (
     A1_SIZES,
     F16_DTYPES,
@@ -33,8 +40,8 @@ def _contiguous(xp: Any, x: Any) -> Any:
 
 
 #: backend -> why it has no strided view to time (its hook), shown next to its cells
-_NO_VIEWS = {b: get_backend(b).no_strided_views for b in BACKEND_NAMES
-             if get_backend(b).no_strided_views}
+_NO_VIEWS = {b: get_backend(b).bench.no_strided_views for b in BACKEND_NAMES
+             if get_backend(b).bench.no_strided_views}
 
 
 _LAZY_LAYOUT = when_lazy("{backend} is lazy: its arrays are chunked task graphs, so a strided "
@@ -46,8 +53,8 @@ def _layout_skip(backend: str, dtype: str, size: Any) -> str | None:
     if lazy is not None:
         return lazy
     be = backend_object(backend)
-    if be is not None and be.no_strided_views and not size[1]:
-        return str(be.no_strided_views)
+    if be is not None and be.bench.no_strided_views and not size[1]:
+        return str(be.bench.no_strided_views)
     return None
 
 
@@ -77,23 +84,18 @@ register_case(
         bytes=lambda s, itemsize: itemsize * (2.0 * s[0] * (s[0] // 2) + s[0] * s[0]),
         dtypes=F16_DTYPES,
         skip_if=_layout_skip,
-        notes={"array-api-strict": "array-api-strict wraps a NumPy array: x[:, ::2] is a real "
-                                   "strided NumPy view, so the layout difference is NumPy's",
-               **_NO_VIEWS},
+        notes={**backends_noting("strided_view"), **_NO_VIEWS},
     )
 )
 
 
 # ---------------------------------------------------------------------- transfer (A11)
-_NO_TRANSFER = {
-    "numpy": "NumPy arrays live on the host: there is no transfer",
-    "dask": "Dask arrays are graphs over host NumPy chunks: there is no device transfer",
-}
+_NO_TRANSFER = backends_lacking("device_transfer")
 _CPU_TRANSFER = ("on a CPU backend there is no device transfer: the 'device' is host memory, "
                  "and what is timed is a host copy or a wrapper, not a PCIe transfer")
 #: every CPU backend that has a "device" to move to (its processor class, asked)
 _A11_NOTES = {b: _CPU_TRANSFER for b in BACKEND_NAMES
-              if get_backend(b).processor_class() == "cpu" and b not in _NO_TRANSFER}
+              if get_backend(b).bench.processor_class() == "cpu" and b not in _NO_TRANSFER}
 _CPU_NOTE = (" On CPU backends the 'device' is host memory: what is timed is the real "
              "copy/wrapping cost, not a PCIe transfer.")
 
@@ -109,7 +111,7 @@ def _build_h2d(ctx: Any) -> Any:
 
 def _build_d2h(ctx: Any) -> Any:
     be = ctx.backend_object
-    return lambda a, b: (be.transfer_to_host(a), be.transfer_to_host(b))
+    return lambda a, b: (be.bench.transfer_to_host(a), be.bench.transfer_to_host(b))
 
 
 def _build_dlpack(ctx: Any) -> Any:
@@ -128,13 +130,13 @@ def _build_pipeline(ctx: Any) -> Any:
     def prep(a: Any, b: Any) -> Any:
         return be.to_numpy(a), be.to_numpy(b)
 
-    return prepared(prep, lambda p: be.transfer_to_host(xp.matmul(be.from_numpy(p[0]),
+    return prepared(prep, lambda p: be.bench.transfer_to_host(xp.matmul(be.from_numpy(p[0]),
                                                                    be.from_numpy(p[1]))))
 
 
 def _host_to_gpu(backend: str, dtype: str, size: Any) -> str | None:
     be = backend_object(backend)
-    if be is not None and be.processor_class() == "gpu":
+    if be is not None and be.bench.processor_class() == "gpu":
         return "from_dlpack cannot move host memory to a GPU"
     return None
 
@@ -164,7 +166,8 @@ _transfer_case("a11_transfer_h2d", "A11: host -> device: NumPy a (m, k), b (k, n
 _ZERO_COPY_D2H = ("its arrays already live in host memory and NumPy wraps them without a copy "
                   "(a view, not a transfer); the wrapping cost is timed by a11_transfer_dlpack")
 _transfer_case("a11_transfer_d2h", "A11: device -> host: backend a, b to NumPy", _build_d2h,
-               skip={"torch-cpu": _ZERO_COPY_D2H, "jax-cpu": _ZERO_COPY_D2H})
+               skip={b: _ZERO_COPY_D2H for b in BACKEND_NAMES
+                     if get_backend(b).bench.numpy_wraps and b not in _NO_TRANSFER})
 _transfer_case("a11_transfer_dlpack", "A11: host -> backend with xp.from_dlpack (zero-copy "
                "where the library can)", _build_dlpack, zero_copy=True, skip_if=_host_to_gpu)
 _transfer_case("a11_transfer_pipeline", "A11: hybrid pipeline: NumPy -> backend -> "
@@ -194,7 +197,7 @@ def _precision_rtol(target: str) -> Callable[[str, Any], float]:
 def _precision_skip(target: str) -> Any:
     def rule(backend: str, dtype: str, size: Any) -> str | None:
         be = backend_object(backend)
-        return be.missing_dtype(target) if be is not None else None
+        return be.bench.missing_dtype(target) if be is not None else None
 
     return rule
 

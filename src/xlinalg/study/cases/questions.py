@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ...bench._cases import Case, backend_object, register_case
+from ...bench._cases import Case, backend_object, backends_lacking, register_case
 from ._common import diagonal_shift, own, prepared, solve_setup, when_lazy
 
 __all__: list[str] = []
@@ -15,7 +15,6 @@ __all__: list[str] = []
 _LAZY_LOOP = when_lazy(
     "{backend} is lazy: a Python loop of tiny lazy solves times its graph building and "
     "scheduler per system, not solving")
-_DASK_BATCHED = "dask.array.linalg.solve is 2-D only (no batched stacks)"
 
 
 def _well_conditioned(rng: np.random.Generator, count: int, n: int) -> np.ndarray:
@@ -101,7 +100,7 @@ def _numba_skip(backend: str, dtype: str, size: Any) -> str | None:
         return ("numba's np.linalg.solve needs SciPy, which is not installed (pip install "
                 "scipy, or xlinalg[bench])")
     be = backend_object(backend)
-    if be is None or not be.numpy_arrays:
+    if be is None or not be.bench.numpy_arrays:
         return "numba compiles NumPy code: backends whose arrays are NumPy arrays only"
     if dtype not in ("float64", "float32"):
         return f"numba's np.linalg.solve supports float32/float64, not {dtype}"
@@ -171,7 +170,7 @@ _systems_case(
     setup=_batched_setup,
     op=lambda ctx, a, b: ctx.xp.linalg.solve(a, b),
     reference=np.linalg.solve,
-    skip={"dask": _DASK_BATCHED},
+    skip=backends_lacking("batched_solve"),
 )
 
 _systems_case(
@@ -224,7 +223,7 @@ def _build_unrolled(ctx: Any) -> Any:
     # A slow compiler (torch.compile: tens of seconds per (n, dtype) on CPU, too slow
     # for this suite) is not used: eager code. Otherwise solve_unrolled decides (JAX:
     # jax.jit, compiled on the first call, recorded apart; others: eager).
-    compile_ = False if ctx.backend_object.slow_compiler else None
+    compile_ = False if ctx.backend_object.bench.slow_compiler else None
 
     def fn(a: Any, b: Any) -> Any:
         return _unrolled.solve_unrolled(a, b, errors="nan", compile=compile_)
