@@ -580,6 +580,32 @@ def test_a_library_whose_arrays_subclass_numpys_is_found_wherever_it_is_listed(m
     assert registry._owner(np.float64) is registry.get_backend("numpy")
 
 
+def test_a_list_holding_arrays_of_a_library_that_subclasses_numpys_is_refused() -> None:
+    # an ndarray subclass in a list is host data when it is NumPy's (a user's
+    # subclass), and another library's array when a backend claims its class
+    from xlinalg.backends._host import foreign_in_sequence
+    from xlinalg.backends._numpy import NUMPY, NumPyAdapter
+
+    class Users(np.ndarray):
+        pass
+
+    class Libs(np.ndarray):
+        pass
+
+    class LibAdapter(NumPyAdapter):
+        library = "Lib"
+        stack_call = "lib.stack"
+
+    lib = LibAdapter()
+    owners = {Users: NUMPY, Libs: lib}
+    users, libs = np.ones(2).view(Users), np.ones(2).view(Libs)
+    assert foreign_in_sequence([users, [1.0, users]], "x", owners.get) is None
+    err = foreign_in_sequence([[1.0, 2.0], [users, libs]], "x", owners.get)
+    assert err is not None
+    assert re.search(r"`x` is a Python list holding .* at `x\[1\]\[1\]`: .*Make one Lib array first, "
+                     r"e\.g\. `lib\.stack\(x\)`", str(err)), err
+
+
 # Every thread meets a type for the first time at once: the cache entry must be
 # built once (a second build could differ), and every thread gets the same answer.
 # The race by construction: the first fill holds the cache's lock until the 7 other
