@@ -4,9 +4,8 @@ The parametrization is the public kit's (:mod:`xlinalg.testing`, the plugin user
 load): ``backend`` wraps its ``xlinalg_backend`` fixture, so our tests and users'
 ``xp`` tests choose, skip and fail backends by the same rules.
 
-* The ids are :data:`xlinalg.BACKEND_NAMES` (numpy, torch-cpu, torch-cuda, cupy,
-  jax-cpu, jax-gpu, dask, array-api-strict). ``XLINALG_TEST_BACKENDS=numpy,dask``
-  narrows the set; an unknown id is an error (it lists the valid ones).
+* The ids are :data:`xlinalg.BACKEND_NAMES` (the registry's, in its order).
+  ``XLINALG_TEST_BACKENDS=numpy,dask`` narrows the set; an unknown id is an error (it lists the valid ones).
 * A backend that cannot run here is *skipped with the registry's reason*
   (``Backend.unavailable_reason()``, e.g. "no CUDA device is visible"). With
   ``XLINALG_REQUIRE_CPU_BACKENDS=1`` (or ``CI`` set) an unavailable CPU backend
@@ -136,11 +135,13 @@ class BackendCase:
 
     @property
     def library(self) -> str:
-        return self.name.split("-")[0] if self.name != "array-api-strict" else self.name
+        """The library's key in the registry (``"torch"`` for torch-cpu and torch-cuda)."""
+        return self.be.library or self.name
 
     def has_dtype(self, dtype: Any) -> bool:
-        """Whether this backend has arrays of NumPy dtype `dtype` (strict: no float16)."""
-        return not (self.name == "array-api-strict" and np.dtype(dtype) == np.float16)
+        """Whether this backend has arrays of NumPy dtype `dtype` (the backend's own
+        answer: array-api-strict has no float16)."""
+        return self.be.dtype_refusal(np.dtype(dtype).name) is None
 
     def arr(self, a: Any, dtype: Any = None) -> Any:
         """An array of this backend holding ``np.asarray(a, dtype)`` (a copy)."""

@@ -75,10 +75,10 @@ def foreign_in_sequence(
                 on_path.add(key)
                 frames.append((e, at, enumerate(e)))
                 break  # scan the nested list now, then go on with this one
-            if isinstance(e, np.ndarray):
-                if (refused := refused_subclass(e, at)) is not None:
-                    return refused
-                continue
+            if isinstance(e, np.ndarray) and (refused := refused_subclass(e, at)) is not None:
+                return refused
+            # an ndarray subclass is NumPy's unless a library claims it (its arrays
+            # subclass NumPy's): the owner decides
             if cls not in owners:
                 owners[cls] = owner_of(cls)
             owner = owners[cls]
