@@ -141,7 +141,7 @@ class BackendCase:
     def has_dtype(self, dtype: Any) -> bool:
         """Whether this backend has arrays of NumPy dtype `dtype` (the backend's own
         answer: array-api-strict has no float16)."""
-        return self.be.dtype_refusal(np.dtype(dtype).name) is None
+        return self.be.convert.dtype_refusal(np.dtype(dtype).name) is None
 
     def arr(self, a: Any, dtype: Any = None) -> Any:
         """An array of this backend holding ``np.asarray(a, dtype)`` (a copy)."""
