@@ -103,3 +103,34 @@ def test_the_study_finds_the_articles_two_backends_in_the_registry() -> None:
     for side, name in zip(ARTICLE_SIDES, (ARTICLE_NUMPY, ARTICLE_TORCH_CPU)):
         b = backends.get_backend(name)
         assert (b.library_word, b.bench.processor_class()) == (side.library_word, side.processor)
+
+
+def stray_members(cls: type) -> list[str]:
+    """Facet members (and the old ``unrolled_*``/``bench_*``/``*_for_tests`` hook
+    names) that a backend class, or a class between it and ``Backend``, defines on
+    the backend itself: nothing reads them there, so the declaration is silently lost."""
+    facet_names = {n for base in FACETS.values() for n in dir(base)} - set(dir(F.Facet))
+    out = []
+    for c in cls.__mro__:
+        if c is Backend:
+            break
+        out += [n for n in vars(c)
+                if (n in facet_names and n not in vars(Backend))
+                or n.startswith(("unrolled_", "bench_")) or n.endswith("_for_tests")]
+    return out
+
+
+def test_the_stray_member_finder_finds_them() -> None:
+    class _Old(Backend):
+        name = "old"
+        unrolled_layout = "batch-last"
+        numpy_host = True
+
+        def configure_for_tests(self) -> None: ...
+
+    assert sorted(stray_members(_Old)) == ["configure_for_tests", "numpy_host", "unrolled_layout"]
+
+
+@pytest.mark.parametrize("name", backends.BACKEND_NAMES)
+def test_no_backend_declares_a_facet_member_on_itself(name: str) -> None:
+    assert stray_members(type(backends.get_backend(name))) == [], name

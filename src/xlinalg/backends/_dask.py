@@ -504,9 +504,6 @@ class DaskBackend(Backend):
     def make_adapter(self) -> Adapter:
         return DaskAdapter()
 
-    unrolled_layout = "batch-last"
-    unrolled_blockwise = True
-
 
 BACKENDS = (DaskBackend(),)
 
