@@ -26,6 +26,7 @@ from collections import Counter
 from typing import Any
 
 from xlinalg.bench import read_results
+from xlinalg.bench._verdict import WITHIN_NOISE, tie_reading
 
 _PASS = re.compile(r"pass (\d+): ([^;]+)")
 
@@ -40,6 +41,9 @@ def _loads(value: Any) -> list[float]:
 
 
 def _verdict_kind(verdict: dict[str, Any] | None) -> str:
+    """What a recorded group verdict says, in the harness's own words (its one rule,
+    ``xlinalg.bench._verdict``): a fastest named, one backend, a tie read as the
+    harness reads it (within noise, or a real difference below the margin), none."""
     if not verdict:
         return "no verdict"
     if verdict.get("fastest"):
@@ -50,7 +54,8 @@ def _verdict_kind(verdict: dict[str, Any] | None) -> str:
     if text.startswith("no verdict"):
         return "no verdict"
     if verdict.get("tie"):
-        return "tie"
+        reading = tie_reading(verdict)
+        return f"tie {reading}" if reading == WITHIN_NOISE else reading
     return "no verdict"
 
 
