@@ -29,7 +29,7 @@ from ._fastpath import (
 from ._lib._declare import Returns, all_nan, declare
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
-from ._matrix import NP_LOOPS, dask_gufunc, finite_members, matrix_input, np_square_loop, real_dtype
+from ._matrix import NP_LOOPS, finite_members, matrix_input, np_square_loop, real_dtype
 from .backends._base import Adapter
 
 __all__ = ["SlogdetResult", "det", "slogdet"]
@@ -182,8 +182,8 @@ def det(x: Array, /, *, xp: Namespace | None = None) -> Array:
         return keep_subclass(_empty_det(ad, x, 1), x)
     if ad.numpy_arrays and _NP_DET is not None:
         return keep_subclass(_np_det_block(x), x)
-    if ad.lazy:
-        return dask_gufunc(ad, _np_det_block, "(m,m)->()", x, [(0, x.dtype)], {}, "det")
+    if ad.map_gufunc is not None:  # lazy blocks (Dask): NumPy's on each
+        return ad.map_gufunc(_np_det_block, "(m,m)->()", x, [(0, x.dtype)], {}, "det")
     return _nan_where_not_finite(ad, x, ad.xp.linalg.det(x))
 
 
@@ -259,9 +259,9 @@ def slogdet(x: Array, /, *, xp: Namespace | None = None) -> SlogdetResult:
         return keep_subclass(SlogdetResult(_empty_det(ad, x, 1), _empty_det(ad, x, 0, real_dtype(ad, x))), x)
     if ad.numpy_arrays and _NP_SLOGDET is not None:
         return keep_subclass(SlogdetResult(*_np_slogdet_block(x)), x)
-    if ad.lazy:
-        sign, logabs = dask_gufunc(
-            ad, _np_slogdet_block, "(m,m)->(),()", x, [(0, x.dtype), (0, real_dtype(ad, x))], {}, "slogdet",
+    if ad.map_gufunc is not None:
+        sign, logabs = ad.map_gufunc(
+            _np_slogdet_block, "(m,m)->(),()", x, [(0, x.dtype), (0, real_dtype(ad, x))], {}, "slogdet",
         )
         return SlogdetResult(sign, logabs)
     sign, logabs = ad.xp.linalg.slogdet(x)

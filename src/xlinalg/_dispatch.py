@@ -90,7 +90,7 @@ def _fill_fast_tables(cls: type, ad: Adapter | None) -> None:
     """The fast-path entries of array type `cls` (under the lookup lock)."""
     # ndarray has its own fast paths; its subclasses (masked arrays, np.matrix) take
     # the checked ones
-    if ad is not None and ad is not NUMPY:
+    if ad is not None and not ad.numpy_arrays:
         for op, table in FAST_OPS.items():
             fn = ad.fast.get(op)
             if fn is not None:
@@ -248,12 +248,12 @@ def as_arrays(ad: Adapter, args: tuple[Any, ...], names: tuple[str, ...]) -> lis
     like = next((a for a in args if hasattr(a, "shape") and not isinstance(a, np.generic)), None)
     for i, x in enumerate(args):
         if isinstance(x, np.generic):
-            if ad is NUMPY:  # NumPy's own rule: a 0-d array of the scalar's dtype (NEP 50)
+            if ad.numpy_arrays:  # NumPy's own rule: a 0-d array of the scalar's dtype (NEP 50)
                 out[i] = np.asarray(x)
             elif like is not None:  # next to another library's array: a weak Python scalar
                 out[i] = ad.asarray(x.item(), like, names[i])
             else:  # alone: a 0-d array of its dtype, in `ad`'s library (xp=torch: a tensor)
-                out[i] = np.asarray(x) if ad is NUMPY else ad.asarray(np.asarray(x), None, names[i])
+                out[i] = np.asarray(x) if ad.numpy_arrays else ad.asarray(np.asarray(x), None, names[i])
         elif not hasattr(x, "shape") or not hasattr(x, "dtype"):
             out[i] = host_array(ad, x, like, names[i])
     return out

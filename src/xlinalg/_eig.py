@@ -33,7 +33,6 @@ from ._lib._typing import Array, Namespace
 from ._matrix import (
     complex_dtype,
     converge_check,
-    dask_gufunc,
     matrix_input,
     not_converged,
     real_dtype,
@@ -170,8 +169,6 @@ def _np_eigh(x: np.ndarray, values_only: bool) -> Any:
         else:
             w, v = _NP_EIGH(x, signature=_SIG_EIGH[x.dtype.char])
     if not np.isfinite(w).all():  # NaN for the members LAPACK failed on (NaN/inf input)
-        from .backends._numpy_adapter import NUMPY
-
         converge_check(NUMPY, x, w, "eigvalsh" if values_only else "eigh", "eigendecomposition")
     return w if values_only else (w, v)
 
@@ -295,12 +292,12 @@ def eigh(x: Array, /, *, xp: Namespace | None = None) -> EighResult:
         w = xpn.zeros((*x.shape[:-1],), dtype=real_dtype(ad, x), device=ad.device(x))
         v = xpn.zeros(tuple(x.shape), dtype=x.dtype, device=ad.device(x))
         return keep_subclass(EighResult(w, v + xpn.eye(n, dtype=x.dtype, device=ad.device(x)) if n else v), x)
-    if ad.lazy:
-        w, v = dask_gufunc(ad, _np_eigh_block, "(m,m)->(m),(m,m)", x,
-                           [(1, real_dtype(ad, x)), (2, x.dtype)], {}, "eigh")
+    if ad.map_gufunc is not None:  # lazy blocks (Dask): NumPy's on each
+        w, v = ad.map_gufunc(_np_eigh_block, "(m,m)->(m),(m,m)", x,
+                             [(1, real_dtype(ad, x)), (2, x.dtype)], {}, "eigh")
         return EighResult(w, v)
     w, v = _native_eigh(ad, x, "eigh", False)
-    return keep_subclass(EighResult(w, v), x) if ad is NUMPY else EighResult(w, v)
+    return keep_subclass(EighResult(w, v), x) if ad.numpy_arrays else EighResult(w, v)
 
 
 @declare(
@@ -342,15 +339,13 @@ def eigvalsh(x: Array, /, *, xp: Namespace | None = None) -> Array:
     ad, x = matrix_input(x, "eigvalsh", xp, square=True)
     if 0 in tuple(x.shape):
         return keep_subclass(ad.xp.zeros((*x.shape[:-1],), dtype=real_dtype(ad, x), device=ad.device(x)), x)
-    if ad.lazy:
-        return dask_gufunc(ad, _np_eigvalsh_block, "(m,m)->(m)", x, [(1, real_dtype(ad, x))], {}, "eigvalsh")
+    if ad.map_gufunc is not None:
+        return ad.map_gufunc(_np_eigvalsh_block, "(m,m)->(m)", x, [(1, real_dtype(ad, x))], {}, "eigvalsh")
     w = _native_eigh(ad, x, "eigvalsh", True)
-    return keep_subclass(w, x) if ad is NUMPY else w
+    return keep_subclass(w, x) if ad.numpy_arrays else w
 
 
 def _np_eig(x: np.ndarray, values_only: bool, fn: str) -> Any:
-    from .backends._numpy_adapter import NUMPY
-
     cdt = np.result_type(x.dtype, np.complex64)
     try:
         with np.errstate(all="ignore"):
@@ -495,11 +490,11 @@ def eig(x: Array, /, *, xp: Namespace | None = None) -> EigResult:
         w = ad.xp.zeros((*x.shape[:-1],), dtype=cdt, device=ad.device(x))
         v = ad.xp.zeros(tuple(x.shape), dtype=cdt, device=ad.device(x))
         return keep_subclass(EigResult(w, v + ad.xp.eye(n, dtype=cdt, device=ad.device(x)) if n else v), x)
-    if ad.lazy:
-        w, v = dask_gufunc(ad, _np_eig_block, "(m,m)->(m),(m,m)", x, [(1, cdt), (2, cdt)], {}, "eig")
+    if ad.map_gufunc is not None:
+        w, v = ad.map_gufunc(_np_eig_block, "(m,m)->(m),(m,m)", x, [(1, cdt), (2, cdt)], {}, "eig")
         return EigResult(w, v)
     w, v = _native_eig(ad, x, "eig", False)
-    return keep_subclass(EigResult(w, v), x) if ad is NUMPY else EigResult(w, v)
+    return keep_subclass(EigResult(w, v), x) if ad.numpy_arrays else EigResult(w, v)
 
 
 @declare(
@@ -544,10 +539,10 @@ def eigvals(x: Array, /, *, xp: Namespace | None = None) -> Array:
     cdt = complex_dtype(ad, x)
     if 0 in tuple(x.shape):
         return keep_subclass(ad.xp.zeros((*x.shape[:-1],), dtype=cdt, device=ad.device(x)), x)
-    if ad.lazy:
-        return dask_gufunc(ad, _np_eigvals_block, "(m,m)->(m)", x, [(1, cdt)], {}, "eigvals")
+    if ad.map_gufunc is not None:
+        return ad.map_gufunc(_np_eigvals_block, "(m,m)->(m)", x, [(1, cdt)], {}, "eigvals")
     w = _native_eig(ad, x, "eigvals", True)
-    return keep_subclass(w, x) if ad is NUMPY else w
+    return keep_subclass(w, x) if ad.numpy_arrays else w
 
 
 def _np_hermitian_svd(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -579,9 +574,9 @@ def hermitian_svd(x: Any, xp: Any) -> tuple[Any, Any, Any]:
     if 0 in tuple(x.shape):
         w, v = eigh(x)
         return v, w, v
-    if ad.lazy:
-        u, s, vh = dask_gufunc(ad, _np_hermitian_svd, "(m,m)->(m,m),(m),(m,m)", x,
-                               [(2, x.dtype), (1, real_dtype(ad, x)), (2, x.dtype)], {}, fn)
+    if ad.map_gufunc is not None:
+        u, s, vh = ad.map_gufunc(_np_hermitian_svd, "(m,m)->(m,m),(m),(m,m)", x,
+                                 [(2, x.dtype), (1, real_dtype(ad, x)), (2, x.dtype)], {}, fn)
         return u, s, vh
     w, v = _native_eigh(ad, x, fn, False)
     u, s, vh = _order_hermitian(xpn, w, v)

@@ -65,7 +65,7 @@ def _binary(name: str, x1: Any, x2: Any, xp: Any, to_float: bool = False) -> Any
     try:  # a sparse or nested tensor, or a dtype without a kernel: named (native_error)
         # NumPy scalars next to another library's array are weak Python scalars; with
         # no array beside them (xp= names the library), 0-d arrays of their dtypes
-        if ad is not NUMPY and (isinstance(x1, np.generic) or isinstance(x2, np.generic)):
+        if not ad.numpy_arrays and (isinstance(x1, np.generic) or isinstance(x2, np.generic)):
             x1, x2 = _numpy_scalars(ad, x1, x2)
         s1, s2 = isinstance(x1, _PY_SCALARS), isinstance(x2, _PY_SCALARS)
         if s1 and s2:

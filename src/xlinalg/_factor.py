@@ -36,7 +36,7 @@ from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._matrix import (
     NP_LOOPS,
-    dask_members,
+    block_member_error,
     fail_members,
     finite_members,
     matrix_input,
@@ -162,8 +162,8 @@ def inv(x: Array, /, *, errors: str = "raise", xp: Namespace | None = None) -> A
     try:
         # solve(x, I) through the backend's solve path: its singular-matrix rule
         # (docs/semantics.md), as each library's own inv is computed
-        if ad.lazy:
-            return ad.solve(x, ad.eye(x), False, errors, functools.partial(_inv_error, batch))  # type: ignore[call-arg]
+        if ad.map_solve is not None:  # lazy blocks (Dask): each raises when computed
+            return ad.map_solve(x, ad.eye(x), False, errors, None, functools.partial(_inv_error, batch))
         return ad.solve(x, ad.eye(x), False, errors)
     except LinAlgError as exc:
         if exc.indices and len(exc.indices[0]) == len(batch):
@@ -312,8 +312,9 @@ def cholesky(x: Array, /, *, upper: bool = False, errors: str = "raise", xp: Nam
     xpn = ad.xp
     if 0 in tuple(x.shape):
         return keep_subclass(xpn.zeros(tuple(x.shape), dtype=x.dtype, device=ad.device(x)), x)
-    if ad.lazy:
-        low = dask_members(ad, x, _np_cholesky_block, errors, "cholesky", "not positive definite", _CHOL_FIX)
+    if ad.map_members is not None:  # lazy blocks (Dask): each raises when computed
+        low = ad.map_members(x, _np_cholesky_block, errors, "cholesky",
+                             block_member_error("cholesky", "not positive definite", _CHOL_FIX, tuple(x.shape[:-2])))
     else:
         low, failed = _cholesky_native(ad, x)
         low = fail_members(
@@ -322,7 +323,7 @@ def cholesky(x: Array, /, *, upper: bool = False, errors: str = "raise", xp: Nam
         )
     if upper:
         low = xpn.matrix_transpose(xpn.conj(low) if ad.kind(low.dtype) == "c" else low)
-    return keep_subclass(low, x) if ad is NUMPY else low
+    return keep_subclass(low, x) if ad.numpy_arrays else low
 
 
 def _np_cholesky(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

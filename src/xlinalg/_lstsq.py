@@ -35,7 +35,6 @@ from ._matmul import matmul
 from ._matrix import matrix_input, real_dtype
 from ._orthogonal import _np_svd_fast, svd, svdvals
 from .backends._base import Adapter
-from .backends._numpy_adapter import NUMPY
 
 __all__ = ["LstsqResult", "lstsq", "matrix_rank", "pinv"]
 
@@ -389,7 +388,7 @@ def pinv(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -> Array
     v = xpn.matrix_transpose(xpn.conj(vh) if ad.kind(x.dtype) == "c" else vh)
     uh = xpn.matrix_transpose(xpn.conj(u) if ad.kind(x.dtype) == "c" else u)
     out = matmul(v * ad.astype(sinv, x.dtype)[..., None, :], uh)
-    return keep_subclass(out, x) if ad is NUMPY else out
+    return keep_subclass(out, x) if ad.numpy_arrays else out
 
 
 def _cutoff_check(rtol: Any) -> None:
@@ -446,7 +445,7 @@ def matrix_rank(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -
         return keep_subclass(xpn.zeros(tuple(x.shape[:-2]), dtype=it, device=ad.device(x)), x)
     s = svdvals(x)
     rank = xpn.sum(xpn.astype(s > _cutoff(ad, x, s, rtol, "matrix_rank"), it), axis=-1)
-    return keep_subclass(rank, x) if ad is NUMPY else rank
+    return keep_subclass(rank, x) if ad.numpy_arrays else rank
 
 
 @declare(
@@ -555,7 +554,7 @@ def lstsq(a: Array, b: Array, /, *, rcond: Any = None, xp: Namespace | None = No
     res = _sq(ad, bm - matmul(a, x))
     rank = xpn.sum(xpn.astype(keep, _default_int(ad, a)), axis=-1)
     out = LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rank, s)
-    return keep_subclass(out, a, b) if ad is NUMPY else out
+    return keep_subclass(out, a, b) if ad.numpy_arrays else out
 
 
 def _sq(ad: Adapter, r: Any) -> Any:

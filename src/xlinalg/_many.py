@@ -17,23 +17,23 @@ from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._solve import _solve_checked, solve
 from .backends._base import Adapter
-from .backends._numpy_adapter import NUMPY
 
 __all__ = ["solve_many"]
 
 
 def _unstack(ad: Adapter, x: Any) -> list[Any]:
-    return list(x) if ad is NUMPY else ad.unstack(x)
+    return list(x) if ad.numpy_arrays else ad.unstack(x)
 
 
-def _stack(ad: Adapter, arrays: Sequence[Any]) -> Any:
-    """One array from arrays of one library (ValueError if shapes differ).
+def _stack(ad: Adapter, arrays: Sequence[Any], like: Any = None) -> Any:
+    """One array from arrays of one library (ValueError if shapes differ); `like`: a
+    stack whose chunking to follow (:meth:`Adapter.stack`).
 
     The caller guarantees one dtype (``solve_many`` counts them; groups are keyed on
     it): the NumPy byte join below relies on it. That stack is a read-only view of
     the joined bytes, which is all a solve needs.
     """
-    if ad is NUMPY:
+    if ad.numpy_arrays:
         x0 = arrays[0]
         if type(x0) is np.ndarray and x0.size and x0.dtype.kind in "biufc":
             s0 = x0.shape
@@ -51,7 +51,7 @@ def _stack(ad: Adapter, arrays: Sequence[Any]) -> Any:
         if out.dtype == object:  # pragma: no cover - NumPy < 2 with ragged input
             raise ValueError("ragged")
         return out
-    return ad.stack(list(arrays))
+    return ad.stack(list(arrays), like=like)
 
 
 def _key(ad: Adapter, x: Any) -> tuple[Any, ...]:
@@ -157,15 +157,15 @@ def solve_many(
     if uniform and (ad.lazy or not _large(a[0])):  # the common case: one library and dtype
         try:
             A = _stack(ad, a)
-            B = ad.stack(list(b), like=A) if ad.lazy else _stack(ad, b)
+            B = _stack(ad, b, like=A)
         except (ValueError, RuntimeError, TypeError):
             pass  # shapes differ (or devices): group below
         else:
             _check_system(ad, a, b, range(n))
             xs = _unstack(ad, _solve_group(ad, A, B, range(n), errors, xp))
-            return _subclassed(a, b, xs) if ad is NUMPY and t0 is not np.ndarray else xs
+            return _subclassed(a, b, xs) if ad.numpy_arrays and t0 is not np.ndarray else xs
     xs = _solve_grouped(ad, a, b, errors, xp)
-    if ad is NUMPY and (list(map(type, a)).count(np.ndarray) != n or list(map(type, b)).count(np.ndarray) != n):
+    if ad.numpy_arrays and (list(map(type, a)).count(np.ndarray) != n or list(map(type, b)).count(np.ndarray) != n):
         return _subclassed(a, b, xs)
     return xs
 
@@ -206,7 +206,7 @@ def _check_system(ad: Adapter, a: Sequence[Any], b: Sequence[Any], positions: Se
     0-d ``b[i]`` would stack into a matrix that solves)."""
     i = positions[0]
     ai, bi = a[i], b[i]
-    if ad.lazy:  # stacking needs every size (Dask's x[mask] has NaN ones)
+    if ad.unknown_sizes:  # stacking needs every size (Dask's x[mask] has NaN ones)
         _validate.unknown_sizes(ad, "solve_many", (f"a[{i}]", ai, range(-len(ai.shape), 0)),
                                 (f"b[{i}]", bi, range(-len(bi.shape), 0)))
     try:
@@ -251,8 +251,8 @@ def _solve_group(ad: Adapter, A: Any, B: Any, positions: Sequence[int], errors: 
     # a[i] or b[i] may be stacks: their batch axes broadcast *within* system i,
     # so the one with fewer gets unit axes after the list axis (not before it).
     A, Bm = _pad_after_first(ad, A, Bm.ndim), _pad_after_first(ad, Bm, A.ndim)
-    if ad.lazy and errors == "raise":
-        # Dask: each block raises when computed, naming the list positions it holds
+    if ad.map_solve is not None and errors == "raise":
+        # lazy blocks (Dask): each raises when computed, naming the list positions it holds
         x = _solve_checked(ad, A, Bm, False, errors,
                            make_error=functools.partial(_singular_at, positions))
     else:
@@ -292,7 +292,7 @@ def _solve_grouped(ad: Adapter, a: Sequence[Any], b: Sequence[Any], errors: str,
                     failed.append(i)
             continue
         A = _stack(ad, [a[i] for i in positions])
-        B = ad.stack([b[i] for i in positions], like=A) if ad.lazy else _stack(ad, [b[i] for i in positions])
+        B = _stack(ad, [b[i] for i in positions], like=A)
         try:
             x = _solve_group(ad, A, B, positions, errors, xp)
         except LinAlgError as exc:

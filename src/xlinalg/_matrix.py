@@ -1,4 +1,4 @@
-"""What the linalg-extension functions share: input checks, member errors, Dask blocks.
+"""What the linalg-extension functions share: input checks, member errors.
 
 The functions of ``_factor``, ``_det``, ``_eig``, ``_orthogonal``, ``_norms``,
 ``_views``, ``_products``, ``_matmul`` and ``_lstsq`` are written once against the
@@ -12,8 +12,8 @@ have in common:
   library's own kernel with its refusals named, the declared error for bool input;
 * :func:`member_error`: the one :class:`LinAlgError` naming failing batch members;
 * :func:`fail_members`: raise for, or NaN, the members a native call failed on;
-* :func:`dask_gufunc` and :func:`dask_members`: a NumPy kernel over the blocks
-  of a Dask array (lazy; a block's error names global batch indices);
+* :func:`block_member_error`: the error a block of a lazy library's array raises
+  when computed (``Adapter.map_members``), naming global batch indices;
 * :data:`NP_LOOPS` and :func:`np_square_loop`: the loop of a NumPy gufunc
   (``numpy.linalg._umath_linalg``) in the input's own precision.
 """
@@ -21,7 +21,6 @@ have in common:
 from __future__ import annotations
 
 import functools
-import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -34,14 +33,12 @@ from ._lib._declare import Raises
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass
 from .backends._base import Adapter
-from .backends._numpy_adapter import NUMPY
 
 __all__ = [
     "NP_LOOPS",
+    "block_member_error",
     "common_dtype",
     "converge_check",
-    "dask_gufunc",
-    "dask_members",
     "fail_members",
     "finite_members",
     "int_arg",
@@ -112,7 +109,7 @@ def native_call(ad: Adapter, fn: str, call: Any, *named: tuple[str, Any]) -> Any
         out = call()
     except Exception as e:
         _validate.reraise(ad, fn, e, *named)
-    return keep_subclass(out, *(v for _, v in named)) if ad is NUMPY else out
+    return keep_subclass(out, *(v for _, v in named)) if ad.numpy_arrays else out
 
 
 def numeric_only(fn: str, names: str = "`x1`") -> Raises:
@@ -219,54 +216,12 @@ def not_converged(ad: Adapter, x: Any, fn: str, what: str) -> LinAlgError:
     return LinAlgError(f"{fn}: the {what} of `x` did not converge{why}")
 
 
-# ---------------------------------------------------------------------- Dask
-def numpy_chunks(ad: Adapter, x: Any, fn: str, name: str = "x") -> None:
-    """Refuse a Dask array whose chunks are not NumPy arrays (named for `fn`)."""
-    from .backends._dask import require_numpy_chunks
-
-    require_numpy_chunks(x, fn, name)
-
-
-def dask_gufunc(ad: Adapter, kernel: Callable[..., Any], sig: str, x: Any, metas: list[tuple[int, Any]],
-                sizes: dict[str, Any], fn: str) -> Any:
-    """``kernel`` (a NumPy function of one stack) over the blocks of Dask array `x`.
-
-    `sig`: the gufunc signature (``"(m,m)->()"``); `metas`: (core ndim, dtype) of
-    each output. The matrix axes are made one chunk; the batch keeps its chunks.
-    Lazy: nothing is computed here.
-    """
-    numpy_chunks(ad, x, fn)
-    if any(isinstance(s, float) and math.isnan(s) for s in x.shape[-2:]):
-        raise ValueError(
-            f"{fn}: `x` is {ad.describe(x)}: its matrix axes have an unknown (NaN) size; "
-            "call `x.compute_chunk_sizes()` first"
-        )
-    nb = x.ndim - 2
-    core = dict.fromkeys(range(nb, x.ndim), -1)
-    xw = x.rechunk(core) if any(len(c) > 1 for c in x.chunks[-2:]) else x
-    m = [np.empty((0,) * (nb + k), dtype=d) for k, d in metas]
-    return ad.da.apply_gufunc(  # type: ignore[attr-defined]
-        kernel, sig, xw, meta=tuple(m) if len(m) > 1 else m[0], output_sizes=sizes or None,
-        allow_rechunk=False,
-    )
-
-
-def dask_members(ad: Adapter, x: Any, kernel: Callable[[np.ndarray, str], np.ndarray], errors: str,
-                 fn: str, what: str, fix: str) -> Any:
-    """``kernel(block, errors)`` (NumPy; result of the block's shape) over the blocks
-    of Dask array `x`, lazily; a block's :class:`LinAlgError` (block indices) is
-    raised at compute with the member's global batch index."""
-    numpy_chunks(ad, x, fn)
-    batch = tuple(x.shape[:-2])
-    make_error = functools.partial(_global_error, fn, what, fix, batch)
-    # the solve's blockwise machinery (one task a chunk, global member indices),
-    # with `x` as its own right-hand side: the kernel reads only its first block
-    return ad.map_solve(x, x, False, errors, functools.partial(_one, kernel), make_error)  # type: ignore[attr-defined]
-
-
-def _one(kernel: Callable[[np.ndarray, str], np.ndarray], ab: np.ndarray, bb: np.ndarray, vector: bool,
-         errors: str) -> np.ndarray:
-    return kernel(ab, errors)
+# ---------------------------------------------------------------------- blocks
+def block_member_error(fn: str, what: str, fix: str,
+                       batch: tuple[int, ...]) -> Callable[[list[tuple[int, ...]]], LinAlgError]:
+    """The ``make_error`` of ``Adapter.map_members`` and ``map_solve``: global batch
+    indices -> the error a computed block raises (:func:`member_error`)."""
+    return functools.partial(_global_error, fn, what, fix, batch)
 
 
 def _global_error(fn: str, what: str, fix: str, batch: tuple[int, ...], indices: list[tuple[int, ...]]) -> LinAlgError:

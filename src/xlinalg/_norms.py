@@ -23,7 +23,6 @@ from ._lib._typing import Array, Namespace
 from ._matrix import matrix_input, real_dtype
 from ._orthogonal import svdvals
 from .backends._base import Adapter
-from .backends._numpy_adapter import NUMPY
 
 __all__ = ["matrix_norm", "vector_norm"]
 
@@ -189,12 +188,12 @@ def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: Any = "fro", xp: Na
         s = svdvals(x)
         r = xpn.sum(s, axis=-1) if o == "nuc" else (xpn.max(s, axis=-1) if o == 2 else xpn.min(s, axis=-1))
         r = r[..., None, None] if keep else r
-        return keep_subclass(r, x) if ad is NUMPY else r
-    if not ad.lazy:
+        return keep_subclass(r, x) if ad.numpy_arrays else r
+    if ad.namespace_linalg:
         native = _native_matrix_norm(ad)
         if native is not None:
             r = native(x, o, keep)
-            return keep_subclass(r, x) if ad is NUMPY else r
+            return keep_subclass(r, x) if ad.numpy_arrays else r
     a = xpn.abs(x)
     if o == "fro":
         r = xpn.sqrt(xpn.sum(a * a, axis=(-2, -1), keepdims=keep))
@@ -370,13 +369,13 @@ def vector_norm(x: Array, /, *, axis: Any = None, keepdims: bool = False, ord: A
             s for i, s in enumerate(shape) if i not in axes
         )
         return keep_subclass(xpn.full(out_shape, value, dtype=real_dtype(ad, x), device=ad.device(x)), x)
-    if not ad.lazy:
+    if ad.namespace_linalg:
         if (r := ad.native_vector_norm(x, o, axes, keep)) is not None:
             return r
         f = getattr(getattr(xpn, "linalg", None), "vector_norm", None)
         if f is not None:
             r = f(x, axis=axes, keepdims=keep, ord=o)
-            return keep_subclass(r, x) if ad is NUMPY else r
+            return keep_subclass(r, x) if ad.numpy_arrays else r
     a = xpn.abs(x)
     if o == math.inf:
         return xpn.max(a, axis=axes, keepdims=keep)

@@ -34,7 +34,6 @@ from ._lib._typing import Array, Namespace
 from ._matrix import matrix_input, real_dtype
 from .backends._base import MISSING as _MISSING
 from .backends._base import Adapter
-from .backends._numpy_adapter import NUMPY as NUMPY_ADAPTER
 
 __all__ = ["QRResult", "SVDResult", "qr", "svd", "svdvals"]
 
@@ -413,7 +412,7 @@ def qr(x: Array, /, *, mode: str = "reduced", xp: Namespace | None = None) -> An
             return keep_subclass(R, x)
         return QRResult(keep_subclass(Q, x), keep_subclass(R, x))
     if mode == "r":
-        if ad is NUMPY_ADAPTER:  # NumPy's own mode="r" skips forming Q
+        if ad.numpy_arrays:  # NumPy's own mode="r" skips forming Q
             return keep_subclass(np.linalg.qr(x, mode="r"), x)
         return keep_subclass(ad.qr(x, "reduced")[1], x)
     return QRResult(*ad.qr(x, "complete" if mode == "complete" else "reduced"))  # validated above

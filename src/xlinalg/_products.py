@@ -34,7 +34,6 @@ from ._lib._typing import Array, Namespace
 from ._matmul import matmul
 from ._matrix import common_dtype, int_arg, matrix_input, native_call, numeric_only
 from .backends._base import Adapter
-from .backends._numpy_adapter import NUMPY
 
 __all__ = ["cross", "matrix_power", "outer", "tensordot", "vecdot"]
 
@@ -504,7 +503,7 @@ def cross(x1: Array, x2: Array, /, *, axis: int = -1, xp: Namespace | None = Non
 
 def _cross(ad: Adapter, x1: Any, x2: Any, k: int) -> Any:
     xpn = ad.xp
-    if not ad.lazy and hasattr(xpn.linalg, "cross"):
+    if ad.namespace_linalg and hasattr(xpn.linalg, "cross"):
         return xpn.linalg.cross(x1, x2, axis=k)
     a = xpn.moveaxis(x1, k, -1)
     b = xpn.moveaxis(x2, k, -1)
@@ -573,13 +572,13 @@ def matrix_power(x: Array, /, n: int, *, errors: str = "raise", xp: Namespace | 
         k = -k
     elif errors != "raise":
         _validate.check_errors(errors)
-    if not ad.lazy:
+    if ad.namespace_linalg:
         if (r := ad.native_matrix_power(x, k)) is not None:
             return r
         f = getattr(xpn.linalg, "matrix_power", None)
         if f is not None:
             r = f(x, k)
-            return keep_subclass(r, x) if ad is NUMPY else r
+            return keep_subclass(r, x) if ad.numpy_arrays else r
     result = None
     base = x
     while k:

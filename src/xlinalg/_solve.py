@@ -205,7 +205,7 @@ def _solve_checked(
         sa, sb = a.shape, b.shape
     if (err := ad.dense_error(a, "a", "solve") or ad.dense_error(b, "b", "solve")) is not None:
         raise err
-    if ad.lazy:  # the matrix axes of `a` and the rows of `b` (unknown batch axes are paired)
+    if ad.unknown_sizes:  # the matrix axes of `a` and the rows of `b` (unknown batch axes are paired)
         _validate.unknown_sizes(ad, "solve", ("a", a, (-2, -1)), ("b", b, (0,) if vector else (-2,)))
     _validate.solve_shapes(ad, a, b, vector, sa, sb)
     if errors != "raise":
@@ -219,7 +219,7 @@ def _solve_checked(
         return keep_subclass(_validate.empty_solve(ad, a, b, vector), a, b)
     if method != "native" and _unrolled.use_unrolled(ad, a, b, vector, method):
         return _unrolled.solve_adapter(ad, a, b, vector, errors)
-    if make_error is not None:
-        return ad.solve(a, b, vector, errors, make_error)  # type: ignore[call-arg]
+    if make_error is not None and ad.map_solve is not None:
+        return ad.map_solve(a, b, vector, errors, None, make_error)
     return ad.solve(a, b, vector, errors)
 

@@ -52,7 +52,7 @@ def _finish(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, flag_only: bool, erro
     xm = x[..., None] if vector else x
     a_batch = tuple(a.shape[:-2])
     eager = not traced
-    if eager and (errors == "raise" or ad is NUMPY):
+    if eager and (errors == "raise" or ad.numpy_arrays):
         if flag_only:
             if not bool(bad):  # the common case: every entry finite
                 return x
@@ -65,7 +65,7 @@ def _finish(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, flag_only: bool, erro
         sing, rep = _host_verdict(ad, a, bm, xm, bad)
         if errors == "raise" and rep.any():
             _raise_singular(to_batch(rep, a_batch).reshape(a_batch), a_batch)
-        if ad is NUMPY:  # NaN for the singular members found on the host too
+        if ad.numpy_arrays:  # NaN for the singular members found on the host too
             x = ad.fill_nan(sing[..., None] if vector else sing[..., None, None], x)
     nonfinite = xp.logical_not(_singular.finite_members(xp, _singular.column_scale(xp, a), bm))
     return ad.fill_nan(nonfinite[..., None] if vector else nonfinite[..., None, None], x)
@@ -150,7 +150,7 @@ def solve_adapter(
     dimension; `errors` is "raise" or "nan". xl.solve calls this in place of
     ``ad.solve(a, b, vector, errors)`` for ``method="unrolled"``.
     """
-    if ad is not NUMPY and compile is None and (views := _numpy_views(ad, a, b)) is not None:
+    if not ad.numpy_arrays and compile is None and (views := _numpy_views(ad, a, b)) is not None:
         # torch-cpu, jax-cpu (eager): NumPy's compiled kernel on views of their memory
         x = solve_adapter(NUMPY, views[0], views[1], vector, errors, layout=layout)
         return ad.from_numpy_view(x, a)
@@ -164,7 +164,7 @@ def solve_adapter(
         layout, kern = _resolve(ad, a, int(n), layout, compile)
         if kern is None:  # lazy blocks (Dask): NumPy's kernel on each, nothing to cache
             kernel = functools.partial(_block, layout=layout)
-            return ad.map_solve(a, b, vector, errors, kernel)  # type: ignore[attr-defined]
+            return ad.map_solve(a, b, vector, errors, kernel)  # type: ignore[misc]
         with _LOCK:
             if len(_RESOLVED) > 256:  # bounded (dtype x device x n x options)
                 _RESOLVED.clear()

@@ -103,13 +103,34 @@ class Adapter:
     library = "array API"
     #: the backend id of this library's arrays where one id fits all (else :meth:`backend`)
     backend_id = ""
-    #: lazy arrays (no exception possible before compute)
+    #: lazy arrays: no value can be read and no exception raised before compute
+    #: (a check on values is skipped; building a stack costs nothing up front)
     lazy = False
+    #: whether a shape may hold unknown (NaN) sizes until computed (Dask's
+    #: ``x[mask]``): the checks that read sizes name such an argument first
+    unknown_sizes = False
     #: ``deferred_blocks(fn, *arrays)``: NumPy function `fn` applied to the library's
     #: arrays block by block, where its work runs later, outside the caller's
     #: ``np.errstate`` (Dask: `fn` silences its own warnings in each block); None: the
     #: library's work runs at the call, under the caller's ``np.errstate``
     deferred_blocks: Callable[..., Any] | None = None
+    #: ``map_gufunc(kernel, signature, x, metas, sizes, fn)``: NumPy function `kernel`
+    #: of one stack applied lazily over the blocks of `x` as a generalized ufunc of
+    #: `signature` (``"(m,m)->()"``), the matrix axes made one chunk; `metas` is each
+    #: output's (core ndim, dtype), `sizes` the new core sizes, `fn` the operation
+    #: named by an error. None: the operations call the library's own routines
+    map_gufunc: Callable[..., Any] | None = None
+    #: ``map_members(x, kernel, errors, fn, make_error)``: ``kernel(block, errors)``
+    #: (NumPy, a result of the block's shape) over the blocks of `x`, lazily; a
+    #: block's :class:`LinAlgError` is raised when computed, as ``make_error(global
+    #: batch indices)`` returns it. None: the library's work runs at the call
+    map_members: Callable[..., Any] | None = None
+    #: ``map_solve(a, b, vector, errors, kernel=None, make_error=None)``: ``kernel(ab,
+    #: bb, vector, errors)`` (an eager NumPy solve; None: NumPy's adapter's) on each
+    #: block, lazily; a block's singular members raise when computed, as
+    #: ``make_error(global batch indices)`` returns it (None: solve's message).
+    #: None: solve runs at the call and raises there
+    map_solve: Callable[..., Any] | None = None
     #: the call that makes one array of this library from a list of its arrays (messages)
     stack_call = "xp.stack"
 
@@ -269,9 +290,20 @@ class Adapter:
         return x if x.dtype == dtype else self.xp.astype(x, dtype)
 
     # ------------------------------------------------------------ the library's own linalg
-    #: whether its arrays are NumPy's ndarrays: the operations may call NumPy's own
-    #: gufuncs on them (``numpy.linalg``'s, without its per-call checks)
+    #: whether its arrays are NumPy's ndarrays, in host memory: the operations may
+    #: call NumPy's own functions and gufuncs on them (``numpy.linalg``'s, without its
+    #: per-call checks), NumPy scalars are its own 0-d values (not weak scalars beside
+    #: its arrays), results keep an ``ndarray`` subclass of the input as NumPy's
+    #: ufuncs do (``_lib._subclass.keep_subclass``), its exact class has the dispatch's
+    #: own fast paths (its subclasses, masked arrays and ``np.matrix`` among them,
+    #: take the checked ones) and the unrolled solver reads its verdicts on the host
     numpy_arrays = False
+    #: whether the operations call the namespace's own linalg extension functions
+    #: (``cross``, ``matrix_power``, ``vector_norm``, ``matrix_norm``) where it has
+    #: them; False: they compose the standard's elementwise operations and reductions
+    #: (Dask: array-api-compat's wrappers over ``dask.array.linalg``, whose SVD
+    #: wants a matrix in one column chunk; the composition takes any chunks)
+    namespace_linalg = True
     #: the keywords with which the library's ``eigh`` and ``cholesky`` read the lower
     #: triangle only, as the standard says (JAX symmetrizes the input by default)
     lower_triangle: Mapping[str, Any] = MappingProxyType({})

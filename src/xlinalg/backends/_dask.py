@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import math
@@ -34,6 +35,8 @@ class DaskAdapter(Adapter):
     stack_call = "dask.array.stack"
     backend_id = "dask"
     lazy = True
+    unknown_sizes = True  # x[mask]: NaN sizes until compute_chunk_sizes()
+    namespace_linalg = False  # the standard's reductions: any chunks, lazily
     single_device = True
 
     def __init__(self) -> None:
@@ -74,14 +77,34 @@ class DaskAdapter(Adapter):
         chunks = dict.fromkeys(range(x.ndim - ncore, x.ndim), -1)
         return x.rechunk(chunks) if any(len(c) > 1 for c in x.chunks[-ncore:]) else x
 
-    def solve(self, a: Any, b: Any, vector: bool, errors: str,
-              make_error: Callable[[list[tuple[int, ...]]], Exception] | None = None) -> Any:
-        return self.map_solve(a, b, vector, errors, _numpy_solve, make_error)
+    def solve(self, a: Any, b: Any, vector: bool, errors: str) -> Any:
+        return self.map_solve(a, b, vector, errors)
 
-    def map_solve(self, a: Any, b: Any, vector: bool, errors: str, kernel: Callable[..., Any],
+    def map_gufunc(self, kernel: Callable[..., Any], sig: str, x: Any, metas: list[tuple[int, Any]],
+                   sizes: dict[str, Any], fn: str) -> Any:
+        """``kernel`` (a NumPy function of one stack) over the blocks of `x`
+        (:attr:`Adapter.map_gufunc`): the matrix axes made one chunk, the batch
+        keeping its chunks; nothing is computed here."""
+        require_numpy_chunks(x, fn, "x")
+        if any(isinstance(s, float) and math.isnan(s) for s in x.shape[-2:]):
+            raise ValueError(
+                f"{fn}: `x` is {self.describe(x)}: its matrix axes have an unknown (NaN) size; "
+                "call `x.compute_chunk_sizes()` first"
+            )
+        return self._apply_gufunc(kernel, sig, x, metas, sizes or None)
+
+    def map_members(self, x: Any, kernel: Callable[[np.ndarray, str], np.ndarray], errors: str, fn: str,
+                    make_error: Callable[[list[tuple[int, ...]]], Exception]) -> Any:
+        """``kernel(block, errors)`` over the blocks of `x` (:attr:`Adapter.map_members`):
+        the solve's blockwise machinery (one task a chunk, global member indices), with
+        `x` as its own right-hand side, which the kernel does not read."""
+        require_numpy_chunks(x, fn, "x")
+        return self.map_solve(x, x, False, errors, functools.partial(_one_operand, kernel), make_error)
+
+    def map_solve(self, a: Any, b: Any, vector: bool, errors: str, kernel: Callable[..., Any] | None = None,
                   make_error: Callable[[list[tuple[int, ...]]], Exception] | None = None) -> Any:
-        """``kernel(ab, bb, vector, errors)`` (an eager NumPy solve) on each block: one task
-        a chunk, as ``da.map_blocks`` of the native call.
+        """``kernel(ab, bb, vector, errors)`` (an eager NumPy solve; None: NumPy's
+        adapter's) on each block: one task a chunk, as ``da.map_blocks`` of the native call.
 
         The batch axes keep their chunks (a shared `a` keeps `b`'s, and the other
         way round; where both are chunked, Dask's common refinement); the matrix
@@ -125,7 +148,7 @@ class DaskAdapter(Adapter):
 
             starts = delayed(starts, pure=True)
         return da.map_blocks(
-            _dask_solve_block, a, b, kernel, vector, errors, a_batch,
+            _dask_solve_block, a, b, kernel or _numpy_solve, vector, errors, a_batch,
             starts, len(chunks) - (1 if vector else 2),
             make_error, paired, dtype=a.dtype, chunks=chunks, meta=meta, drop_axis=[a.ndim - 1] if vector else None,
         )
@@ -165,13 +188,19 @@ class DaskAdapter(Adapter):
                 f"{name}: `x` is {self.describe(a)}: its matrix axes have an unknown (NaN) size, "
                 "which the factors' shapes depend on; call `x.compute_chunk_sizes()` first"
             )
-        # meta given explicitly: dask would derive it by casting a sample of `a`
-        # (a complex -> real cast warns with ComplexWarning)
         core = [c.count(",") + 1 for c in sig.split("->")[1].strip("()").split("),(")]
+        return self._apply_gufunc(fn, sig, a, list(zip(core, dtypes if nout > 1 else [dtypes])), sizes)
+
+    def _apply_gufunc(self, fn: Any, sig: str, a: Any, metas: list[tuple[int, Any]],
+                      sizes: dict[str, Any] | None) -> Any:
+        """Dask's ``apply_gufunc`` of `fn` on `a` with its matrix axes whole; `metas`:
+        each output's (core ndim, dtype). The meta is given explicitly: dask would
+        derive it by casting a sample of `a` (a complex -> real cast warns with
+        ComplexWarning)."""
         nb = a.ndim - 2
-        metas = [np.empty((0,) * (nb + n), dtype=d) for n, d in zip(core, dtypes if nout > 1 else [dtypes])]
+        m = [np.empty((0,) * (nb + k), dtype=d) for k, d in metas]
         return self.da.apply_gufunc(
-            fn, sig, self._core_whole(a), meta=tuple(metas) if nout > 1 else metas[0],
+            fn, sig, self._core_whole(a), meta=tuple(m) if len(m) > 1 else m[0],
             output_sizes=sizes, allow_rechunk=False,
         )
 
@@ -307,6 +336,12 @@ def _unknown(chunks: Any) -> bool:
 
 def _numpy_solve(ab: np.ndarray, bb: np.ndarray, vector: bool, errors: str) -> np.ndarray:
     return NUMPY.solve(ab, bb, vector, errors)
+
+
+def _one_operand(kernel: Callable[[np.ndarray, str], np.ndarray], ab: np.ndarray, bb: np.ndarray,
+                 vector: bool, errors: str) -> np.ndarray:
+    """:meth:`DaskAdapter.map_members`'s kernel as a solve's: `bb` is `ab` again, unread."""
+    return kernel(ab, errors)
 
 
 #: more block starts than this (uneven chunks) are one task of the graph, not copied into each
@@ -503,9 +538,6 @@ class DaskBackend(Backend):
 
     def make_adapter(self) -> Adapter:
         return DaskAdapter()
-
-
-BACKENDS = (DaskBackend(),)
 
 
 BACKENDS = (DaskBackend(),)

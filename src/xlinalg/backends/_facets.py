@@ -296,6 +296,27 @@ class BenchFacet(Facet):
         """`x` cast to `dtype` (a :meth:`native_dtype`) on the backend."""
         return x.astype(dtype)
 
+    def copy(self, x: Any) -> Any:
+        """A new array of `x`'s values in memory of its own (a member of a stack made
+        an array of its own): ``x.copy()``."""
+        return x.copy()
+
+    def contiguous(self, x: Any) -> Any:
+        """A strided view `x` as a new dense (C-order) array: the native namespace's
+        ``asarray(x, copy=True)``."""
+        return self.native_namespace().asarray(x, copy=True)
+
+    def softmax(self) -> Callable[[Any], Any]:
+        """The softmax over the last axis that a case calls: the library's own kernel
+        where it has one, else the stable formula on :meth:`native_namespace`."""
+        xp = self.native_namespace()
+
+        def softmax(s: Any) -> Any:
+            e = xp.exp(s - xp.max(s, axis=-1, keepdims=True))
+            return e / xp.sum(e, axis=-1, keepdims=True)
+
+        return softmax
+
     def host_result(self, x: Any) -> np.ndarray:
         """A result on the host for the benchmark's correctness check (widened where
         the library's own host form would not compare)."""

@@ -32,6 +32,9 @@ class NumPyBench(BenchFacet):
     def native_namespace(self) -> Any:
         return np
 
+    def contiguous(self, x: Any) -> Any:
+        return np.ascontiguousarray(x)
+
     def conv2d(self) -> Callable[[Any, Any], Any]:
         return im2col_conv2d(np)
 

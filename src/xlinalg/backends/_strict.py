@@ -67,6 +67,13 @@ class StrictBench(BenchFacet):
                              "strided NumPy view, so the layout difference is NumPy's",
              "out": "no out= in the standard: the allocating add"})
 
+    # its arrays have the standard's methods only: no astype, no copy
+    def cast(self, x: Any, dtype: Any) -> Any:
+        return self.native_namespace().astype(x, dtype)
+
+    def copy(self, x: Any) -> Any:
+        return self.native_namespace().asarray(x, copy=True)
+
 
 class StrictConvert(ConvertFacet):
     def dtype_refusal(self, name: str) -> str | None:

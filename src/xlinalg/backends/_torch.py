@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import types
 from collections.abc import Callable
@@ -77,6 +78,17 @@ class TorchBench(BenchFacet):
 
     def cast(self, x: Any, dtype: Any) -> Any:
         return x.to(dtype)
+
+    def copy(self, x: Any) -> Any:
+        return x.clone()
+
+    def softmax(self) -> Callable[[Any], Any]:
+        import torch
+
+        return functools.partial(torch.softmax, dim=-1)
+
+    def contiguous(self, x: Any) -> Any:
+        return x.contiguous()
 
     def host_result(self, x: Any) -> np.ndarray:
         import torch

@@ -10,7 +10,7 @@ import numpy as np
 from ...bench._cases import backend_object
 
 __all__ = ["A1", "A1_SIZES", "F16_DTYPES", "gemm_bytes", "gemm_flops",
-           "gemm_rtol", "gemm_setup", "mkn", "own", "prepared", "shape2", "sigmoid_ref",
+           "gemm_rtol", "gemm_setup", "mkn", "prepared", "shape2", "sigmoid_ref",
            "solve_setup", "diagonal_shift", "when_lazy"]
 
 def when_lazy(reason: str) -> Callable[[str, str, Any], str | None]:
@@ -45,15 +45,6 @@ def prepared(prep: Any, run: Any) -> Any:
         return run(state["val"])
 
     return fn
-
-
-def own(xp: Any, x: Any) -> Any:
-    """`x` as an array of its own (not a view into a stack)."""
-    if hasattr(x, "clone"):  # torch
-        return x.clone()
-    if hasattr(x, "copy"):
-        return x.copy()
-    return xp.asarray(x, copy=True)
 
 
 def mkn(size: Any) -> tuple[int, int, int]:

@@ -44,18 +44,22 @@ def _mT(xp: Any, x: Any) -> Any:
     return xp.swapaxes(x, -1, -2)
 
 
-def _softmax(xp: Any, s: Any) -> Any:
-    if hasattr(xp, "softmax"):  # torch
-        return xp.softmax(s, dim=-1)
-    e = xp.exp(s - xp.max(s, axis=-1, keepdims=True))
-    return e / xp.sum(e, axis=-1, keepdims=True)
+#: backend id -> its softmax (``Backend.bench.softmax()``), asked on its first call
+_SOFTMAX: dict[str, Any] = {}
+
+
+def _softmax(ctx: Any, s: Any) -> Any:
+    f = _SOFTMAX.get(ctx.backend)
+    if f is None:
+        f = _SOFTMAX[ctx.backend] = ctx.backend_object.bench.softmax()
+    return f(s)
 
 
 def _attention_op(ctx: Any, q: Any, k: Any, v: Any) -> Any:
     xp = ctx.xp
     scale = 1.0 / float(q.shape[-1]) ** 0.5
     s = xp.matmul(q, _mT(xp, k)) * scale
-    return xp.matmul(_softmax(xp, s), v)
+    return xp.matmul(_softmax(ctx, s), v)
 
 
 def _attention_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -31,14 +31,6 @@ from ._common import (
 __all__: list[str] = []
 
 # ---------------------------------------------------------------------- layout (A10)
-def _contiguous(xp: Any, x: Any) -> Any:
-    if hasattr(x, "contiguous"):  # torch
-        return x.contiguous()
-    if xp is np:
-        return np.ascontiguousarray(x)
-    return xp.asarray(x, copy=True)
-
-
 #: backend -> why it has no strided view to time (its hook), shown next to its cells
 _NO_VIEWS = {b: get_backend(b).bench.no_strided_views for b in BACKEND_NAMES
              if get_backend(b).bench.no_strided_views}
@@ -60,10 +52,11 @@ def _layout_skip(backend: str, dtype: str, size: Any) -> str | None:
 
 def _build_layout(ctx: Any) -> Any:
     xp, contiguous = ctx.xp, bool(ctx.size[1])
+    dense = ctx.backend_object.bench.contiguous
 
     def prep(x: Any, b: Any) -> Any:
         view = x[:, ::2]
-        return (_contiguous(xp, view) if contiguous else view), b
+        return (dense(view) if contiguous else view), b
 
     return prepared(prep, lambda p: xp.matmul(*p))
 
@@ -206,13 +199,10 @@ def _build_precision(target: str) -> Any:
     def build(ctx: Any) -> Any:
         xp = ctx.xp
         nd = native_dtype(ctx.backend, target)
+        to = ctx.backend_object.bench.cast
 
         def cast(x: Any) -> Any:
-            if hasattr(x, "to"):  # torch
-                return x.to(nd)
-            if hasattr(x, "astype"):
-                return x.astype(nd)
-            return xp.astype(x, nd)
+            return to(x, nd)
 
         return prepared(lambda a, b: (cast(a), cast(b)), lambda p: xp.matmul(*p))
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ...bench._cases import Case, backend_object, backends_lacking, register_case
-from ._common import diagonal_shift, own, prepared, solve_setup, when_lazy
+from ._common import diagonal_shift, prepared, solve_setup, when_lazy
 
 __all__: list[str] = []
 
@@ -31,11 +31,11 @@ def _loop_ref(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _split_systems(ctx: Any) -> Any:
-    xp = ctx.xp
+    own = ctx.backend_object.bench.copy  # each system an array of its own, not a view
 
     def prep(a: Any, b: Any) -> Any:
-        return ([own(xp, a[i, ...]) for i in range(a.shape[0])],
-                [own(xp, b[i, ...]) for i in range(b.shape[0])])
+        return ([own(a[i, ...]) for i in range(a.shape[0])],
+                [own(b[i, ...]) for i in range(b.shape[0])])
 
     return prep
 
