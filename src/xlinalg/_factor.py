@@ -220,11 +220,12 @@ def _jax_cholesky(jnp: Any, x: Any, upper: bool) -> Any:
     return jnp.matrix_transpose(jnp.conj(low) if jnp.iscomplexobj(low) else low) if upper else low
 
 
-_CHOLESKY_FAST = fast_paths("cholesky", {
-    "NumPy": np_maker(_np_cholesky_fast),
-    "PyTorch": torch_maker(_torch_cholesky_fast),
-    "JAX": jax_maker(jax_looked(_jax_cholesky), host_look=True),
-})
+_CHOLESKY_FAST = fast_paths(
+    "cholesky",
+    np_maker(_np_cholesky_fast),
+    torch_maker(_torch_cholesky_fast),
+    jax_maker(jax_looked(_jax_cholesky), host_look=True),
+)
 
 
 @declare(

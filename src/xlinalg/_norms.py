@@ -101,11 +101,12 @@ def _jax_matrix_norm_fast(jax: Any, jnp: Any) -> Any:
     return fast
 
 
-_MATRIX_NORM_FAST = fast_paths("matrix_norm", {
-    "NumPy": np_maker(_np_matrix_norm_fast),
-    "PyTorch": torch_maker(_torch_matrix_norm_fast),
-    "JAX": jax_maker(_jax_matrix_norm_fast),
-})
+_MATRIX_NORM_FAST = fast_paths(
+    "matrix_norm",
+    np_maker(_np_matrix_norm_fast),
+    torch_maker(_torch_matrix_norm_fast),
+    jax_maker(_jax_matrix_norm_fast),
+)
 
 
 @declare(
@@ -293,11 +294,12 @@ def _jax_vector_norm_fast(jax: Any, jnp: Any) -> Any:
     return fast
 
 
-_VECTOR_NORM_FAST = fast_paths("vector_norm", {
-    "NumPy": np_maker(_np_vector_norm_fast),
-    "PyTorch": torch_maker(_torch_vector_norm_fast),
-    "JAX": jax_maker(_jax_vector_norm_fast),
-})
+_VECTOR_NORM_FAST = fast_paths(
+    "vector_norm",
+    np_maker(_np_vector_norm_fast),
+    torch_maker(_torch_vector_norm_fast),
+    jax_maker(_jax_vector_norm_fast),
+)
 
 
 @declare(

@@ -109,18 +109,20 @@ def _np_svd_fast(x: Any, full: bool | None) -> Any:
 
 
 # (JAX: `x` looked at first, NaN or inf: LAPACK may loop on it)
-_SVD_FAST = fast_paths("svd", {
-    "NumPy": np_maker(_np_svd_fast),
-    "PyTorch": torch_maker(torch_looked(lambda t: lambda x, full: t.linalg.svd(x, full_matrices=full),
-                                        look=1, wrap=SVDResult)),
-    "JAX": jax_maker(jax_looked(lambda jnp, x, full: jnp.linalg.svd(x, full_matrices=full), look=1,
-                                wrap=SVDResult, look_input=True), host_look=True),
-})
-_SVDVALS_FAST = fast_paths("svdvals", {
-    "NumPy": np_maker(lambda x: _np_svd_fast(x, None)),
-    "PyTorch": torch_maker(torch_looked(lambda t: t.linalg.svdvals)),
-    "JAX": jax_maker(jax_looked(lambda jnp, x: jnp.linalg.svdvals(x), look_input=True), host_look=True),
-})
+_SVD_FAST = fast_paths(
+    "svd",
+    np_maker(_np_svd_fast),
+    torch_maker(torch_looked(lambda t: lambda x, full: t.linalg.svd(x, full_matrices=full),
+                             look=1, wrap=SVDResult)),
+    jax_maker(jax_looked(lambda jnp, x, full: jnp.linalg.svd(x, full_matrices=full), look=1,
+                         wrap=SVDResult, look_input=True), host_look=True),
+)
+_SVDVALS_FAST = fast_paths(
+    "svdvals",
+    np_maker(lambda x: _np_svd_fast(x, None)),
+    torch_maker(torch_looked(lambda t: t.linalg.svdvals)),
+    jax_maker(jax_looked(lambda jnp, x: jnp.linalg.svdvals(x), look_input=True), host_look=True),
+)
 
 
 def _qr_fast(call: Any, ok: frozenset[Any], size: Any, r_mode: bool) -> Any:
@@ -150,11 +152,12 @@ def _numel(x: Any) -> int:
     return x.numel()
 
 
-_QR_FAST = fast_paths("qr", {
-    "NumPy": np_maker(_qr_fast(lambda x, m: np.linalg.qr(x, mode=m), NP_FLOAT, _size, True)),
-    "PyTorch": torch_maker(lambda t: _qr_fast(lambda x, m: t.linalg.qr(x, mode=m), torch_float(t), _numel, False)),
-    "JAX": jax_maker(lambda jax, jnp: _qr_fast(lambda x, m: jnp.linalg.qr(x, mode=m), JAX_FLOAT, _size, False)),
-})
+_QR_FAST = fast_paths(
+    "qr",
+    np_maker(_qr_fast(lambda x, m: np.linalg.qr(x, mode=m), NP_FLOAT, _size, True)),
+    torch_maker(lambda t: _qr_fast(lambda x, m: t.linalg.qr(x, mode=m), torch_float(t), _numel, False)),
+    jax_maker(lambda jax, jnp: _qr_fast(lambda x, m: jnp.linalg.qr(x, mode=m), JAX_FLOAT, _size, False)),
+)
 
 
 _SVD_ON_DEVICE = ("the standard's `linalg.svd`, then a finite check of `S`", "reading `S` synchronizes the device")

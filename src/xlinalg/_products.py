@@ -199,11 +199,12 @@ _PAIRS = ("outer", "tensordot", "vecdot", "cross")
 
 
 def _product_paths(name: str) -> dict[type, Any]:
-    return fast_paths(name, {
-        "NumPy": np_maker(_NP_PRODUCTS[name]),
-        "PyTorch": torch_maker(lambda torch: _torch_products(torch)[name]),
-        "JAX": jax_maker(lambda jax, jnp: _jax_products(jnp)[name], one_device=name in _PAIRS),
-    })
+    return fast_paths(
+        name,
+        np_maker(_NP_PRODUCTS[name]),
+        torch_maker(lambda torch: _torch_products(torch)[name]),
+        jax_maker(lambda jax, jnp: _jax_products(jnp)[name], one_device=name in _PAIRS),
+    )
 
 
 _OUTER_FAST = _product_paths("outer")

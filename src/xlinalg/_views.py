@@ -79,11 +79,12 @@ _NP_VIEWS: dict[str, Any] = {
 
 
 def _view_paths(name: str) -> dict[type, Any]:
-    return fast_paths(name, {
-        "NumPy": np_maker(_NP_VIEWS[name]),
-        "PyTorch": torch_maker(lambda torch: _torch_views(torch)[name]),
-        "JAX": jax_maker(lambda jax, jnp: _jax_views(jnp)[name]),
-    })
+    return fast_paths(
+        name,
+        np_maker(_NP_VIEWS[name]),
+        torch_maker(lambda torch: _torch_views(torch)[name]),
+        jax_maker(lambda jax, jnp: _jax_views(jnp)[name]),
+    )
 
 
 _TRANSPOSE_FAST = _view_paths("matrix_transpose")
