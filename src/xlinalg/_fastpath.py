@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ._lib._finite import np_finite
-from .backends._base import MISSING
+from .backends._base import MISSING, Adapter
 from .backends._makers import jax_maker, np_maker, torch_maker
 from .backends._speed import FastMaker
 
@@ -46,7 +46,7 @@ __all__ = [
     "np_loud",
     "np_maker",
     "np_quiet",
-    "torch_dense",
+    "solve_maker",
     "torch_finite",
     "torch_float",
     "torch_looked",
@@ -57,6 +57,19 @@ __all__ = [
 #: NumPy's and JAX's floating dtypes the linear-algebra kernels take as they are
 NP_FLOAT = frozenset(np.dtype(c) for c in "fdFD")
 JAX_FLOAT = NP_FLOAT
+
+
+def solve_maker(build: Callable[[Adapter, Callable[[Any, Any], Any]], Callable[..., Any]]) -> FastMaker:
+    """The maker of a fast path on an adapter's own one-matrix solve, whatever its
+    library: ``build(adapter, solve_fast)`` for the array types whose adapter has one
+    (``Adapter.solve_fast_for``; ``solve_fast`` is that adapter's checked solve
+    without xl.solve's shape reads, :data:`MISSING` for anything it refuses)."""
+
+    def make(ad: Adapter, cls: type) -> Any:
+        solve = ad.solve_fast_for(cls)
+        return None if solve is None else build(ad, solve)
+
+    return FastMaker(Adapter, make)
 
 
 # ---------------------------------------------------------------------- NumPy
@@ -113,29 +126,20 @@ def torch_plain(torch: Any) -> Callable[[Any], bool]:
     return plain
 
 
-def torch_dense(torch: Any) -> Callable[[Any], bool]:
-    """``dense(x)``: whether tensor `x` is strided and not nested (what the checked
-    path takes; torch would compute some functions of sparse tensors)."""
-    strided = torch.strided
-
-    def dense(x: Any) -> bool:
-        return x.layout is strided and not x.is_nested
-
-    return dense
-
-
 def torch_float(torch: Any) -> frozenset[Any]:
     """The floating dtypes the linear-algebra kernels take as they are."""
     return frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
 
 
 def torch_looked(kernel: Callable[[Any], Callable[..., Any]], *, look: int | None = None,
-                 wrap: Callable[..., Any] | None = None, look_input: bool = False) -> Callable[[Any], Any]:
+                 wrap: type[tuple[Any, ...]] | None = None, look_input: bool = False) -> Callable[[Any], Any]:
     """The builder (for :func:`torch_maker`) of a decomposition's fast path, whose
     result the contract looks at: ``kernel(torch)`` is the library's call
     ``call(x, *args)``; output `look` of its result (None: the result itself) must
     be finite, else the checked path runs (it raises "did not converge"); `wrap`:
     the NamedTuple of the outputs; `look_input`: `x` itself is looked at first."""
+
+    new = tuple.__new__
 
     def build(torch: Any) -> Any:
         call = kernel(torch)
@@ -154,7 +158,8 @@ def torch_looked(kernel: Callable[[Any], Callable[..., Any]], *, look: int | Non
                 return MISSING
             if not torch_finite(torch, out if look is None else out[look]):
                 return MISSING
-            return out if wrap is None else wrap(*out)
+            # (the NamedTuple made from torch's own: tuple.__new__ skips its __new__)
+            return out if wrap is None else new(wrap, out)
 
         return fast
 
