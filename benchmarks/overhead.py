@@ -160,9 +160,10 @@ def _extension_floors(lib: str, convert: Any, fence: Any) -> list[tuple[str, Any
     """(what, native call, floor call): what no xlinalg function can go below, measured
     in the same run. A Python function with xlinalg's signature around the library's
     smallest call of the rows; where the contract must look at the values (a
-    decomposition that did not converge raises), the native call plus the quickest
-    look at its result (torch: the eigenvalues read as Python numbers; JAX: a
-    zero-copy host look, which waits for the result, then the fence)."""
+    decomposition that did not converge raises, a singular matrix raises, a
+    determinant of NaN input is NaN), the native call plus the quickest look at its
+    result or input (torch: the eigenvalues, or the matrix, read as Python numbers;
+    JAX: a zero-copy host look, which waits for the result, then the fence)."""
     sample = np.ascontiguousarray(np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]]))
     v = convert(np.array([1.0, -2.0, 0.5]))
     x = convert(sample)
@@ -183,9 +184,16 @@ def _extension_floors(lib: str, convert: Any, fence: Any) -> list[tuple[str, Any
                 raise AssertionError("not finite")
             return w
 
+        def tlook_in(x: Any, /, *, xp: Any = None) -> Any:
+            if not cmath.isfinite(sum(map(sum, x.tolist()))):
+                raise AssertionError("not finite")
+            return torch.linalg.det(x)
+
         return [("do-nothing wrapper / x.mT", lambda: x.mT, lambda: tfloor(x)),
                 ("eigvalsh + a look at its values / torch.linalg.eigvalsh", lambda: torch.linalg.eigvalsh(x),
-                 lambda: tlook(x))]
+                 lambda: tlook(x)),
+                ("det + a look at its input / torch.linalg.det", lambda: torch.linalg.det(x),
+                 lambda: tlook_in(x))]
     import jax.numpy as jnp
 
     def jlook(x: Any, /, *, xp: Any = None) -> Any:
@@ -195,8 +203,17 @@ def _extension_floors(lib: str, convert: Any, fence: Any) -> list[tuple[str, Any
             raise AssertionError("not finite")
         return w
 
+    def jlook_inv(x: Any, /, *, xp: Any = None) -> Any:
+        r = jnp.linalg.inv(x)
+        m = memoryview(r)
+        if not cmath.isfinite(sum(m.cast("B").cast(m.format[-1]).tolist())):
+            raise AssertionError("not finite")
+        return r
+
     return [("eigvalsh + host look / jnp.linalg.eigvalsh (fenced)", lambda: fence(jnp.linalg.eigvalsh(x)),
-             lambda: fence(jlook(x)))]
+             lambda: fence(jlook(x))),
+            ("inv + host look / jnp.linalg.inv (fenced)", lambda: fence(jnp.linalg.inv(x)),
+             lambda: fence(jlook_inv(x)))]
 
 
 def main(argv: list[str] | None = None) -> int:

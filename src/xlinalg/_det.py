@@ -16,6 +16,7 @@ from ._dispatch import fast_paths
 from ._fastpath import (
     JAX_FLOAT,
     MISSING,
+    FastMaker,
     jax_maker,
     np_finite,
     np_loud,
@@ -125,16 +126,16 @@ def _jax_det_fast(slog: bool) -> Any:
     return build
 
 
-def _det_makers(slog: bool) -> dict[str, Any]:
-    return {
-        "NumPy": np_maker(lambda x: _np_det_fast(x, slog)),
-        "PyTorch": torch_maker(_torch_det_fast(slog)),
-        "JAX": jax_maker(_jax_det_fast(slog)),
-    }
+def _det_makers(slog: bool) -> tuple[FastMaker, ...]:
+    return (
+        np_maker(lambda x: _np_det_fast(x, slog)),
+        torch_maker(_torch_det_fast(slog)),
+        jax_maker(_jax_det_fast(slog)),
+    )
 
 
-_DET_FAST = fast_paths("det", _det_makers(False))
-_SLOGDET_FAST = fast_paths("slogdet", _det_makers(True))
+_DET_FAST = fast_paths("det", *_det_makers(False))
+_SLOGDET_FAST = fast_paths("slogdet", *_det_makers(True))
 
 @declare(
     "linalg", args={"x": "square"}, reference=np.linalg.det, dtypes="linalg",

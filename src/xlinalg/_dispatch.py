@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import numpy as np
@@ -19,6 +18,7 @@ from . import backends as _backends
 from .backends._base import Adapter
 from .backends._host import foreign_in_sequence
 from .backends._numpy import NUMPY, refused_subclass
+from .backends._speed import FastMaker
 
 __all__ = [
     "adapter1", "adapter2", "adapter_for", "adapter_for_namespace", "as_arrays", "describe", "fast_paths",
@@ -59,9 +59,9 @@ FAST_SOLVE: dict[type, Any] = {}
 #: finite result), else ``MISSING``: the op's checked path then runs and gives the
 #: same answer or the error naming the argument.
 FAST_LINALG: dict[str, dict[type, Any]] = {}
-#: op -> {adapter library ("NumPy", "PyTorch", "JAX"): ``make(adapter, array type)``
-#: returning the fast path for that type, or None}
-_FAST_MAKERS: dict[str, Mapping[str, Callable[[Adapter, type], Any]]] = {}
+#: op -> its makers (``backends._speed.FastMaker``: each bound to the adapter class
+#: it serves), asked in turn for the fast path of each array type as it is met
+_FAST_MAKERS: dict[str, tuple[FastMaker, ...]] = {}
 
 
 #: taken only on a miss of _TYPE_CACHE: the first sight of a type is resolved once,
@@ -106,20 +106,24 @@ def _fill_fast_tables(cls: type, ad: Adapter | None) -> None:
         _fill_fast_path(FAST_LINALG[op], makers, cls, ad)
 
 
-def _fill_fast_path(table: dict[type, Any], makers: Mapping[str, Callable[[Adapter, type], Any]],
-                    cls: type, ad: Adapter | None) -> None:
-    make = None if ad is None else makers.get(ad.library)
-    if make is not None and (fn := make(ad, cls)) is not None:  # type: ignore[arg-type]
-        table[cls] = fn
+def _fill_fast_path(table: dict[type, Any], makers: tuple[FastMaker, ...], cls: type, ad: Adapter | None) -> None:
+    if ad is None:
+        return
+    for maker in makers:
+        if (fn := maker.path_for(ad, cls)) is not None:
+            table[cls] = fn
+            return
 
 
-def fast_paths(op: str, makers: Mapping[str, Callable[[Adapter, type], Any]]) -> dict[type, Any]:
+def fast_paths(op: str, *makers: FastMaker) -> dict[type, Any]:
     """Register the fast paths of `op` and return its table (:data:`FAST_LINALG`).
 
-    `makers`: adapter library -> ``make(adapter, array type)``, called once per array
-    type of that library as the type is first met (NumPy's at once), returning the
-    fast path for arrays of exactly that type, or None (a subclass, a tracer, a
-    device the path does not serve). The op calls ``table.get(type(x))`` first.
+    `makers`: one a library (``np_maker``, ``torch_maker``, ``jax_maker`` of the
+    backends' modules, each bound to its adapter class), asked once per array type
+    as the type is first met (NumPy's at once) for the fast path for arrays of
+    exactly that type; the first that gives one (not None: another library's
+    adapter, a subclass, a tracer, a device the path does not serve) is it. The op
+    calls ``table.get(type(x))`` first.
     """
     table: dict[type, Any] = {}
     with _LOOKUP_LOCK:

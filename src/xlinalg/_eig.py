@@ -17,6 +17,7 @@ import numpy as np
 from ._dispatch import fast_paths
 from ._fastpath import (
     MISSING,
+    FastMaker,
     jax_looked,
     jax_maker,
     np_finite,
@@ -229,19 +230,19 @@ def _jax_eigh(jnp: Any, x: Any, values_only: bool) -> Any:
     return w if values_only else (w, v)
 
 
-def _eigh_makers(values_only: bool) -> dict[str, Any]:
+def _eigh_makers(values_only: bool) -> tuple[FastMaker, ...]:
     look, wrap = (None, None) if values_only else (0, EighResult)
-    return {
-        "NumPy": np_maker(lambda x: _np_eigh_fast(x, values_only)),
-        "PyTorch": torch_maker(torch_looked(lambda t: t.linalg.eigvalsh if values_only else t.linalg.eigh,
-                                            look=look, wrap=wrap)),
-        "JAX": jax_maker(jax_looked(lambda jnp, x: _jax_eigh(jnp, x, values_only), look=look, wrap=wrap),
-                         host_look=True),
-    }
+    return (
+        np_maker(lambda x: _np_eigh_fast(x, values_only)),
+        torch_maker(torch_looked(lambda t: t.linalg.eigvalsh if values_only else t.linalg.eigh,
+                                 look=look, wrap=wrap)),
+        jax_maker(jax_looked(lambda jnp, x: _jax_eigh(jnp, x, values_only), look=look, wrap=wrap),
+                  host_look=True),
+    )
 
 
-_EIGH_FAST = fast_paths("eigh", _eigh_makers(False))
-_EIGVALSH_FAST = fast_paths("eigvalsh", _eigh_makers(True))
+_EIGH_FAST = fast_paths("eigh", *_eigh_makers(False))
+_EIGVALSH_FAST = fast_paths("eigvalsh", *_eigh_makers(True))
 
 
 @declare(
@@ -425,19 +426,19 @@ def _np_eig_fast(x: Any, values_only: bool) -> Any:
     return EigResult(w, v) if cast is None else EigResult(w.astype(cast), v.astype(cast))
 
 
-def _eig_makers(values_only: bool) -> dict[str, Any]:
+def _eig_makers(values_only: bool) -> tuple[FastMaker, ...]:
     look, wrap = (None, None) if values_only else (0, EigResult)
-    return {
-        "NumPy": np_maker(lambda x: _np_eig_fast(x, values_only)),
-        "PyTorch": torch_maker(torch_looked(lambda t: t.linalg.eigvals if values_only else t.linalg.eig,
-                                            look=look, wrap=wrap, look_input=True)),
-        "JAX": jax_maker(jax_looked(lambda jnp, x: jnp.linalg.eigvals(x) if values_only else jnp.linalg.eig(x),
-                                    look=look, wrap=wrap, look_input=True), host_look=True),
-    }
+    return (
+        np_maker(lambda x: _np_eig_fast(x, values_only)),
+        torch_maker(torch_looked(lambda t: t.linalg.eigvals if values_only else t.linalg.eig,
+                                 look=look, wrap=wrap, look_input=True)),
+        jax_maker(jax_looked(lambda jnp, x: jnp.linalg.eigvals(x) if values_only else jnp.linalg.eig(x),
+                             look=look, wrap=wrap, look_input=True), host_look=True),
+    )
 
 
-_EIG_FAST = fast_paths("eig", _eig_makers(False))
-_EIGVALS_FAST = fast_paths("eigvals", _eig_makers(True))
+_EIG_FAST = fast_paths("eig", *_eig_makers(False))
+_EIGVALS_FAST = fast_paths("eigvals", *_eig_makers(True))
 
 
 @declare(

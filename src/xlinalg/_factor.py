@@ -26,6 +26,7 @@ from ._fastpath import (
     np_loud,
     np_maker,
     np_quiet,
+    solve_maker,
     torch_float,
     torch_maker,
     torch_plain,
@@ -73,6 +74,35 @@ _JIT_NAN = "Dask: when computed. `errors=\"nan\"`: NaN. Under `jax.jit`: NaN."
 def _spd(rng: np.random.Generator) -> tuple[np.ndarray]:
     m = rng.standard_normal((3, 3))
     return (m @ m.T + 3 * np.eye(3),)
+
+
+# ---------------------------------------------------------------------- fast paths
+# (see _fastpath.py) of inv: one matrix, `solve(x, I)` by the adapter's solve (the
+# call the checked path makes, without its shape reads); a singular or non-finite
+# matrix, a stack, another dtype or layout take the checked path.
+def _np_inv_fast(x: Any) -> Any:
+    if x.ndim != 2 or x.dtype.char not in NP_LOOPS or (s := x.shape)[0] != s[1] or not s[0] or not x.dtype.isnative:
+        return MISSING
+    try:
+        return NUMPY.solve(x, NUMPY.eye(x), False, "raise")
+    except Exception:  # singular (or anything refused): the checked path names it
+        return MISSING
+
+
+def _inv_fast(ad: Adapter, solve: Any) -> Any:
+    eye = ad.eye
+    dense = ad.dense_error
+
+    def fast(x: Any) -> Any:
+        s = x.shape
+        if len(s) != 2 or s[0] != s[1] or not s[0] or dense(x, "x", "inv") is not None:
+            return MISSING
+        return solve(x, eye(x))
+
+    return fast
+
+
+_INV_FAST = fast_paths("inv", np_maker(_np_inv_fast), solve_maker(_inv_fast))
 
 
 @declare(
@@ -140,6 +170,8 @@ def inv(x: Array, /, *, errors: str = "raise", xp: Namespace | None = None) -> A
     array([[0.5 , 0.  ],
            [0.  , 0.25]])
     """
+    if xp is None and errors == "raise" and (f := _INV_FAST.get(type(x))) is not None and (r := f(x)) is not MISSING:
+        return r
     if (
         type(x) is _NP
         and xp is None
@@ -220,11 +252,12 @@ def _jax_cholesky(jnp: Any, x: Any, upper: bool) -> Any:
     return jnp.matrix_transpose(jnp.conj(low) if jnp.iscomplexobj(low) else low) if upper else low
 
 
-_CHOLESKY_FAST = fast_paths("cholesky", {
-    "NumPy": np_maker(_np_cholesky_fast),
-    "PyTorch": torch_maker(_torch_cholesky_fast),
-    "JAX": jax_maker(jax_looked(_jax_cholesky), host_look=True),
-})
+_CHOLESKY_FAST = fast_paths(
+    "cholesky",
+    np_maker(_np_cholesky_fast),
+    torch_maker(_torch_cholesky_fast),
+    jax_maker(jax_looked(_jax_cholesky), host_look=True),
+)
 
 
 @declare(

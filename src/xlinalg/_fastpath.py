@@ -1,20 +1,24 @@
 """What the fast paths of the linalg-extension functions share.
 
 Each function of the operations' modules (``_det``, ``_eig``, ``_factor``,
-``_lstsq``, ``_norms``, ``_orthogonal``, ``_products``, ``_views``) may register fast paths (``_dispatch.fast_paths``): for arrays of
-one exact type (``numpy.ndarray``, ``torch.Tensor``, JAX's concrete array), a
-function of the op's arguments that calls the library's own kernel and returns its
-result only where that call is the whole contract, else :data:`MISSING`. The op's
-checked path then runs and gives the same answer, or the error that names the
-argument. A fast path never decides anything the checked path would decide
-differently: it refuses (MISSING) whatever is not the common case (another dtype,
-an empty or non-finite result, a trace), and its result is the checked path's
-result for the same input, computed by the same kernel.
+``_lstsq``, ``_norms``, ``_orthogonal``, ``_products``, ``_views``) may register
+fast paths (``_dispatch.fast_paths``): for arrays of one exact type
+(``numpy.ndarray``, ``torch.Tensor``, JAX's concrete array), a function of the
+op's arguments that calls the library's own kernel and returns its result only
+where that call is the whole contract, else :data:`MISSING`. The op's checked path
+then runs and gives the same answer, or the error that names the argument. A fast
+path never decides anything the checked path would decide differently: it refuses
+(MISSING) whatever is not the common case (another dtype, an empty or non-finite
+result, a trace), and its result is the checked path's result for the same input,
+computed by the same kernel.
 
-This module holds the parts they share: the type tests that build the makers, the
-quiet floating-point state of NumPy's gufuncs, and quick finiteness tests of small
-results (a Python sum of a few numbers instead of ``isfinite`` + ``all`` + a read:
-docs/performance.md).
+The makers (``np_maker``, ``torch_maker``, ``jax_maker``) are the backends': each
+is bound to its library's adapter class (``backends._speed.FastMaker``), so that an
+operation lists its makers, ``fast_paths(op, np_maker(...), torch_maker(...),
+jax_maker(...))``, without naming a library. This module re-exports them with the
+parts the fast paths share: the quiet floating-point state of NumPy's gufuncs, and
+quick finiteness tests of small results (a Python sum of a few numbers instead of
+``isfinite`` + ``all`` + a read: docs/performance.md).
 """
 
 from __future__ import annotations
@@ -27,8 +31,11 @@ import numpy as np
 
 from ._lib._finite import np_finite
 from .backends._base import MISSING, Adapter
+from .backends._makers import jax_maker, np_maker, torch_maker
+from .backends._speed import FastMaker
 
 __all__ = [
+    "FastMaker",
     "JAX_FLOAT",
     "MISSING",
     "NP_FLOAT",
@@ -39,7 +46,7 @@ __all__ = [
     "np_loud",
     "np_maker",
     "np_quiet",
-    "torch_dense",
+    "solve_maker",
     "torch_finite",
     "torch_float",
     "torch_looked",
@@ -47,61 +54,22 @@ __all__ = [
     "torch_plain",
 ]
 
-_NP = np.ndarray
-
 #: NumPy's and JAX's floating dtypes the linear-algebra kernels take as they are
 NP_FLOAT = frozenset(np.dtype(c) for c in "fdFD")
 JAX_FLOAT = NP_FLOAT
 
-Maker = Callable[[Adapter, type], Any]
 
-
-def np_maker(fn: Callable[..., Any]) -> Maker:
-    """The maker of a NumPy fast path: `fn` for exactly ``numpy.ndarray`` (a subclass,
-    a masked array or ``np.matrix``, takes the checked path). A 0-d result becomes a
-    NumPy scalar, as the checked path's ``keep_subclass`` makes it for plain input
-    (docs/semantics.md, subclasses)."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return _np_scalars(fn(*args, **kwargs))
-
-    return lambda ad, cls: call if cls is _NP else None
-
-
-def _np_scalars(r: Any) -> Any:
-    """`r` with each 0-d ``numpy.ndarray`` (also in a tuple) as a NumPy scalar."""
-    t = type(r)
-    if t is _NP:
-        return r[()] if r.ndim == 0 else r
-    if isinstance(r, tuple):
-        fields = [_np_scalars(v) for v in r]
-        return t(*fields) if hasattr(t, "_fields") else t(fields)
-    return r  # MISSING, a scalar already
-
-
-def torch_maker(build: Callable[[Any], Callable[..., Any]]) -> Maker:
-    """The maker of a PyTorch fast path: ``build(torch)`` for exactly ``torch.Tensor``."""
-    return lambda ad, cls: build(ad.torch) if cls is ad.torch.Tensor else None  # type: ignore[attr-defined]
-
-
-def jax_maker(build: Callable[[Any, Any], Callable[..., Any]], *, host_look: bool = False,
-              one_device: bool = False) -> Maker:
-    """The maker of a JAX fast path: ``build(jax, jnp)`` for JAX's concrete array type
-    (never a tracer: under ``jax.jit`` the checked path runs). `host_look`: the path
-    looks at its result on the host, which it does only where every JAX device is a
-    CPU (no transfer, no wait for a device). `one_device`: the path takes two arrays,
-    only where JAX has one device (else the checked path names a mismatch)."""
+def solve_maker(build: Callable[[Adapter, Callable[[Any, Any], Any]], Callable[..., Any]]) -> FastMaker:
+    """The maker of a fast path on an adapter's own one-matrix solve, whatever its
+    library: ``build(adapter, solve_fast)`` for the array types whose adapter has one
+    (``Adapter.solve_fast_for``; ``solve_fast`` is that adapter's checked solve
+    without xl.solve's shape reads, :data:`MISSING` for anything it refuses)."""
 
     def make(ad: Adapter, cls: type) -> Any:
-        if issubclass(cls, ad._tracer):  # type: ignore[attr-defined]
-            return None
-        if (host_look or one_device) and ad.fast_device_check:
-            return None
-        if host_look and not ad._all_cpu:  # type: ignore[attr-defined]
-            return None
-        return build(ad.jax, ad.xp)  # type: ignore[attr-defined]
+        solve = ad.solve_fast_for(cls)
+        return None if solve is None else build(ad, solve)
 
-    return make
+    return FastMaker(Adapter, make)
 
 
 # ---------------------------------------------------------------------- NumPy
@@ -158,29 +126,20 @@ def torch_plain(torch: Any) -> Callable[[Any], bool]:
     return plain
 
 
-def torch_dense(torch: Any) -> Callable[[Any], bool]:
-    """``dense(x)``: whether tensor `x` is strided and not nested (what the checked
-    path takes; torch would compute some functions of sparse tensors)."""
-    strided = torch.strided
-
-    def dense(x: Any) -> bool:
-        return x.layout is strided and not x.is_nested
-
-    return dense
-
-
 def torch_float(torch: Any) -> frozenset[Any]:
     """The floating dtypes the linear-algebra kernels take as they are."""
     return frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
 
 
 def torch_looked(kernel: Callable[[Any], Callable[..., Any]], *, look: int | None = None,
-                 wrap: Callable[..., Any] | None = None, look_input: bool = False) -> Callable[[Any], Any]:
+                 wrap: type[tuple[Any, ...]] | None = None, look_input: bool = False) -> Callable[[Any], Any]:
     """The builder (for :func:`torch_maker`) of a decomposition's fast path, whose
     result the contract looks at: ``kernel(torch)`` is the library's call
     ``call(x, *args)``; output `look` of its result (None: the result itself) must
     be finite, else the checked path runs (it raises "did not converge"); `wrap`:
     the NamedTuple of the outputs; `look_input`: `x` itself is looked at first."""
+
+    new = tuple.__new__
 
     def build(torch: Any) -> Any:
         call = kernel(torch)
@@ -199,7 +158,8 @@ def torch_looked(kernel: Callable[[Any], Callable[..., Any]], *, look: int | Non
                 return MISSING
             if not torch_finite(torch, out if look is None else out[look]):
                 return MISSING
-            return out if wrap is None else wrap(*out)
+            # (the NamedTuple made from torch's own: tuple.__new__ skips its __new__)
+            return out if wrap is None else new(wrap, out)
 
         return fast
 

@@ -321,11 +321,12 @@ def _jax_lstsq_paths(jax: Any, jnp: Any) -> dict[str, Any]:
 
 
 def _lstsq_group(name: str, np_fast: Any) -> dict[type, Any]:
-    return fast_paths(name, {
-        "NumPy": np_maker(np_fast),
-        "PyTorch": torch_maker(lambda torch: _torch_lstsq_paths(torch)[name]),
-        "JAX": jax_maker(lambda jax, jnp: _jax_lstsq_paths(jax, jnp)[name], host_look=True),
-    })
+    return fast_paths(
+        name,
+        np_maker(np_fast),
+        torch_maker(lambda torch: _torch_lstsq_paths(torch)[name]),
+        jax_maker(lambda jax, jnp: _jax_lstsq_paths(jax, jnp)[name], host_look=True),
+    )
 
 
 _PINV_FAST = _lstsq_group("pinv", _np_pinv_fast)

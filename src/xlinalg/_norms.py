@@ -77,12 +77,13 @@ def _np_matrix_norm_fast(x: Any, o: Any, keep: bool) -> Any:
 def _torch_matrix_norm_fast(torch: Any) -> Any:
     call = torch.linalg.matrix_norm
     ok = torch_float(torch)
+    dims = (-2, -1)
 
     def fast(x: Any, o: Any, keep: bool) -> Any:
         if x.dtype not in ok or not x.numel():
             return MISSING
-        try:
-            return call(x, ord=o, keepdim=keep)
+        try:  # (the library's defaults: ord="fro", keepdim=False; positional: parsed faster)
+            return call(x) if o == "fro" and not keep else call(x, o, dims, keep)
         except Exception:  # a shape or layout it refuses: named by the checked path
             return MISSING
 
@@ -95,16 +96,19 @@ def _jax_matrix_norm_fast(jax: Any, jnp: Any) -> Any:
     def fast(x: Any, o: Any, keep: bool) -> Any:
         if x.dtype not in JAX_FLOAT or x.ndim < 2 or not x.size:
             return MISSING
-        return call(x, ord=o, keepdims=keep)
+        # (the library's defaults, ord="fro", keepdims=False, not passed: JAX's
+        # dispatch of static keywords costs more than the norm of a small matrix)
+        return call(x) if o == "fro" and not keep else call(x, ord=o, keepdims=keep)
 
     return fast
 
 
-_MATRIX_NORM_FAST = fast_paths("matrix_norm", {
-    "NumPy": np_maker(_np_matrix_norm_fast),
-    "PyTorch": torch_maker(_torch_matrix_norm_fast),
-    "JAX": jax_maker(_jax_matrix_norm_fast),
-})
+_MATRIX_NORM_FAST = fast_paths(
+    "matrix_norm",
+    np_maker(_np_matrix_norm_fast),
+    torch_maker(_torch_matrix_norm_fast),
+    jax_maker(_jax_matrix_norm_fast),
+)
 
 
 @declare(
@@ -273,8 +277,8 @@ def _torch_vector_norm_fast(torch: Any) -> Any:
     def fast(x: Any, keep: bool, o: Any) -> Any:
         if x.dtype not in ok or not x.numel() or not 0 < (n := x.ndim) < 9:
             return MISSING
-        try:
-            return call(x, ord=o, dim=_EVERY_AXIS[n], keepdim=keep)
+        try:  # (positional: parsed faster)
+            return call(x, o, _EVERY_AXIS[n], keep)
         except Exception:  # a layout it refuses: named by the checked path
             return MISSING
 
@@ -285,18 +289,22 @@ def _jax_vector_norm_fast(jax: Any, jnp: Any) -> Any:
     call = jnp.linalg.vector_norm
 
     def fast(x: Any, keep: bool, o: Any) -> Any:
-        if x.dtype not in JAX_FLOAT or not x.size or not 0 < (n := x.ndim) < 9:
+        if x.dtype not in JAX_FLOAT or not x.size or not 0 < x.ndim < 9:
             return MISSING
-        return call(x, axis=_EVERY_AXIS[n], keepdims=keep, ord=o)
+        # (axis=None reduces every axis, as the checked path's tuple of them does;
+        # the library's defaults are not passed: JAX's dispatch of static keywords
+        # costs more than the norm of a small vector)
+        return call(x) if o == 2 and not keep else call(x, keepdims=keep, ord=o)
 
     return fast
 
 
-_VECTOR_NORM_FAST = fast_paths("vector_norm", {
-    "NumPy": np_maker(_np_vector_norm_fast),
-    "PyTorch": torch_maker(_torch_vector_norm_fast),
-    "JAX": jax_maker(_jax_vector_norm_fast),
-})
+_VECTOR_NORM_FAST = fast_paths(
+    "vector_norm",
+    np_maker(_np_vector_norm_fast),
+    torch_maker(_torch_vector_norm_fast),
+    jax_maker(_jax_vector_norm_fast),
+)
 
 
 @declare(

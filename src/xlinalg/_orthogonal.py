@@ -108,32 +108,38 @@ def _np_svd_fast(x: Any, full: bool | None) -> Any:
 
 
 # (JAX: `x` looked at first, NaN or inf: LAPACK may loop on it)
-_SVD_FAST = fast_paths("svd", {
-    "NumPy": np_maker(_np_svd_fast),
-    "PyTorch": torch_maker(torch_looked(lambda t: lambda x, full: t.linalg.svd(x, full_matrices=full),
-                                        look=1, wrap=SVDResult)),
-    "JAX": jax_maker(jax_looked(lambda jnp, x, full: jnp.linalg.svd(x, full_matrices=full), look=1,
-                                wrap=SVDResult, look_input=True), host_look=True),
-})
-_SVDVALS_FAST = fast_paths("svdvals", {
-    "NumPy": np_maker(lambda x: _np_svd_fast(x, None)),
-    "PyTorch": torch_maker(torch_looked(lambda t: t.linalg.svdvals)),
-    "JAX": jax_maker(jax_looked(lambda jnp, x: jnp.linalg.svdvals(x), look_input=True), host_look=True),
-})
+_SVD_FAST = fast_paths(
+    "svd",
+    np_maker(_np_svd_fast),
+    torch_maker(torch_looked(lambda t: t.linalg.svd, look=1, wrap=SVDResult)),  # (full_matrices positional)
+    jax_maker(jax_looked(lambda jnp, x, full: jnp.linalg.svd(x, full_matrices=full), look=1,
+                         wrap=SVDResult, look_input=True), host_look=True),
+)
+_SVDVALS_FAST = fast_paths(
+    "svdvals",
+    np_maker(lambda x: _np_svd_fast(x, None)),
+    torch_maker(torch_looked(lambda t: t.linalg.svdvals)),
+    jax_maker(jax_looked(lambda jnp, x: jnp.linalg.svdvals(x), look_input=True), host_look=True),
+)
 
 
-def _qr_fast(call: Any, ok: frozenset[Any], size: Any, r_mode: bool) -> Any:
-    """qr's fast path: `call(x, mode)` (the library's qr) on a non-empty (stack of)
-    matrices of a dtype in `ok` (``size(x)``: the number of elements); `r_mode`:
-    the library computes mode="r" itself (NumPy), else R of "reduced"."""
+def _qr_fast(call: Any, ok: frozenset[Any], numel: bool, r_mode: bool) -> Any:
+    """qr's fast path: `call(x)` / `call(x, mode)` (the library's qr; its default mode
+    is "reduced", not passed: JAX's dispatch of a static keyword costs more than a
+    small QR) on a non-empty (stack of) matrices of a dtype in `ok` (`numel`: the
+    size is ``x.numel()``, else ``x.size``); `r_mode`: the library computes mode="r"
+    itself (NumPy), else R of "reduced"."""
 
     def fast(x: Any, mode: str) -> Any:
-        if x.dtype not in ok or x.ndim < 2 or not size(x):
+        if x.dtype not in ok or x.ndim < 2 or not (x.numel() if numel else x.size):
             return _MISSING
         try:
-            if mode == "r":
-                return call(x, "r") if r_mode else call(x, "reduced")[1]
-            q, r = call(x, mode)
+            if mode == "reduced":
+                q, r = call(x)
+            elif mode == "r":
+                return call(x, "r") if r_mode else call(x)[1]
+            else:
+                q, r = call(x, mode)
         except Exception:  # named by the checked path
             return _MISSING
         return QRResult(q, r)
@@ -141,19 +147,12 @@ def _qr_fast(call: Any, ok: frozenset[Any], size: Any, r_mode: bool) -> Any:
     return fast
 
 
-def _size(x: Any) -> int:
-    return x.size
-
-
-def _numel(x: Any) -> int:
-    return x.numel()
-
-
-_QR_FAST = fast_paths("qr", {
-    "NumPy": np_maker(_qr_fast(lambda x, m: np.linalg.qr(x, mode=m), NP_FLOAT, _size, True)),
-    "PyTorch": torch_maker(lambda t: _qr_fast(lambda x, m: t.linalg.qr(x, mode=m), torch_float(t), _numel, False)),
-    "JAX": jax_maker(lambda jax, jnp: _qr_fast(lambda x, m: jnp.linalg.qr(x, mode=m), JAX_FLOAT, _size, False)),
-})
+_QR_FAST = fast_paths(
+    "qr",
+    np_maker(_qr_fast(np.linalg.qr, NP_FLOAT, False, True)),
+    torch_maker(lambda t: _qr_fast(t.linalg.qr, torch_float(t), True, False)),
+    jax_maker(lambda jax, jnp: _qr_fast(jnp.linalg.qr, JAX_FLOAT, False, False)),
+)
 
 
 _SVD_ON_DEVICE = ("the standard's `linalg.svd`, then a finite check of `S`", "reading `S` synchronizes the device")

@@ -24,7 +24,6 @@ from ._fastpath import (
     NP_FLOAT,
     jax_maker,
     np_maker,
-    torch_dense,
     torch_float,
     torch_maker,
 )
@@ -127,15 +126,15 @@ def _native(call: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _torch_products(torch: Any) -> dict[str, Any]:
-    dense = torch_dense(torch)
-    ok = torch_float(torch)
-    linalg = torch.linalg
+    strided, ok, linalg = torch.strided, torch_float(torch), torch.linalg
+    t_outer, l_vecdot, l_cross = torch.outer, linalg.vecdot, linalg.cross
 
-    def pair(x1: Any, x2: Any) -> bool:
-        return (d := x1.dtype) is x2.dtype and d in ok and dense(x1) and dense(x2)
+    def pair(x1: Any, x2: Any) -> bool:  # (dense: strided and not nested, as the checked path takes)
+        return ((d := x1.dtype) is x2.dtype and d in ok and x1.layout is strided and x2.layout is strided
+                and not x1.is_nested and not x2.is_nested)
 
     def outer(x1: Any, x2: Any) -> Any:
-        return _native(torch.outer, x1, x2) if pair(x1, x2) and x1.ndim == 1 and x2.ndim == 1 else MISSING
+        return _native(t_outer, x1, x2) if pair(x1, x2) and x1.ndim == 1 and x2.ndim == 1 else MISSING
 
     def tensordot(x1: Any, x2: Any, n: int) -> Any:
         return _native(torch.tensordot, x1, x2, dims=n) if pair(x1, x2) and n <= min(x1.ndim, x2.ndim) else MISSING
@@ -143,15 +142,22 @@ def _torch_products(torch: Any) -> dict[str, Any]:
     def vecdot(x1: Any, x2: Any) -> Any:
         if not pair(x1, x2) or not x1.ndim or not x2.ndim or x1.shape[-1] != x2.shape[-1]:
             return MISSING  # (torch.linalg.vecdot would broadcast the vectors' axis)
-        return _native(linalg.vecdot, x1, x2, dim=-1)
+        try:
+            return l_vecdot(x1, x2)  # (its default: dim=-1; keywords cost torch's parsing)
+        except Exception:  # batch shapes that do not broadcast, devices: named by the checked path
+            return MISSING
 
     def cross(x1: Any, x2: Any) -> Any:
         if not pair(x1, x2) or x1.ndim == 0 or x1.shape != x2.shape or x1.shape[-1] != 3:
             return MISSING
-        return _native(linalg.cross, x1, x2, dim=-1)
+        try:
+            return l_cross(x1, x2)  # (its default: dim=-1)
+        except Exception:  # devices: named by the checked path
+            return MISSING
 
     def matrix_power(x: Any, n: int) -> Any:
-        return _native(linalg.matrix_power, x, n) if x.dtype in ok and dense(x) and x.numel() else MISSING
+        ok_x = x.dtype in ok and x.layout is strided and not x.is_nested and x.numel()
+        return _native(linalg.matrix_power, x, n) if ok_x else MISSING
 
     return {"outer": outer, "tensordot": tensordot, "vecdot": vecdot, "cross": cross,
             "matrix_power": matrix_power}
@@ -169,15 +175,17 @@ def _jax_products(jnp: Any) -> dict[str, Any]:
     def tensordot(x1: Any, x2: Any, n: int) -> Any:
         return _native(jnp.tensordot, x1, x2, axes=n) if pair(x1, x2) and n <= min(x1.ndim, x2.ndim) else MISSING
 
+    # vecdot and cross: the library's default axis=-1, not passed (JAX's dispatch of
+    # static keywords costs more than a product of small vectors)
     def vecdot(x1: Any, x2: Any) -> Any:
         if not pair(x1, x2) or not x1.ndim or not x2.ndim or x1.shape[-1] != x2.shape[-1]:
             return MISSING
-        return _native(jnp.vecdot, x1, x2, axis=-1)
+        return _native(jnp.vecdot, x1, x2)
 
     def cross(x1: Any, x2: Any) -> Any:
         if not pair(x1, x2) or not x1.ndim or not x2.ndim or not x1.shape[-1] == x2.shape[-1] == 3:
             return MISSING
-        return _native(linalg.cross, x1, x2, axis=-1)
+        return _native(linalg.cross, x1, x2)
 
     def matrix_power(x: Any, n: int) -> Any:
         if x.dtype not in JAX_FLOAT or x.ndim < 2 or not x.size or (s := x.shape)[-1] != s[-2]:
@@ -198,11 +206,12 @@ _PAIRS = ("outer", "tensordot", "vecdot", "cross")
 
 
 def _product_paths(name: str) -> dict[type, Any]:
-    return fast_paths(name, {
-        "NumPy": np_maker(_NP_PRODUCTS[name]),
-        "PyTorch": torch_maker(lambda torch: _torch_products(torch)[name]),
-        "JAX": jax_maker(lambda jax, jnp: _jax_products(jnp)[name], one_device=name in _PAIRS),
-    })
+    return fast_paths(
+        name,
+        np_maker(_NP_PRODUCTS[name]),
+        torch_maker(lambda torch: _torch_products(torch)[name]),
+        jax_maker(lambda jax, jnp: _jax_products(jnp)[name], one_device=name in _PAIRS),
+    )
 
 
 _OUTER_FAST = _product_paths("outer")

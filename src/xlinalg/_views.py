@@ -17,7 +17,6 @@ from ._fastpath import (
     NP_FLOAT,
     jax_maker,
     np_maker,
-    torch_dense,
     torch_float,
     torch_maker,
 )
@@ -46,29 +45,41 @@ def _one(x: Any, fn: str, xp: Any, *, numeric: bool = False) -> tuple[Adapter, A
 # (see _fastpath.py): the library's own call on a dense (stack of) matrices, any
 # dtype for the views, a floating one for trace; anything else takes the checked path.
 def _torch_views(torch: Any) -> dict[str, Any]:
-    dense = torch_dense(torch)
+    strided = torch.strided  # dense: strided and not nested (what the checked path takes)
     ok = torch_float(torch)
     linalg = torch.linalg
+    diag = torch.diagonal
 
     def transpose(x: Any) -> Any:
-        return x.mT if dense(x) and x.ndim >= 2 else MISSING
+        return x.mT if x.layout is strided and not x.is_nested and x.ndim >= 2 else MISSING
 
     def diagonal(x: Any, k: int) -> Any:
-        return linalg.diagonal(x, offset=k) if dense(x) and x.ndim >= 2 else MISSING
+        if x.layout is not strided or x.is_nested or x.ndim < 2:
+            return MISSING
+        return linalg.diagonal(x, offset=k) if k else linalg.diagonal(x)
 
     def trace(x: Any, k: int) -> Any:
-        if x.dtype not in ok or not dense(x) or x.ndim < 2:
+        if x.dtype not in ok or x.layout is not strided or x.is_nested or x.ndim < 2:
             return MISSING
-        return torch.diagonal(x, offset=k, dim1=-2, dim2=-1).sum(-1)
+        return diag(x, k, -2, -1).sum(-1)
 
     return {"matrix_transpose": transpose, "diagonal": diagonal, "trace": trace}
 
 
 def _jax_views(jnp: Any) -> dict[str, Any]:
     linalg = jnp.linalg
-    return {"matrix_transpose": lambda x: x.mT if x.ndim >= 2 else MISSING,
-            "diagonal": lambda x, k: linalg.diagonal(x, offset=k) if x.ndim >= 2 else MISSING,
-            "trace": lambda x, k: linalg.trace(x, offset=k) if x.dtype in JAX_FLOAT and x.ndim >= 2 else MISSING}
+
+    def diagonal(x: Any, k: int) -> Any:
+        if x.ndim < 2:
+            return MISSING
+        return linalg.diagonal(x, offset=k) if k else linalg.diagonal(x)
+
+    def trace(x: Any, k: int) -> Any:
+        if x.dtype not in JAX_FLOAT or x.ndim < 2:
+            return MISSING
+        return linalg.trace(x, offset=k) if k else linalg.trace(x)
+
+    return {"matrix_transpose": lambda x: x.mT if x.ndim >= 2 else MISSING, "diagonal": diagonal, "trace": trace}
 
 
 _NP_VIEWS: dict[str, Any] = {
@@ -79,11 +90,12 @@ _NP_VIEWS: dict[str, Any] = {
 
 
 def _view_paths(name: str) -> dict[type, Any]:
-    return fast_paths(name, {
-        "NumPy": np_maker(_NP_VIEWS[name]),
-        "PyTorch": torch_maker(lambda torch: _torch_views(torch)[name]),
-        "JAX": jax_maker(lambda jax, jnp: _jax_views(jnp)[name]),
-    })
+    return fast_paths(
+        name,
+        np_maker(_NP_VIEWS[name]),
+        torch_maker(lambda torch: _torch_views(torch)[name]),
+        jax_maker(lambda jax, jnp: _jax_views(jnp)[name]),
+    )
 
 
 _TRANSPOSE_FAST = _view_paths("matrix_transpose")

@@ -23,11 +23,9 @@ JAX's other module. These are decisions on a library's name:
 Not decisions: looking a backend up by its id (``get_backend("dask")``, a call:
 it names a backend, it does not branch on one); a question to ``sys.modules``
 (whether a module is imported, not which backend is in use); the two tables
-keyed per backend or library by design (:data:`TABLES`): the cells of the
-capabilities table (``declare(..., backends={...})``), documentation rows that the
-registry validates (``Operation.capabilities`` refuses a key no backend has), and
-an operation's native fast paths (``fast_paths(op, {"PyTorch": ...})``); and the
-fields of the benchmark's records that carry a library's name
+keyed per backend by design (:data:`TABLES`): the cells of the capabilities table
+(``declare(..., backends={...})``), documentation rows that the registry validates
+(``Operation.capabilities`` refuses a key no backend has); and the fields of the benchmark's records that carry a library's name
 (:data:`RECORD_FIELDS`), frozen by the committed results.
 """
 
@@ -89,13 +87,13 @@ def _call_name(node: ast.AST) -> str:
     return ""
 
 
-#: the registries keyed per backend or library, by design: call -> (keyword,
-#: position) of the table. ``declare(..., backends=...)``: the capability table's
-#: cells (documentation rows, validated against the registry); ``fast_paths(op,
-#: makers)``: an operation's native fast paths, keyed by the adapter's library
-#: (``Adapter.library``, matched by ``xlinalg._dispatch``; a follow-up moves these
-#: kernels into the backends' modules)
-TABLES: dict[str, tuple[str, int]] = {"declare": ("backends", -1), "fast_paths": ("makers", 1)}
+#: the registries keyed per backend, by design: call -> (keyword, position) of the
+#: table. ``declare(..., backends=...)``: the capability table's cells
+#: (documentation rows, validated against the registry). (An operation's fast paths
+#: are keyless: ``fast_paths(op, np_maker(...), torch_maker(...))``, each maker
+#: bound to its adapter class by its backend's module; a table keyed by library
+#: name there is a decision like any other.)
+TABLES: dict[str, tuple[str, int]] = {"declare": ("backends", -1)}
 
 
 def _tables(tree: ast.AST) -> set[int]:
@@ -240,6 +238,10 @@ def test_no_module_outside_the_backends_package_decides_on_a_library_name(module
         'declare("linalg", how="x", notes={"dask": "lazy"})',
         'Case(name="a7", skip={"dask": "tall-and-skinny only"})',
         '_SKIPS = {"numpy": "host"}\nCase(name="a11", skip=_SKIPS)',
+        '_FAST = fast_paths("det", {"NumPy": np_maker(f), "PyTorch": torch_maker(g)})',
+        '_FAST = fast_paths("det", makers={"jax-cpu": jax_maker(f)})',
+        'def _makers(s):\n    return {"JAX": jax_maker(f)}\n\n\n_F = fast_paths("eig", _makers(True))',
+        '_MAKERS = {"PyTorch": torch_maker(g)}\n_F = fast_paths("qr", _MAKERS)',
     ],
 )
 def test_the_scan_finds_each_form_of_decision(code: str) -> None:
@@ -262,8 +264,8 @@ def test_the_scan_finds_each_form_of_decision(code: str) -> None:
         'declare("linalg", how="x", backends={"dask": "lazy"})',
         'def _cells(op):\n    return {"torch": op}\n\n\ndeclare("e", backends=_cells("add"))',
         '_CELLS = {"numpy": "a gufunc"}\ndeclare("linalg", backends=_CELLS)',
-        '_FAST = fast_paths("det", {"NumPy": np_maker(f), "PyTorch": torch_maker(g)})',
-        'def _makers(s):\n    return {"JAX": jax_maker(f)}\n\n\n_F = fast_paths("eig", _makers(True))',
+        '_FAST = fast_paths("det", np_maker(f), torch_maker(g), jax_maker(h))',
+        'def _makers(s):\n    return (np_maker(f), jax_maker(g))\n\n\n_F = fast_paths("eig", *_makers(True))',
     ],
 )
 def test_the_scan_leaves_other_code_alone(code: str) -> None:
@@ -312,3 +314,19 @@ def test_a_planted_module_is_flagged_at_each_line_with_its_form(tmp_path: Path) 
     message = report("planted.py", found)
     assert "src/xlinalg/planted.py:8: conditional expression on jax-cpu, jax-gpu" in message
     assert "src/xlinalg/planted.py:9: dict key on array-api-strict" in message
+
+
+def test_a_fast_path_table_keyed_by_library_fails_the_guard_in_an_operation_module() -> None:
+    """An operation module's fast paths are keyless (each maker knows its adapter);
+    the old form, a table keyed by library name, planted back into the real
+    ``_factor.py``, is flagged at its keys."""
+    source = (SRC / "_factor.py").read_text(encoding="utf-8")
+    keyless = "    np_maker(_np_cholesky_fast),\n    torch_maker(_torch_cholesky_fast),\n"
+    assert keyless in source, "the planted table needs _factor.py's cholesky makers: update the test"
+    assert not decisions(source, "_factor.py")
+    planted = source.replace(keyless, '    {"NumPy": np_maker(_np_cholesky_fast),\n'
+                                      '     "PyTorch": torch_maker(_torch_cholesky_fast)},\n')
+    line = planted[:planted.index('{"NumPy"')].count("\n") + 1
+    found = decisions(planted, "_factor.py")
+    assert [(ln, form) for ln, form, _ in found] == [(line, "dict key")], found
+    assert "NumPy, PyTorch" in report("_factor.py", found)

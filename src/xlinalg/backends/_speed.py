@@ -9,6 +9,11 @@ read (``fast``, ``solve_dtypes``, ...) and ``xlinalg._dispatch`` fills its
 per-type tables from those. A native function in an optional package that is slow
 to import (SciPy's ``expit``) is imported on the first call that needs it and
 then kept with the others, in ``fast``: one place.
+
+The fast paths of the linear-algebra operations are made per array type by
+:class:`FastMaker` values, each bound to the adapter class it serves (the library
+modules define their makers: ``np_maker``, ``torch_maker``, ``jax_maker``), so that
+an operation lists its makers without naming a library.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NP_NON_NUMERIC", "FastPaths", "native_function"]
+__all__ = ["NP_NON_NUMERIC", "FastMaker", "FastPaths", "native_function"]
 
 #: NumPy dtypes that are not numbers (the fast kernels must not see them)
 NP_NON_NUMERIC = frozenset(np.dtype(c) for c in "?OUSVMm")
@@ -73,3 +78,22 @@ class FastPaths:
             return frozenset(np.dtype(n) for n in names)
         source = importlib.import_module(self.dtypes_from) if self.dtypes_from else xp
         return frozenset(getattr(source, n) for n in names if hasattr(source, n))
+
+
+@dataclass(frozen=True)
+class FastMaker:
+    """One library's maker of an operation's fast path (``xlinalg._dispatch.fast_paths``).
+
+    `adapter`: the adapter class whose arrays it serves (its library's module defines
+    the maker, next to the adapter); `make(adapter, array type)`: the fast path for
+    arrays of exactly that type, or None (a subclass, a tracer, a device the path
+    does not serve). Called once per array type, as the type is first met.
+    """
+
+    adapter: type
+    make: Callable[[Any, type], Any]
+
+    def path_for(self, ad: Any, cls: type) -> Any:
+        """The fast path for arrays of type `cls` owned by adapter `ad`, or None
+        (another library's adapter, or a type the maker does not serve)."""
+        return self.make(ad, cls) if isinstance(ad, self.adapter) else None
