@@ -568,6 +568,11 @@ DONE_MEANS = {("numpy", 5, 100_000, "float64", 1): (5.0, 2.5),
                  for batch in (100_000, 1_000_000)}}
 HEADLINE_WALL = [(b, 5, 100_000, "float64", 1) for b in ("numpy", "torch-cpu", "jax-cpu")] + [
     (b, 5, 1_000_000, "float64", 1) for b in ("numpy", "torch-cpu", "jax-cpu")]
+#: the default call's cells of the bar "<= 2.5x the wall" (issue 39's scope: float64 and
+#: float32, one and several right-hand sides, at 1e5 and 1e6 systems, n = 5)
+WALL_CELLS = HEADLINE_WALL + [
+    (b, 5, batch, dt, k) for batch in (100_000, 1_000_000) for dt, k in (("float32", 1), ("float64", 4), ("float32", 4))
+    for b in ("numpy", "torch-cpu", "jax-cpu")]
 FULL_WALL = HEADLINE_WALL + [
     (b, n, batch, dt, k) for b in ("numpy", "torch-cpu", "jax-cpu") for n in (2, 8)
     for batch in (100_000, 1_000_000) for dt in ("float32", "float64") for k in (1, 4)]
@@ -615,14 +620,17 @@ def first_calls() -> list[dict[str, Any]]:
     return rows
 
 
-def tune(backends: list[str], dtypes: list[str]) -> list[dict[str, Any]]:
+def tune(backends: list[str], dtypes: list[str], ns: list[int] | None = None,
+         batches: list[int] | None = None) -> list[dict[str, Any]]:
     """Crossover rows of the numba kernel: per (backend, dtype), n = 1..8 and 1 to
-    1e6 systems, the library's native solve, ``xl.solve(method="native")`` and
-    ``xl.solve(method="unrolled")`` interleaved (:func:`xlinalg.study._tune.measure_cell`,
-    what ``xlinalg bench --tune`` runs)."""
+    1e6 systems (or the `ns` and `batches` given), the library's native solve,
+    ``xl.solve(method="native")`` and ``xl.solve(method="unrolled")`` interleaved
+    (:func:`xlinalg.study._tune.measure_cell`, what ``xlinalg bench --tune`` runs)."""
+    ns = ns or list(range(1, U.MAX_N + 1))
+    batches = batches or list(T.TUNE_BATCHES)
     print("Tuning method='auto': numba kernel against xl.solve(method='native') and the library, "
-          f"n = 1..{U.MAX_N}, {T.TUNE_BATCHES[0]} to {T.TUNE_BATCHES[-1]} systems", flush=True)
-    return T.tune(backends, dtypes, range(1, U.MAX_N + 1), T.TUNE_BATCHES,
+          f"n = {ns}, {batches} systems", flush=True)
+    return T.tune(backends, dtypes, ns, batches,
                   progress=lambda s: print(s, flush=True), with_first_calls=False)["crossover"]
 
 
@@ -642,6 +650,18 @@ def tune_first_calls(ns: list[int]) -> list[dict[str, Any]]:
                 print(f"  n={r['n']} {r['dtype']:7s} numba cache {state}: first call {r['first_call_s']:.2f} s", flush=True)
             rows += got
     return rows
+
+
+def merge_crossover(old: list[dict[str, Any]], new: list[dict[str, Any]], partial: bool) -> list[dict[str, Any]]:
+    """`old` crossover rows with `new` ones in their place: every old row of a
+    (backend, dtype) that `new` measured, or (`partial`: a part of the grid,
+    ``--tune-n``/``--tune-batches``) only those of the same (backend, dtype, n,
+    systems), so that the rows not re-measured keep their older measurement."""
+    def cell(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (r["backend"], r["dtype"], r["n"], r.get("total_batch", r["batch"]))
+
+    redone = {cell(r) if partial else cell(r)[:2] for r in new}
+    return [r for r in old if (cell(r) if partial else cell(r)[:2]) not in redone] + new
 
 
 derive = T.derive
@@ -700,6 +720,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tune", action="store_true",
                    help="the numba kernel's crossovers (n = 1..8, 1 to 1e6 systems, against the library's "
                         "solve and xl.solve(method='native')), merged into the --out file by (backend, dtype)")
+    p.add_argument("--tune-n", help="--tune: only these n (comma-separated); the rows measured replace "
+                                    "those of the same (backend, dtype, n, systems) in --out")
+    p.add_argument("--tune-batches", help="--tune: only these numbers of systems (comma-separated), as --tune-n")
     p.add_argument("--tune-first-calls", action="store_true",
                    help="the numba kernel's first calls per (n, dtype), cold and warm disk cache, into --out")
     p.add_argument("--wall", action="store_true", help="the memory-wall cells of issue 39 only")
@@ -728,22 +751,26 @@ def main(argv: list[str] | None = None) -> int:
             results_t = {"crossover": [], "first-call": [], "parts": []}
         if args.tune:
             backends = args.only.split(",") if args.only else list(T.TUNE_BACKENDS)
-            new = tune(backends, args.dtypes.split(","))
-            redone = {(r["backend"], r["dtype"]) for r in new}
-            results_t["crossover"] = [r for r in results_t["crossover"]
-                                      if (r["backend"], r["dtype"]) not in redone] + new
+            tune_ns = [int(v) for v in args.tune_n.split(",")] if args.tune_n else None
+            batches = [int(v) for v in args.tune_batches.split(",")] if args.tune_batches else None
+            new = tune(backends, args.dtypes.split(","), tune_ns, batches)
+            results_t["crossover"] = merge_crossover(results_t["crossover"], new, bool(tune_ns or batches))
         if args.tune_first_calls:
             ns = [int(v) for v in args.ns.split(",")]
             results_t["first-call"] = [r for r in results_t["first-call"] if r["n"] not in ns] + tune_first_calls(ns)
         results_t["parts"].append({"env": _env(), "tune": args.tune, "first_calls": args.tune_first_calls,
                                    "backends": args.only, "dtypes": args.dtypes, "ns": args.ns,
+                                   "tune_n": args.tune_n, "tune_batches": args.tune_batches,
+                                   "time": time.strftime("%Y-%m-%d %H:%M:%S"),
                                    "load_average": list(os.getloadavg())})
         with open(args.out, "w") as f:
             json.dump(results_t, f, indent=1)
         print(f"wrote {args.out}")
         return 0
     if args.wall:
-        results_w: dict[str, Any] = {"env": _env(), "wall": wall_section(HEADLINE_WALL), "first-call": first_calls()}
+        results_w: dict[str, Any] = {"env": _env(), "load_average_start": list(os.getloadavg()),
+                                     "wall": wall_section(WALL_CELLS), "first-call": first_calls(),
+                                     "load_average_end": list(os.getloadavg())}
         if args.out:
             with open(args.out, "w") as f:
                 json.dump(results_w, f, indent=1)

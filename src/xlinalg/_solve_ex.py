@@ -12,6 +12,7 @@ from ._lib._declare import BadInput, Raises, declare
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
 from ._solve import _JAX_SOLVE_NOTE, solve
+from ._unrolled import kernel_mask
 
 __all__ = ["SolveExResult", "solve_ex"]
 
@@ -114,12 +115,19 @@ def solve_ex(a: Array, b: Array, /, *, method: str = "auto", xp: Namespace | Non
     """
     a0, b0 = a, b  # the caller's arrays: an ndarray subclass is kept (keep_subclass)
     try:
-        x = solve(a, b, errors="nan", method=method, xp=xp)
+        with kernel_mask() as got:
+            x = solve(a, b, errors="nan", method=method, xp=xp)
     except (ValueError, TypeError) as e:  # solve's argument errors, under this function's name
         msg = str(e)
         if type(e) in (ValueError, TypeError) and msg.startswith("solve: "):
             raise type(e)("solve_ex: " + msg[len("solve: "):]) from None
         raise
+    mask = got.mask_of(x)
+    if mask is not None:
+        # an unrolled kernel that decides the rule on the host solved it (NumPy's, and
+        # torch-cpu and jax-cpu through it): its mask is the rule's, and its `x` has NaN
+        # for those members and for non-finite input already; no second pass
+        return keep_subclass(SolveExResult(x, mask), a0, b0)
     ad, a, b = _adapter2(a, b, "a", "b", xp)
     ns = ad.xp
     a = ad.astype(a, x.dtype)

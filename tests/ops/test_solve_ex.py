@@ -126,3 +126,65 @@ def test_traced_under_jax_jit(rng) -> None:
     x, mask = assert_trace_safe(xl.solve_ex, a, b)
     np.testing.assert_array_equal(np.asarray(mask), sing)
     assert np.isnan(np.asarray(x)[sing | ~fin]).all()
+
+
+@pytest.mark.parametrize("rhs", ["matrix", "vector", "broadcast"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", ["numpy", "torch-cpu", "jax-cpu"])
+def test_the_kernels_mask_without_a_second_pass(rng, monkeypatch, name: str, dtype: str, rhs: str) -> None:
+    """Where the numba kernel solves (numpy, and eager torch-cpu and jax-cpu through
+    NumPy views), solve_ex returns the kernel's own mask: the rule's LU is never run
+    a second time over the batch (it is made to fail here), and the mask equals the
+    rule's reference member by member on the peer matrices scattered through a batch
+    of several of the kernel's chunks, in the inputs' library."""
+    pytest.importorskip("numba")
+    from xlinalg._kernels import _numba
+
+    if name == "numpy":
+        conv = np.asarray
+    else:
+        require_backend(name)
+        if name == "torch-cpu":
+            import torch
+
+            conv = torch.from_numpy
+        else:
+            import jax
+            import jax.numpy as jnp
+
+            if dtype == "float64" and not jax.config.read("jax_enable_x64"):
+                pytest.skip("JAX's 64-bit mode is off")
+            conv = jnp.asarray
+    n, nb = 5, 2 * _numba.CHUNK + 40
+    peers_a, peers_b = _peers(n, dtype, rng)
+    a = (rng.standard_normal((nb, n, n)) + 2 * np.sqrt(n) * np.eye(n)).astype(dtype)
+    b = rng.standard_normal((nb, n, 2)).astype(dtype)
+    at = 1 + rng.choice(nb - 1, size=(3, len(peers_a)), replace=False)  # (member 0 regular: b's source)
+    for row in at:
+        a[row], b[row] = peers_a, peers_b
+    if rhs == "vector":
+        b = b[0, :, 0].copy()
+        sing, fin = _want(a, b[:, None])
+    elif rhs == "broadcast":  # one right-hand side for every member, as a (1, n, 2) stack
+        b = b[:1].copy()
+        sing, fin = _want(a, b)
+    else:
+        sing, fin = _want(a, b)
+    assert sing.sum() >= 3 * 4  # the peers' singular members are in
+    want_x = np.asarray(xl.to(xl.solve(conv(a), conv(b), errors="nan", method="native"), "numpy"))
+
+    def second_pass(*args: object, **kw: object) -> None:
+        raise AssertionError("solve_ex ran the rule's LU over the batch a second time")
+
+    monkeypatch.setattr(_singular, "lu_pivots", second_pass)
+    x, mask = xl.solve_ex(conv(a), conv(b), method="unrolled")
+    assert type(mask) is type(conv(a))
+    m = np.asarray(xl.to(mask, "numpy"))
+    assert m.dtype == np.bool_
+    np.testing.assert_array_equal(m, sing)
+    xn = np.asarray(xl.to(x, "numpy"))
+    assert xn.shape == want_x.shape
+    np.testing.assert_array_equal(np.isnan(xn).all(axis=(-2, -1) if rhs != "vector" else -1), sing | ~fin)
+    ok = ~sing & fin
+    tol = 2e-3 if dtype == "float32" else 1e-8
+    np.testing.assert_allclose(xn[ok], want_x[ok], rtol=tol, atol=tol)

@@ -268,17 +268,91 @@ def test_tiled_kernel_is_the_plain_one(dtype: str, n: int) -> None:
     dt = np.dtype(dtype)
     tol = np.empty(0, dt).real.dtype.type(_singular.tolerance(np, dt, n))
     tiled, plain = _numba._dispatcher(n, dt, tiled=True), _numba._dispatcher(n, dt, tiled=False)
+    chunks = -(-nb // _numba.CHUNK)
     for k in (1, 3):
         b = rng.standard_normal((nb, n, k)).astype(dtype)
         b[where[0, 0], 0, -1] = np.nan
         b[where[1, 0], -1, 0] = np.inf
         for members in (a, np.ascontiguousarray(np.swapaxes(a, -1, -2)).swapaxes(-1, -2)):
             out = []
-            for fn in (tiled, plain):
-                x, bad = np.empty((nb, n, k), dt), np.empty(nb, np.bool_)
-                fn(members, b, x, bad, dt.type(1), dt.type(np.nan), tol)
-                out.append((x, bad))
+            for fn, units in ((tiled, chunks), (plain, nb)):
+                x, bad, st = np.empty((nb, n, k), dt), np.empty(nb, np.bool_), np.full(units, 7, np.uint8)
+                fn(members, b, x, bad, st, dt.type(1), dt.type(np.nan), tol)
+                out.append((x, bad, st))
             np.testing.assert_array_equal(out[0][0], out[1][0])  # NaN where NaN, bit for bit
             np.testing.assert_array_equal(out[0][1], out[1][1])
             assert out[0][1].sum() >= 40  # the singular peers were named
             assert np.isnan(out[0][0][where[0, 0]]).all()
+            # the status flags: set exactly where some member's solution is not finite
+            # (singular, non-finite input, overflow), per member (plain) and per chunk (tiled)
+            dirty = ~np.isfinite(out[1][0]).all(axis=(-2, -1))
+            np.testing.assert_array_equal(out[1][2], dirty)
+            pad = np.zeros(chunks * _numba.CHUNK, bool)
+            pad[:nb] = dirty
+            np.testing.assert_array_equal(out[0][2], pad.reshape(chunks, -1).any(axis=1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_status_flags_say_clean_only_when_clean(dtype: str) -> None:
+    """``make_kernel``'s `clean` (the kernel's status flags, no pass over `x`): True for
+    a batch of regular members, False as soon as one member of any chunk is singular,
+    has NaN or inf in `a` or `b`, or has a finite input whose solution overflows
+    (which the solver then re-checks with the rule's reference: docs/unrolled.md)."""
+    n, nb = 3, 3 * _numba.CHUNK + 5
+    rng = np.random.default_rng(5)
+    dt = np.dtype(dtype)
+    a = rng.standard_normal((nb, n, n)) + 2 * np.sqrt(n) * np.eye(n)
+    b = rng.standard_normal((nb, n, 2))
+    run = _numba.make_kernel(n, dt)
+    assert run(a.astype(dt), b.astype(dt))[2] is True
+    big = 1e30 if dt in (np.float32, np.complex64) else 1e300
+    spoilers = {
+        "singular": lambda a, b: a.__setitem__((nb - 1, slice(None), 0), 0.0),  # a zero column
+        "nan in a": lambda a, b: a.__setitem__((_numba.CHUNK + 3, 1, 2), np.nan),
+        "inf in b": lambda a, b: b.__setitem__((2 * _numba.CHUNK, 2, 1), np.inf),
+        "overflow": lambda a, b: (a.__setitem__(7, np.diag([1 / big, 1.0, 1.0])),
+                                  b.__setitem__((7, 0, 0), big)),
+    }
+    for name, spoil in spoilers.items():
+        a1, b1 = a.copy(), b.copy()
+        spoil(a1, b1)
+        x, bad, clean = run(a1.astype(dt), b1.astype(dt))
+        assert clean is False, name
+        assert not np.isfinite(x).all(), name
+        assert bad.any() == (name == "singular"), name
+
+
+def test_jax_takes_the_kernels_result_without_a_copy() -> None:
+    """JAX CPU arrays solved by the numba kernel get its fresh result aliased through
+    DLPack (a copy of the whole result cost as much as the solve at 1e6 systems:
+    docs/performance.md); a result JAX cannot alias (not C-ordered) is copied, with
+    the same values, and so is the bool mask where DLPack does not carry it."""
+    require_backend("jax-cpu")
+    import jax.numpy as jnp
+
+    from xlinalg._dispatch import adapter_for
+
+    like = jnp.ones((4, 3, 1), dtype=jnp.float32)
+    ad = adapter_for((like,), ("a",))
+    fresh = _numba._aligned_empty((4, 3, 1), np.dtype(np.float32))  # as the kernel's outputs
+    assert fresh.ctypes.data % _numba.ALIGN == 0
+    fresh[...] = np.arange(12.0).reshape(4, 3, 1)
+    out = ad.from_numpy_view(fresh, like)
+    assert out.unsafe_buffer_pointer() == fresh.ctypes.data  # aliased, not copied
+    np.testing.assert_array_equal(np.asarray(out), fresh)
+    x, bad, _ = _numba.make_kernel(3, np.float32)(np.eye(3, dtype=np.float32)[None], np.ones((1, 3, 1), np.float32))
+    assert x.ctypes.data % _numba.ALIGN == 0
+    assert bad.ctypes.data % _numba.ALIGN == 0
+    strided = np.arange(24.0, dtype=np.float32).reshape(4, 3, 2)[..., ::2]
+    np.testing.assert_array_equal(np.asarray(ad.from_numpy_view(strided, like)), strided)
+    mask = np.array([True, False, True])
+    m = ad.from_numpy_view(mask, like)
+    assert m.dtype == jnp.bool_
+    np.testing.assert_array_equal(np.asarray(m), mask)
+    # and through the solver: the values are the kernel's, in a JAX array
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((3000, 4, 4)) + 4 * np.eye(4)).astype(np.float32)
+    b = rng.standard_normal((3000, 4, 2)).astype(np.float32)
+    x = xl.solve(jnp.asarray(a), jnp.asarray(b), method="unrolled")
+    assert isinstance(x, type(like))
+    np.testing.assert_array_equal(np.asarray(x), xl.solve(a, b, method="unrolled"))

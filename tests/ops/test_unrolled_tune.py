@@ -256,3 +256,25 @@ def test_bench_tune_dry_run_times_nothing(tmp_path: pathlib.Path) -> None:
     assert run.returncode == 0, run.stderr
     assert "48 cells" in run.stdout  # 2 dtypes x 8 n x 3 batches (--quick)
     assert not out.exists()
+
+
+def test_a_partial_tune_replaces_only_its_cells() -> None:
+    """``benchmarks/unrolled.py --tune --tune-n ... --tune-batches ...`` re-measures a
+    part of the grid: the rows of those (backend, dtype, n, systems) are replaced, the
+    others keep their older measurement; a whole (backend, dtype) replaces all of its."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        import unrolled as bench  # benchmarks/unrolled.py
+    finally:
+        sys.path.pop(0)
+    old = _results()["crossover"] + [_row("torch-cpu", 2, 1000, "float64", 1e-4, 5e-5)]
+    new = [dict(_row("numpy", 2, 1000, "float64", 1e-4, 2e-5), fresh=True),
+           dict(_row("numpy", 3, 10, "float64", 1e-5, 2e-5), fresh=True)]
+    merged = bench.merge_crossover(old, new, partial=True)
+    assert len(merged) == len(old)
+    cells = [(r["backend"], r["n"], r["batch"]) for r in merged]
+    assert len(set(cells)) == len(cells)
+    assert {c for r, c in zip(merged, cells) if r.get("fresh")} == {("numpy", 2, 1000), ("numpy", 3, 10)}
+    whole = bench.merge_crossover(old, new, partial=False)
+    assert [(r["backend"], r.get("fresh", False)) for r in whole] == [("torch-cpu", False)] + [("numpy", True)] * 2

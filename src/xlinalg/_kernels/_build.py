@@ -36,6 +36,10 @@ class Kernel:
         #: whether ``run`` returns, next to `x`, one flag "some member of x is NaN"
         #: (JAX) rather than the per-member zero-pivot mask
         self.flag_only = bool(getattr(run, "flag_only", False))
+        #: whether ``run`` returns a third value, ``clean``: True when no member is
+        #: singular, has NaN or inf in its input or a solution that is not finite
+        #: (numba's kernel: its status flags), so that nothing needs checking
+        self.reports_clean = bool(getattr(run, "reports_clean", False))
         #: whether a compile serves one input shape only (JAX), not every batch size
         self.per_shape = bool(getattr(run, "per_shape", False))
         #: ``traced(x)``: whether the result `x` is inside the caller's trace (torch:
@@ -48,8 +52,9 @@ class Kernel:
         #: seconds of the first call of each input signature (compile + run)
         self.first_call_s: dict[tuple[Any, ...], float] = {}
 
-    def __call__(self, a: Any, bm: Any, signature: tuple[Any, ...], vector: bool = False) -> tuple[Any, Any]:
-        """Solve; with `vector` (only where ``run.takes_vector``), `bm` is ``(n,)`` and `x` too."""
+    def __call__(self, a: Any, bm: Any, signature: tuple[Any, ...], vector: bool = False) -> tuple[Any, ...]:
+        """Solve; with `vector` (only where ``run.takes_vector``), `bm` is ``(n,)`` and `x` too.
+        ``(x, singular)``, or ``(x, singular, clean)`` where ``reports_clean``."""
         self.calls += 1
         args = (a, bm, True) if vector else (a, bm)
         if signature in self.first_call_s:

@@ -57,8 +57,8 @@ class _ScalarEmitter(_Emitter):
 
 
 def _function_source(n: int) -> str:
-    """``solve_n{n}(a, b, x, bad, one, nan, tol)``: `a` ``(B, n, n)``, `b` ``(B, n, K)``
-    in, `x` ``(B, n, K)`` and `bad` ``(B,)`` out; `tol` the rule's ``n * eps``.
+    """``solve_n{n}(a, b, x, bad, st, one, nan, tol)``: `a` ``(B, n, n)``, `b` ``(B, n, K)``
+    in, `x` ``(B, n, K)``, `bad` ``(B,)`` and `st` ``(B,)`` out; `tol` the rule's ``n * eps``.
 
     xlinalg's singular rule (``xlinalg._lib._singular``, docs/semantics.md), decided
     by the schedule itself (``_schedule._factor``, as every unrolled kernel): a member
@@ -66,6 +66,10 @@ def _function_source(n: int) -> str:
     of column k of `a`; a member with NaN or inf in its
     `a` or `b` is never singular and its whole solution is NaN; singular members'
     solutions are NaN too. (``v - v == 0``: v is finite, real or complex.)
+
+    `st` (status) is 1 for a member that is singular, has NaN or inf in its input
+    or a solution that is not finite (an overflow), else 0: where no entry is set
+    the caller has nothing to check (``make_kernel``: ``clean``).
     """
     e = _ScalarEmitter()
     A = [[e.let(f"a{i}{j}", f"a[i, {i}, {j}]") for j in range(n)] for i in range(n)]
@@ -86,16 +90,19 @@ def _function_source(n: int) -> str:
     B = [e.let(f"b{r}", f"b[i, {r}, col]") for r in range(n)]
     X = _apply(e, f, B)
     col_lines = list(e.lines)
+    col_lines.append("            fx = fx & " + " & ".join(f"({v} - {v} == 0)" for v in X))
     col_lines += [f"            x[i, {r}, col] = _sel(dead, nan, {X[r]})" for r in range(n)]
     return "\n".join(
         [
-            f"def solve_n{n}(a, b, x, bad, one, nan, tol):",
+            f"def solve_n{n}(a, b, x, bad, st, one, nan, tol):",
             "    for i in prange(a.shape[0]):",
             *factor_lines,
             *rule,
+            "        fx = True",
             "        for col in range(b.shape[2]):",
             *col_lines,
             "        bad[i] = sg & fa & fb",
+            "        st[i] = 1 if dead or not fx else 0",
         ]
     ) + "\n"
 
@@ -113,6 +120,10 @@ def _tiled_source(n: int, tile: int = TILE, chunk: int = CHUNK) -> str:
     pivot choices are selects, no branches). The factors go to a tile buffer,
     then each right-hand-side column is a second vectorized loop over them;
     members whose input is not finite or that are singular get NaN last.
+
+    `st` has one entry per chunk: 1 where some member of the chunk is singular,
+    has NaN or inf in its input or a solution that is not finite (an overflow),
+    else 0, so that the caller learns "nothing to check" without a pass over `x`.
     """
     ind = " " * 16
     e = _ScalarEmitter()
@@ -140,9 +151,10 @@ def _tiled_source(n: int, tile: int = TILE, chunk: int = CHUNK) -> str:
     brows = [e2.let(f"b{r}", f"tb[{r}, j]") for r in range(n)]
     xrows = _apply(e2, f2, brows)
     apply_lines = [*e2.lines, ind + "tfb[j] = tfb[j] & " + " & ".join(f"({v} - {v} == 0)" for v in brows),
+                   ind + "tfx[j] = tfx[j] & " + " & ".join(f"({v} - {v} == 0)" for v in xrows),
                    *(ind + f"tx[{r}, j] = {xrows[r]}" for r in range(n))]
     lines = [
-        f"def solve_t_n{n}(a, b, x, bad, one, nan, tol):",
+        f"def solve_t_n{n}(a, b, x, bad, st, one, nan, tol):",
         "    nb = a.shape[0]",
         "    k = b.shape[2]",
         f"    for c in prange((nb + {chunk - 1}) // {chunk}):",
@@ -154,11 +166,14 @@ def _tiled_source(n: int, tile: int = TILE, chunk: int = CHUNK) -> str:
         f"        tsg = np.empty({tile}, np.bool_)",
         f"        tfa = np.empty({tile}, np.bool_)",
         f"        tfb = np.empty({tile}, np.bool_)",
+        f"        tfx = np.empty({tile}, np.bool_)",
+        "        st[c] = 0",
         f"        for i0 in range(c * {chunk}, min(nb, (c + 1) * {chunk}), {tile}):",
         f"            w = min({tile}, nb - i0)",
         "            for j in range(w):",
         *(f"                ta[{i * n + jj}, j] = a[i0 + j, {i}, {jj}]" for i in range(n) for jj in range(n)),
         "                tfb[j] = True",
+        "                tfx[j] = True",
         "            for j in range(w):",
         *factor_lines,
         "            for col in range(k):",
@@ -168,13 +183,19 @@ def _tiled_source(n: int, tile: int = TILE, chunk: int = CHUNK) -> str:
         *("    " + line for line in apply_lines),
         "                for j in range(w):",
         *(f"                    x[i0 + j, {r}, col] = tx[{r}, j]" for r in range(n)),
+        # the verdicts and a count of the members to look at, branch-free (a SIMD loop);
+        # only a tile that has some goes member by member
+        "            nd = 0",
         "            for j in range(w):",
-        "                sg = tsg[j]",
         "                ok = tfa[j] & tfb[j]",
-        "                bad[i0 + j] = sg & ok",
-        "                if sg or not ok:",
-        "                    for col in range(k):",
-        *(f"                        x[i0 + j, {r}, col] = nan" for r in range(n)),
+        "                bad[i0 + j] = tsg[j] & ok",
+        "                nd += _sel(ok & tfx[j] & (not tsg[j]), 0, 1)",
+        "            if nd > 0:",
+        "                st[c] = 1",
+        "                for j in range(w):",
+        "                    if tsg[j] or not (tfa[j] & tfb[j]):",
+        "                        for col in range(k):",
+        *(f"                            x[i0 + j, {r}, col] = nan" for r in range(n)),
     ]
     return "\n".join(lines) + "\n"
 
@@ -242,7 +263,8 @@ def _dispatcher(n: int, dtype: np.dtype, tiled: bool | None = None) -> Any:
             scalar = numba.from_dtype(dtype)
             src = nt.Array(scalar, 3, "A", readonly=True)
             real = numba.from_dtype(np.empty(0, dtype).real.dtype)
-            sig = nt.void(src, src, nt.Array(scalar, 3, "C"), nt.Array(nt.boolean, 1, "C"), scalar, scalar, real)
+            flags = nt.Array(nt.boolean, 1, "C")
+            sig = nt.void(src, src, nt.Array(scalar, 3, "C"), flags, nt.Array(nt.uint8, 1, "C"), scalar, scalar, real)
             # real dtypes: the tiled kernel (vectorized across systems); complex: one
             # system per iteration (LLVM does not vectorize complex arithmetic here)
             name = f"solve_t_n{n}" if tiled else f"solve_n{n}"
@@ -313,20 +335,24 @@ def _threads_for(nb: int, n: int) -> int:
     return 1 if nb * n * n < 50_000 else most
 
 
-def make_kernel(n: int, dtype: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
-    """``run(a, bm) -> (x, singular)`` (the contract of ``_build.Kernel``) over numba.
+def make_kernel(n: int, dtype: Any) -> Callable[[Any, Any], tuple[Any, ...]]:
+    """``run(a, bm) -> (x, singular, clean)`` (the contract of ``_build.Kernel`` with
+    ``reports_clean``) over numba.
 
     `a` ``(..., n, n)`` and `bm` ``(..., n, K)`` NumPy arrays of `dtype`, batches
     broadcast; one flat batch dimension (or any view that reshapes without a copy)
-    is read in place."""
+    is read in place. `clean`: no member is singular, has NaN or inf in its input
+    or a solution that is not finite (the kernel's status flags, one per chunk of
+    systems: the caller needs no pass over `x` or `singular` to know it)."""
     dtype = np.dtype(dtype)
     if not dtype.isnative:
         dtype = dtype.newbyteorder("=")
     one, nan = dtype.type(1), dtype.type(np.nan)
     real = np.empty(0, dtype).real.dtype
     tol = real.type(_singular.tolerance(np, dtype, n))
+    tiled = dtype.kind == "f"  # (_dispatcher's default)
 
-    def run(a: Any, bm: Any) -> tuple[Any, Any]:
+    def run(a: Any, bm: Any) -> tuple[Any, ...]:
         import numba
 
         fn = _dispatcher(n, dtype)
@@ -336,21 +362,40 @@ def make_kernel(n: int, dtype: Any) -> Callable[[Any, Any], tuple[Any, Any]]:
         nb = math.prod(batch)
         a3 = _flat(np.broadcast_to(a, (*batch, n, n)) if sa != batch else a, nb, n, n, dtype)
         b3 = _flat(np.broadcast_to(bm, (*batch, n, k)) if sb != batch else bm, nb, n, k, dtype)
-        x = np.empty((nb, n, k), dtype)
-        bad = np.empty(nb, np.bool_)
+        x = _aligned_empty((nb, n, k), dtype)
+        bad = _aligned_empty((nb,), np.dtype(np.bool_))
+        st = np.empty(-(-nb // CHUNK) if tiled else nb, np.uint8)
         threads = _threads_for(nb, n)
         old = numba.get_num_threads()
         if threads != old:
             numba.set_num_threads(threads)
         try:
             with _CALL_LOCK:
-                fn(a3, b3, x, bad, one, nan, tol)
+                fn(a3, b3, x, bad, st, one, nan, tol)
         finally:
             if threads != old:
                 numba.set_num_threads(old)
-        return x.reshape((*batch, n, k)), bad.reshape(batch)
+        clean = not st.any()
+        if len(batch) == 1:
+            return x, bad, clean
+        return x.reshape((*batch, n, k)), bad.reshape(batch), clean
 
+    run.reports_clean = True  # type: ignore[attr-defined]
     return run
+
+
+#: byte alignment of the kernel's outputs: what XLA's CPU client needs to alias a host
+#: buffer (``jax.dlpack.from_dlpack``) instead of copying it; NumPy aligns to 16 only
+ALIGN = 64
+
+
+def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """``np.empty(shape, dtype)``, C-ordered, its data aligned to :data:`ALIGN` bytes
+    (a view into a slightly larger buffer)."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGN, np.uint8)
+    off = -raw.__array_interface__["data"][0] % ALIGN
+    return raw[off:off + nbytes].view(dtype).reshape(shape)
 
 
 def _flat(v: np.ndarray, nb: int, r: int, c: int, dtype: np.dtype) -> np.ndarray:

@@ -17,7 +17,7 @@ def _sel(c, x, y):
     return x if c else y
 
 
-def solve_n1(a, b, x, bad, one, nan, tol):
+def solve_n1(a, b, x, bad, st, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         c_2 = abs(a00_1)
@@ -31,14 +31,17 @@ def solve_n1(a, b, x, bad, one, nan, tol):
         for col in range(b.shape[2]):
             fb = fb & (b[i, 0, col] - b[i, 0, col] == 0)
         dead = sg | (not fa) | (not fb)
+        fx = True
         for col in range(b.shape[2]):
             b0_6 = b[i, 0, col]
             x0_7 = (b0_6 * r0_5)
+            fx = fx & (x0_7 - x0_7 == 0)
             x[i, 0, col] = _sel(dead, nan, x0_7)
         bad[i] = sg & fa & fb
+        st[i] = 1 if dead or not fx else 0
 
 
-def solve_t_n1(a, b, x, bad, one, nan, tol):
+def solve_t_n1(a, b, x, bad, st, one, nan, tol):
     nb = a.shape[0]
     k = b.shape[2]
     for c in prange((nb + 1023) // 1024):
@@ -50,11 +53,14 @@ def solve_t_n1(a, b, x, bad, one, nan, tol):
         tsg = np.empty(32, np.bool_)
         tfa = np.empty(32, np.bool_)
         tfb = np.empty(32, np.bool_)
+        tfx = np.empty(32, np.bool_)
+        st[c] = 0
         for i0 in range(c * 1024, min(nb, (c + 1) * 1024), 32):
             w = min(32, nb - i0)
             for j in range(w):
                 ta[0, j] = a[i0 + j, 0, 0]
                 tfb[j] = True
+                tfx[j] = True
             for j in range(w):
                 a00_1 = ta[0, j]
                 c_2 = abs(a00_1)
@@ -74,19 +80,24 @@ def solve_t_n1(a, b, x, bad, one, nan, tol):
                     b0_2 = tb[0, j]
                     x0_3 = (b0_2 * f_1)
                     tfb[j] = tfb[j] & (b0_2 - b0_2 == 0)
+                    tfx[j] = tfx[j] & (x0_3 - x0_3 == 0)
                     tx[0, j] = x0_3
                 for j in range(w):
                     x[i0 + j, 0, col] = tx[0, j]
+            nd = 0
             for j in range(w):
-                sg = tsg[j]
                 ok = tfa[j] & tfb[j]
-                bad[i0 + j] = sg & ok
-                if sg or not ok:
-                    for col in range(k):
-                        x[i0 + j, 0, col] = nan
+                bad[i0 + j] = tsg[j] & ok
+                nd += _sel(ok & tfx[j] & (not tsg[j]), 0, 1)
+            if nd > 0:
+                st[c] = 1
+                for j in range(w):
+                    if tsg[j] or not (tfa[j] & tfb[j]):
+                        for col in range(k):
+                            x[i0 + j, 0, col] = nan
 
 
-def solve_n2(a, b, x, bad, one, nan, tol):
+def solve_n2(a, b, x, bad, st, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -123,6 +134,7 @@ def solve_n2(a, b, x, bad, one, nan, tol):
             fb = fb & (b[i, 0, col] - b[i, 0, col] == 0)
             fb = fb & (b[i, 1, col] - b[i, 1, col] == 0)
         dead = sg | (not fa) | (not fb)
+        fx = True
         for col in range(b.shape[2]):
             b0_27 = b[i, 0, col]
             b1_28 = b[i, 1, col]
@@ -132,12 +144,14 @@ def solve_n2(a, b, x, bad, one, nan, tol):
             x1_32 = (b1_31 * r1_26)
             t0_33 = (b0_29 - (a01_18 * x1_32))
             x0_34 = (t0_33 * r0_21)
+            fx = fx & (x0_34 - x0_34 == 0) & (x1_32 - x1_32 == 0)
             x[i, 0, col] = _sel(dead, nan, x0_34)
             x[i, 1, col] = _sel(dead, nan, x1_32)
         bad[i] = sg & fa & fb
+        st[i] = 1 if dead or not fx else 0
 
 
-def solve_t_n2(a, b, x, bad, one, nan, tol):
+def solve_t_n2(a, b, x, bad, st, one, nan, tol):
     nb = a.shape[0]
     k = b.shape[2]
     for c in prange((nb + 1023) // 1024):
@@ -149,6 +163,8 @@ def solve_t_n2(a, b, x, bad, one, nan, tol):
         tsg = np.empty(32, np.bool_)
         tfa = np.empty(32, np.bool_)
         tfb = np.empty(32, np.bool_)
+        tfx = np.empty(32, np.bool_)
+        st[c] = 0
         for i0 in range(c * 1024, min(nb, (c + 1) * 1024), 32):
             w = min(32, nb - i0)
             for j in range(w):
@@ -157,6 +173,7 @@ def solve_t_n2(a, b, x, bad, one, nan, tol):
                 ta[2, j] = a[i0 + j, 1, 0]
                 ta[3, j] = a[i0 + j, 1, 1]
                 tfb[j] = True
+                tfx[j] = True
             for j in range(w):
                 a00_1 = ta[0, j]
                 a01_2 = ta[1, j]
@@ -213,22 +230,27 @@ def solve_t_n2(a, b, x, bad, one, nan, tol):
                     t0_12 = (b0_8 - (f_2 * x1_11))
                     x0_13 = (t0_12 * f_3)
                     tfb[j] = tfb[j] & (b0_6 - b0_6 == 0) & (b1_7 - b1_7 == 0)
+                    tfx[j] = tfx[j] & (x0_13 - x0_13 == 0) & (x1_11 - x1_11 == 0)
                     tx[0, j] = x0_13
                     tx[1, j] = x1_11
                 for j in range(w):
                     x[i0 + j, 0, col] = tx[0, j]
                     x[i0 + j, 1, col] = tx[1, j]
+            nd = 0
             for j in range(w):
-                sg = tsg[j]
                 ok = tfa[j] & tfb[j]
-                bad[i0 + j] = sg & ok
-                if sg or not ok:
-                    for col in range(k):
-                        x[i0 + j, 0, col] = nan
-                        x[i0 + j, 1, col] = nan
+                bad[i0 + j] = tsg[j] & ok
+                nd += _sel(ok & tfx[j] & (not tsg[j]), 0, 1)
+            if nd > 0:
+                st[c] = 1
+                for j in range(w):
+                    if tsg[j] or not (tfa[j] & tfb[j]):
+                        for col in range(k):
+                            x[i0 + j, 0, col] = nan
+                            x[i0 + j, 1, col] = nan
 
 
-def solve_n3(a, b, x, bad, one, nan, tol):
+def solve_n3(a, b, x, bad, st, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -309,6 +331,7 @@ def solve_n3(a, b, x, bad, one, nan, tol):
             fb = fb & (b[i, 1, col] - b[i, 1, col] == 0)
             fb = fb & (b[i, 2, col] - b[i, 2, col] == 0)
         dead = sg | (not fa) | (not fb)
+        fx = True
         for col in range(b.shape[2]):
             b0_69 = b[i, 0, col]
             b1_70 = b[i, 1, col]
@@ -328,13 +351,15 @@ def solve_n3(a, b, x, bad, one, nan, tol):
             t0_84 = (b0_74 - (a01_42 * x1_83))
             t0_85 = (t0_84 - (a02_44 * x2_81))
             x0_86 = (t0_85 * r0_47)
+            fx = fx & (x0_86 - x0_86 == 0) & (x1_83 - x1_83 == 0) & (x2_81 - x2_81 == 0)
             x[i, 0, col] = _sel(dead, nan, x0_86)
             x[i, 1, col] = _sel(dead, nan, x1_83)
             x[i, 2, col] = _sel(dead, nan, x2_81)
         bad[i] = sg & fa & fb
+        st[i] = 1 if dead or not fx else 0
 
 
-def solve_t_n3(a, b, x, bad, one, nan, tol):
+def solve_t_n3(a, b, x, bad, st, one, nan, tol):
     nb = a.shape[0]
     k = b.shape[2]
     for c in prange((nb + 1023) // 1024):
@@ -346,6 +371,8 @@ def solve_t_n3(a, b, x, bad, one, nan, tol):
         tsg = np.empty(32, np.bool_)
         tfa = np.empty(32, np.bool_)
         tfb = np.empty(32, np.bool_)
+        tfx = np.empty(32, np.bool_)
+        st[c] = 0
         for i0 in range(c * 1024, min(nb, (c + 1) * 1024), 32):
             w = min(32, nb - i0)
             for j in range(w):
@@ -359,6 +386,7 @@ def solve_t_n3(a, b, x, bad, one, nan, tol):
                 ta[7, j] = a[i0 + j, 2, 1]
                 ta[8, j] = a[i0 + j, 2, 2]
                 tfb[j] = True
+                tfx[j] = True
             for j in range(w):
                 a00_1 = ta[0, j]
                 a01_2 = ta[1, j]
@@ -483,6 +511,7 @@ def solve_t_n3(a, b, x, bad, one, nan, tol):
                     t0_29 = (t0_28 - (f_5 * x2_25))
                     x0_30 = (t0_29 * f_7)
                     tfb[j] = tfb[j] & (b0_13 - b0_13 == 0) & (b1_14 - b1_14 == 0) & (b2_15 - b2_15 == 0)
+                    tfx[j] = tfx[j] & (x0_30 - x0_30 == 0) & (x1_27 - x1_27 == 0) & (x2_25 - x2_25 == 0)
                     tx[0, j] = x0_30
                     tx[1, j] = x1_27
                     tx[2, j] = x2_25
@@ -490,18 +519,22 @@ def solve_t_n3(a, b, x, bad, one, nan, tol):
                     x[i0 + j, 0, col] = tx[0, j]
                     x[i0 + j, 1, col] = tx[1, j]
                     x[i0 + j, 2, col] = tx[2, j]
+            nd = 0
             for j in range(w):
-                sg = tsg[j]
                 ok = tfa[j] & tfb[j]
-                bad[i0 + j] = sg & ok
-                if sg or not ok:
-                    for col in range(k):
-                        x[i0 + j, 0, col] = nan
-                        x[i0 + j, 1, col] = nan
-                        x[i0 + j, 2, col] = nan
+                bad[i0 + j] = tsg[j] & ok
+                nd += _sel(ok & tfx[j] & (not tsg[j]), 0, 1)
+            if nd > 0:
+                st[c] = 1
+                for j in range(w):
+                    if tsg[j] or not (tfa[j] & tfb[j]):
+                        for col in range(k):
+                            x[i0 + j, 0, col] = nan
+                            x[i0 + j, 1, col] = nan
+                            x[i0 + j, 2, col] = nan
 
 
-def solve_n4(a, b, x, bad, one, nan, tol):
+def solve_n4(a, b, x, bad, st, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -653,6 +686,7 @@ def solve_n4(a, b, x, bad, one, nan, tol):
             fb = fb & (b[i, 2, col] - b[i, 2, col] == 0)
             fb = fb & (b[i, 3, col] - b[i, 3, col] == 0)
         dead = sg | (not fa) | (not fb)
+        fx = True
         for col in range(b.shape[2]):
             b0_138 = b[i, 0, col]
             b1_139 = b[i, 1, col]
@@ -686,14 +720,16 @@ def solve_n4(a, b, x, bad, one, nan, tol):
             t0_167 = (t0_166 - (a02_78 * x2_162))
             t0_168 = (t0_167 - (a03_80 * x3_160))
             x0_169 = (t0_168 * r0_83)
+            fx = fx & (x0_169 - x0_169 == 0) & (x1_165 - x1_165 == 0) & (x2_162 - x2_162 == 0) & (x3_160 - x3_160 == 0)
             x[i, 0, col] = _sel(dead, nan, x0_169)
             x[i, 1, col] = _sel(dead, nan, x1_165)
             x[i, 2, col] = _sel(dead, nan, x2_162)
             x[i, 3, col] = _sel(dead, nan, x3_160)
         bad[i] = sg & fa & fb
+        st[i] = 1 if dead or not fx else 0
 
 
-def solve_t_n4(a, b, x, bad, one, nan, tol):
+def solve_t_n4(a, b, x, bad, st, one, nan, tol):
     nb = a.shape[0]
     k = b.shape[2]
     for c in prange((nb + 1023) // 1024):
@@ -705,6 +741,8 @@ def solve_t_n4(a, b, x, bad, one, nan, tol):
         tsg = np.empty(32, np.bool_)
         tfa = np.empty(32, np.bool_)
         tfb = np.empty(32, np.bool_)
+        tfx = np.empty(32, np.bool_)
+        st[c] = 0
         for i0 in range(c * 1024, min(nb, (c + 1) * 1024), 32):
             w = min(32, nb - i0)
             for j in range(w):
@@ -725,6 +763,7 @@ def solve_t_n4(a, b, x, bad, one, nan, tol):
                 ta[14, j] = a[i0 + j, 3, 2]
                 ta[15, j] = a[i0 + j, 3, 3]
                 tfb[j] = True
+                tfx[j] = True
             for j in range(w):
                 a00_1 = ta[0, j]
                 a01_2 = ta[1, j]
@@ -954,6 +993,7 @@ def solve_t_n4(a, b, x, bad, one, nan, tol):
                     t0_53 = (t0_52 - (f_9 * x3_45))
                     x0_54 = (t0_53 * f_13)
                     tfb[j] = tfb[j] & (b0_23 - b0_23 == 0) & (b1_24 - b1_24 == 0) & (b2_25 - b2_25 == 0) & (b3_26 - b3_26 == 0)
+                    tfx[j] = tfx[j] & (x0_54 - x0_54 == 0) & (x1_50 - x1_50 == 0) & (x2_47 - x2_47 == 0) & (x3_45 - x3_45 == 0)
                     tx[0, j] = x0_54
                     tx[1, j] = x1_50
                     tx[2, j] = x2_47
@@ -963,19 +1003,23 @@ def solve_t_n4(a, b, x, bad, one, nan, tol):
                     x[i0 + j, 1, col] = tx[1, j]
                     x[i0 + j, 2, col] = tx[2, j]
                     x[i0 + j, 3, col] = tx[3, j]
+            nd = 0
             for j in range(w):
-                sg = tsg[j]
                 ok = tfa[j] & tfb[j]
-                bad[i0 + j] = sg & ok
-                if sg or not ok:
-                    for col in range(k):
-                        x[i0 + j, 0, col] = nan
-                        x[i0 + j, 1, col] = nan
-                        x[i0 + j, 2, col] = nan
-                        x[i0 + j, 3, col] = nan
+                bad[i0 + j] = tsg[j] & ok
+                nd += _sel(ok & tfx[j] & (not tsg[j]), 0, 1)
+            if nd > 0:
+                st[c] = 1
+                for j in range(w):
+                    if tsg[j] or not (tfa[j] & tfb[j]):
+                        for col in range(k):
+                            x[i0 + j, 0, col] = nan
+                            x[i0 + j, 1, col] = nan
+                            x[i0 + j, 2, col] = nan
+                            x[i0 + j, 3, col] = nan
 
 
-def solve_n5(a, b, x, bad, one, nan, tol):
+def solve_n5(a, b, x, bad, st, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -1231,6 +1275,7 @@ def solve_n5(a, b, x, bad, one, nan, tol):
             fb = fb & (b[i, 3, col] - b[i, 3, col] == 0)
             fb = fb & (b[i, 4, col] - b[i, 4, col] == 0)
         dead = sg | (not fa) | (not fb)
+        fx = True
         for col in range(b.shape[2]):
             b0_240 = b[i, 0, col]
             b1_241 = b[i, 1, col]
@@ -1282,15 +1327,17 @@ def solve_n5(a, b, x, bad, one, nan, tol):
             t0_287 = (t0_286 - (a03_124 * x3_277))
             t0_288 = (t0_287 - (a04_126 * x4_275))
             x0_289 = (t0_288 * r0_129)
+            fx = fx & (x0_289 - x0_289 == 0) & (x1_284 - x1_284 == 0) & (x2_280 - x2_280 == 0) & (x3_277 - x3_277 == 0) & (x4_275 - x4_275 == 0)
             x[i, 0, col] = _sel(dead, nan, x0_289)
             x[i, 1, col] = _sel(dead, nan, x1_284)
             x[i, 2, col] = _sel(dead, nan, x2_280)
             x[i, 3, col] = _sel(dead, nan, x3_277)
             x[i, 4, col] = _sel(dead, nan, x4_275)
         bad[i] = sg & fa & fb
+        st[i] = 1 if dead or not fx else 0
 
 
-def solve_t_n5(a, b, x, bad, one, nan, tol):
+def solve_t_n5(a, b, x, bad, st, one, nan, tol):
     nb = a.shape[0]
     k = b.shape[2]
     for c in prange((nb + 1023) // 1024):
@@ -1302,6 +1349,8 @@ def solve_t_n5(a, b, x, bad, one, nan, tol):
         tsg = np.empty(32, np.bool_)
         tfa = np.empty(32, np.bool_)
         tfb = np.empty(32, np.bool_)
+        tfx = np.empty(32, np.bool_)
+        st[c] = 0
         for i0 in range(c * 1024, min(nb, (c + 1) * 1024), 32):
             w = min(32, nb - i0)
             for j in range(w):
@@ -1331,6 +1380,7 @@ def solve_t_n5(a, b, x, bad, one, nan, tol):
                 ta[23, j] = a[i0 + j, 4, 3]
                 ta[24, j] = a[i0 + j, 4, 4]
                 tfb[j] = True
+                tfx[j] = True
             for j in range(w):
                 a00_1 = ta[0, j]
                 a01_2 = ta[1, j]
@@ -1708,6 +1758,7 @@ def solve_t_n5(a, b, x, bad, one, nan, tol):
                     t0_84 = (t0_83 - (f_14 * x4_71))
                     x0_85 = (t0_84 * f_21)
                     tfb[j] = tfb[j] & (b0_36 - b0_36 == 0) & (b1_37 - b1_37 == 0) & (b2_38 - b2_38 == 0) & (b3_39 - b3_39 == 0) & (b4_40 - b4_40 == 0)
+                    tfx[j] = tfx[j] & (x0_85 - x0_85 == 0) & (x1_80 - x1_80 == 0) & (x2_76 - x2_76 == 0) & (x3_73 - x3_73 == 0) & (x4_71 - x4_71 == 0)
                     tx[0, j] = x0_85
                     tx[1, j] = x1_80
                     tx[2, j] = x2_76
@@ -1719,20 +1770,24 @@ def solve_t_n5(a, b, x, bad, one, nan, tol):
                     x[i0 + j, 2, col] = tx[2, j]
                     x[i0 + j, 3, col] = tx[3, j]
                     x[i0 + j, 4, col] = tx[4, j]
+            nd = 0
             for j in range(w):
-                sg = tsg[j]
                 ok = tfa[j] & tfb[j]
-                bad[i0 + j] = sg & ok
-                if sg or not ok:
-                    for col in range(k):
-                        x[i0 + j, 0, col] = nan
-                        x[i0 + j, 1, col] = nan
-                        x[i0 + j, 2, col] = nan
-                        x[i0 + j, 3, col] = nan
-                        x[i0 + j, 4, col] = nan
+                bad[i0 + j] = tsg[j] & ok
+                nd += _sel(ok & tfx[j] & (not tsg[j]), 0, 1)
+            if nd > 0:
+                st[c] = 1
+                for j in range(w):
+                    if tsg[j] or not (tfa[j] & tfb[j]):
+                        for col in range(k):
+                            x[i0 + j, 0, col] = nan
+                            x[i0 + j, 1, col] = nan
+                            x[i0 + j, 2, col] = nan
+                            x[i0 + j, 3, col] = nan
+                            x[i0 + j, 4, col] = nan
 
 
-def solve_n6(a, b, x, bad, one, nan, tol):
+def solve_n6(a, b, x, bad, st, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -2131,6 +2186,7 @@ def solve_n6(a, b, x, bad, one, nan, tol):
             fb = fb & (b[i, 4, col] - b[i, 4, col] == 0)
             fb = fb & (b[i, 5, col] - b[i, 5, col] == 0)
         dead = sg | (not fa) | (not fb)
+        fx = True
         for col in range(b.shape[2]):
             b0_381 = b[i, 0, col]
             b1_382 = b[i, 1, col]
@@ -2204,6 +2260,7 @@ def solve_n6(a, b, x, bad, one, nan, tol):
             t0_450 = (t0_449 - (a04_180 * x4_434))
             t0_451 = (t0_450 - (a05_182 * x5_432))
             x0_452 = (t0_451 * r0_185)
+            fx = fx & (x0_452 - x0_452 == 0) & (x1_446 - x1_446 == 0) & (x2_441 - x2_441 == 0) & (x3_437 - x3_437 == 0) & (x4_434 - x4_434 == 0) & (x5_432 - x5_432 == 0)
             x[i, 0, col] = _sel(dead, nan, x0_452)
             x[i, 1, col] = _sel(dead, nan, x1_446)
             x[i, 2, col] = _sel(dead, nan, x2_441)
@@ -2211,9 +2268,10 @@ def solve_n6(a, b, x, bad, one, nan, tol):
             x[i, 4, col] = _sel(dead, nan, x4_434)
             x[i, 5, col] = _sel(dead, nan, x5_432)
         bad[i] = sg & fa & fb
+        st[i] = 1 if dead or not fx else 0
 
 
-def solve_t_n6(a, b, x, bad, one, nan, tol):
+def solve_t_n6(a, b, x, bad, st, one, nan, tol):
     nb = a.shape[0]
     k = b.shape[2]
     for c in prange((nb + 1023) // 1024):
@@ -2225,6 +2283,8 @@ def solve_t_n6(a, b, x, bad, one, nan, tol):
         tsg = np.empty(32, np.bool_)
         tfa = np.empty(32, np.bool_)
         tfb = np.empty(32, np.bool_)
+        tfx = np.empty(32, np.bool_)
+        st[c] = 0
         for i0 in range(c * 1024, min(nb, (c + 1) * 1024), 32):
             w = min(32, nb - i0)
             for j in range(w):
@@ -2265,6 +2325,7 @@ def solve_t_n6(a, b, x, bad, one, nan, tol):
                 ta[34, j] = a[i0 + j, 5, 4]
                 ta[35, j] = a[i0 + j, 5, 5]
                 tfb[j] = True
+                tfx[j] = True
             for j in range(w):
                 a00_1 = ta[0, j]
                 a01_2 = ta[1, j]
@@ -2839,6 +2900,7 @@ def solve_t_n6(a, b, x, bad, one, nan, tol):
                     t0_122 = (t0_121 - (f_20 * x5_103))
                     x0_123 = (t0_122 * f_31)
                     tfb[j] = tfb[j] & (b0_52 - b0_52 == 0) & (b1_53 - b1_53 == 0) & (b2_54 - b2_54 == 0) & (b3_55 - b3_55 == 0) & (b4_56 - b4_56 == 0) & (b5_57 - b5_57 == 0)
+                    tfx[j] = tfx[j] & (x0_123 - x0_123 == 0) & (x1_117 - x1_117 == 0) & (x2_112 - x2_112 == 0) & (x3_108 - x3_108 == 0) & (x4_105 - x4_105 == 0) & (x5_103 - x5_103 == 0)
                     tx[0, j] = x0_123
                     tx[1, j] = x1_117
                     tx[2, j] = x2_112
@@ -2852,21 +2914,25 @@ def solve_t_n6(a, b, x, bad, one, nan, tol):
                     x[i0 + j, 3, col] = tx[3, j]
                     x[i0 + j, 4, col] = tx[4, j]
                     x[i0 + j, 5, col] = tx[5, j]
+            nd = 0
             for j in range(w):
-                sg = tsg[j]
                 ok = tfa[j] & tfb[j]
-                bad[i0 + j] = sg & ok
-                if sg or not ok:
-                    for col in range(k):
-                        x[i0 + j, 0, col] = nan
-                        x[i0 + j, 1, col] = nan
-                        x[i0 + j, 2, col] = nan
-                        x[i0 + j, 3, col] = nan
-                        x[i0 + j, 4, col] = nan
-                        x[i0 + j, 5, col] = nan
+                bad[i0 + j] = tsg[j] & ok
+                nd += _sel(ok & tfx[j] & (not tsg[j]), 0, 1)
+            if nd > 0:
+                st[c] = 1
+                for j in range(w):
+                    if tsg[j] or not (tfa[j] & tfb[j]):
+                        for col in range(k):
+                            x[i0 + j, 0, col] = nan
+                            x[i0 + j, 1, col] = nan
+                            x[i0 + j, 2, col] = nan
+                            x[i0 + j, 3, col] = nan
+                            x[i0 + j, 4, col] = nan
+                            x[i0 + j, 5, col] = nan
 
 
-def solve_n7(a, b, x, bad, one, nan, tol):
+def solve_n7(a, b, x, bad, st, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -3453,6 +3519,7 @@ def solve_n7(a, b, x, bad, one, nan, tol):
             fb = fb & (b[i, 5, col] - b[i, 5, col] == 0)
             fb = fb & (b[i, 6, col] - b[i, 6, col] == 0)
         dead = sg | (not fa) | (not fb)
+        fx = True
         for col in range(b.shape[2]):
             b0_567 = b[i, 0, col]
             b1_568 = b[i, 1, col]
@@ -3552,6 +3619,7 @@ def solve_n7(a, b, x, bad, one, nan, tol):
             t0_662 = (t0_661 - (a05_246 * x5_639))
             t0_663 = (t0_662 - (a06_248 * x6_637))
             x0_664 = (t0_663 * r0_251)
+            fx = fx & (x0_664 - x0_664 == 0) & (x1_657 - x1_657 == 0) & (x2_651 - x2_651 == 0) & (x3_646 - x3_646 == 0) & (x4_642 - x4_642 == 0) & (x5_639 - x5_639 == 0) & (x6_637 - x6_637 == 0)
             x[i, 0, col] = _sel(dead, nan, x0_664)
             x[i, 1, col] = _sel(dead, nan, x1_657)
             x[i, 2, col] = _sel(dead, nan, x2_651)
@@ -3560,9 +3628,10 @@ def solve_n7(a, b, x, bad, one, nan, tol):
             x[i, 5, col] = _sel(dead, nan, x5_639)
             x[i, 6, col] = _sel(dead, nan, x6_637)
         bad[i] = sg & fa & fb
+        st[i] = 1 if dead or not fx else 0
 
 
-def solve_t_n7(a, b, x, bad, one, nan, tol):
+def solve_t_n7(a, b, x, bad, st, one, nan, tol):
     nb = a.shape[0]
     k = b.shape[2]
     for c in prange((nb + 1023) // 1024):
@@ -3574,6 +3643,8 @@ def solve_t_n7(a, b, x, bad, one, nan, tol):
         tsg = np.empty(32, np.bool_)
         tfa = np.empty(32, np.bool_)
         tfb = np.empty(32, np.bool_)
+        tfx = np.empty(32, np.bool_)
+        st[c] = 0
         for i0 in range(c * 1024, min(nb, (c + 1) * 1024), 32):
             w = min(32, nb - i0)
             for j in range(w):
@@ -3627,6 +3698,7 @@ def solve_t_n7(a, b, x, bad, one, nan, tol):
                 ta[47, j] = a[i0 + j, 6, 5]
                 ta[48, j] = a[i0 + j, 6, 6]
                 tfb[j] = True
+                tfx[j] = True
             for j in range(w):
                 a00_1 = ta[0, j]
                 a01_2 = ta[1, j]
@@ -4453,6 +4525,7 @@ def solve_t_n7(a, b, x, bad, one, nan, tol):
                     t0_167 = (t0_166 - (f_27 * x6_141))
                     x0_168 = (t0_167 * f_43)
                     tfb[j] = tfb[j] & (b0_71 - b0_71 == 0) & (b1_72 - b1_72 == 0) & (b2_73 - b2_73 == 0) & (b3_74 - b3_74 == 0) & (b4_75 - b4_75 == 0) & (b5_76 - b5_76 == 0) & (b6_77 - b6_77 == 0)
+                    tfx[j] = tfx[j] & (x0_168 - x0_168 == 0) & (x1_161 - x1_161 == 0) & (x2_155 - x2_155 == 0) & (x3_150 - x3_150 == 0) & (x4_146 - x4_146 == 0) & (x5_143 - x5_143 == 0) & (x6_141 - x6_141 == 0)
                     tx[0, j] = x0_168
                     tx[1, j] = x1_161
                     tx[2, j] = x2_155
@@ -4468,22 +4541,26 @@ def solve_t_n7(a, b, x, bad, one, nan, tol):
                     x[i0 + j, 4, col] = tx[4, j]
                     x[i0 + j, 5, col] = tx[5, j]
                     x[i0 + j, 6, col] = tx[6, j]
+            nd = 0
             for j in range(w):
-                sg = tsg[j]
                 ok = tfa[j] & tfb[j]
-                bad[i0 + j] = sg & ok
-                if sg or not ok:
-                    for col in range(k):
-                        x[i0 + j, 0, col] = nan
-                        x[i0 + j, 1, col] = nan
-                        x[i0 + j, 2, col] = nan
-                        x[i0 + j, 3, col] = nan
-                        x[i0 + j, 4, col] = nan
-                        x[i0 + j, 5, col] = nan
-                        x[i0 + j, 6, col] = nan
+                bad[i0 + j] = tsg[j] & ok
+                nd += _sel(ok & tfx[j] & (not tsg[j]), 0, 1)
+            if nd > 0:
+                st[c] = 1
+                for j in range(w):
+                    if tsg[j] or not (tfa[j] & tfb[j]):
+                        for col in range(k):
+                            x[i0 + j, 0, col] = nan
+                            x[i0 + j, 1, col] = nan
+                            x[i0 + j, 2, col] = nan
+                            x[i0 + j, 3, col] = nan
+                            x[i0 + j, 4, col] = nan
+                            x[i0 + j, 5, col] = nan
+                            x[i0 + j, 6, col] = nan
 
 
-def solve_n8(a, b, x, bad, one, nan, tol):
+def solve_n8(a, b, x, bad, st, one, nan, tol):
     for i in prange(a.shape[0]):
         a00_1 = a[i, 0, 0]
         a01_2 = a[i, 0, 1]
@@ -5309,6 +5386,7 @@ def solve_n8(a, b, x, bad, one, nan, tol):
             fb = fb & (b[i, 6, col] - b[i, 6, col] == 0)
             fb = fb & (b[i, 7, col] - b[i, 7, col] == 0)
         dead = sg | (not fa) | (not fb)
+        fx = True
         for col in range(b.shape[2]):
             b0_804 = b[i, 0, col]
             b1_805 = b[i, 1, col]
@@ -5438,6 +5516,7 @@ def solve_n8(a, b, x, bad, one, nan, tol):
             t0_929 = (t0_928 - (a06_322 * x6_898))
             t0_930 = (t0_929 - (a07_324 * x7_896))
             x0_931 = (t0_930 * r0_327)
+            fx = fx & (x0_931 - x0_931 == 0) & (x1_923 - x1_923 == 0) & (x2_916 - x2_916 == 0) & (x3_910 - x3_910 == 0) & (x4_905 - x4_905 == 0) & (x5_901 - x5_901 == 0) & (x6_898 - x6_898 == 0) & (x7_896 - x7_896 == 0)
             x[i, 0, col] = _sel(dead, nan, x0_931)
             x[i, 1, col] = _sel(dead, nan, x1_923)
             x[i, 2, col] = _sel(dead, nan, x2_916)
@@ -5447,9 +5526,10 @@ def solve_n8(a, b, x, bad, one, nan, tol):
             x[i, 6, col] = _sel(dead, nan, x6_898)
             x[i, 7, col] = _sel(dead, nan, x7_896)
         bad[i] = sg & fa & fb
+        st[i] = 1 if dead or not fx else 0
 
 
-def solve_t_n8(a, b, x, bad, one, nan, tol):
+def solve_t_n8(a, b, x, bad, st, one, nan, tol):
     nb = a.shape[0]
     k = b.shape[2]
     for c in prange((nb + 1023) // 1024):
@@ -5461,6 +5541,8 @@ def solve_t_n8(a, b, x, bad, one, nan, tol):
         tsg = np.empty(32, np.bool_)
         tfa = np.empty(32, np.bool_)
         tfb = np.empty(32, np.bool_)
+        tfx = np.empty(32, np.bool_)
+        st[c] = 0
         for i0 in range(c * 1024, min(nb, (c + 1) * 1024), 32):
             w = min(32, nb - i0)
             for j in range(w):
@@ -5529,6 +5611,7 @@ def solve_t_n8(a, b, x, bad, one, nan, tol):
                 ta[62, j] = a[i0 + j, 7, 6]
                 ta[63, j] = a[i0 + j, 7, 7]
                 tfb[j] = True
+                tfx[j] = True
             for j in range(w):
                 a00_1 = ta[0, j]
                 a01_2 = ta[1, j]
@@ -6668,6 +6751,7 @@ def solve_t_n8(a, b, x, bad, one, nan, tol):
                     t0_219 = (t0_218 - (f_35 * x7_185))
                     x0_220 = (t0_219 * f_57)
                     tfb[j] = tfb[j] & (b0_93 - b0_93 == 0) & (b1_94 - b1_94 == 0) & (b2_95 - b2_95 == 0) & (b3_96 - b3_96 == 0) & (b4_97 - b4_97 == 0) & (b5_98 - b5_98 == 0) & (b6_99 - b6_99 == 0) & (b7_100 - b7_100 == 0)
+                    tfx[j] = tfx[j] & (x0_220 - x0_220 == 0) & (x1_212 - x1_212 == 0) & (x2_205 - x2_205 == 0) & (x3_199 - x3_199 == 0) & (x4_194 - x4_194 == 0) & (x5_190 - x5_190 == 0) & (x6_187 - x6_187 == 0) & (x7_185 - x7_185 == 0)
                     tx[0, j] = x0_220
                     tx[1, j] = x1_212
                     tx[2, j] = x2_205
@@ -6685,17 +6769,21 @@ def solve_t_n8(a, b, x, bad, one, nan, tol):
                     x[i0 + j, 5, col] = tx[5, j]
                     x[i0 + j, 6, col] = tx[6, j]
                     x[i0 + j, 7, col] = tx[7, j]
+            nd = 0
             for j in range(w):
-                sg = tsg[j]
                 ok = tfa[j] & tfb[j]
-                bad[i0 + j] = sg & ok
-                if sg or not ok:
-                    for col in range(k):
-                        x[i0 + j, 0, col] = nan
-                        x[i0 + j, 1, col] = nan
-                        x[i0 + j, 2, col] = nan
-                        x[i0 + j, 3, col] = nan
-                        x[i0 + j, 4, col] = nan
-                        x[i0 + j, 5, col] = nan
-                        x[i0 + j, 6, col] = nan
-                        x[i0 + j, 7, col] = nan
+                bad[i0 + j] = tsg[j] & ok
+                nd += _sel(ok & tfx[j] & (not tsg[j]), 0, 1)
+            if nd > 0:
+                st[c] = 1
+                for j in range(w):
+                    if tsg[j] or not (tfa[j] & tfb[j]):
+                        for col in range(k):
+                            x[i0 + j, 0, col] = nan
+                            x[i0 + j, 1, col] = nan
+                            x[i0 + j, 2, col] = nan
+                            x[i0 + j, 3, col] = nan
+                            x[i0 + j, 4, col] = nan
+                            x[i0 + j, 5, col] = nan
+                            x[i0 + j, 6, col] = nan
+                            x[i0 + j, 7, col] = nan

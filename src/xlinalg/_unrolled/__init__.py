@@ -40,7 +40,7 @@ from ._selection import (
     selection,
     use_unrolled,
 )
-from ._solve import solve_adapter, solve_unrolled
+from ._solve import kernel_mask, solve_adapter, solve_unrolled
 
 #: backend id -> the layout the unrolled solver uses there by default (the
 #: backend's ``unrolled.layout``: the one measured fastest; docs/unrolled.md)
@@ -56,6 +56,7 @@ __all__ = [
     "clear_cache",
     "compiled_cache_info",
     "is_warm",
+    "kernel_mask",
     "op_count",
     "prefer_unrolled",
     "selection",

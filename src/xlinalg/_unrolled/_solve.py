@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ def _raise_singular(mask: np.ndarray, batch_shape: tuple[int, ...]) -> None:
 
 
 def _finish(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, flag_only: bool, errors: str,
-            traced: bool, vector: bool = False) -> Any:
+            traced: bool, vector: bool = False, clean: bool | None = None) -> tuple[Any, Any]:
     """The singular rule's rules 2 and 3 on a kernel's result (docs/semantics.md).
 
     The kernel has already set NaN for the members whose pivots the rule calls
@@ -46,6 +47,13 @@ def _finish(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, flag_only: bool, erro
       subnormals to zero, which makes ``1e-310 * I`` look singular).
     * every member with NaN or inf in `a` or `b` gets an all-NaN solution (rule 2;
       without a sync for ``errors="nan"`` and traced calls).
+
+    `clean` (kernels that report it: numba's) is the kernel's own "no member is
+    singular, has non-finite input or a non-finite solution": then nothing is read.
+
+    Returns ``(x, mask)``: `mask` the reported members (singular by the rule, finite
+    input) over the broadcast batch where it is known on the host (NumPy's kernels),
+    else None.
     """
     xp = ad.xp
     bm = b[..., None] if vector else b
@@ -55,20 +63,23 @@ def _finish(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, flag_only: bool, erro
     if eager and (errors == "raise" or ad.numpy_arrays):
         if flag_only:
             if not bool(bad):  # the common case: every entry finite
-                return x
+                return x, None
             a_host = np.asarray(ad.to_host(a))
             batch = np.broadcast_shapes(a_host.shape[:-2], tuple(bm.shape[:-2]))
             n = int(a.shape[-1])
             bad = _confirm_zero_pivots(np.ones(batch, bool), np.broadcast_to(a_host, (*batch, n, n)))
-        elif not bool(xp.any(bad) | ~xp.all(xp.isfinite(xm))):  # the common case
-            return x
+        elif clean if clean is not None else not bool(xp.any(bad) | ~xp.all(xp.isfinite(xm))):  # the common case
+            return x, bad if ad is NUMPY else None  # (no member singular: `bad` is all False)
         sing, rep = _host_verdict(ad, a, bm, xm, bad)
         if errors == "raise" and rep.any():
             _raise_singular(to_batch(rep, a_batch).reshape(a_batch), a_batch)
         if ad.numpy_arrays:  # NaN for the singular members found on the host too
             x = ad.fill_nan(sing[..., None] if vector else sing[..., None, None], x)
+        mask = rep if ad.numpy_arrays else None
+    else:
+        mask = None
     nonfinite = xp.logical_not(_singular.finite_members(xp, _singular.column_scale(xp, a), bm))
-    return ad.fill_nan(nonfinite[..., None] if vector else nonfinite[..., None, None], x)
+    return ad.fill_nan(nonfinite[..., None] if vector else nonfinite[..., None, None], x), mask
 
 
 def _host_verdict(ad: Adapter, a: Any, bm: Any, xm: Any, bad: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -130,7 +141,42 @@ def _block(ab: np.ndarray, bb: np.ndarray, vector: bool, errors: str, layout: st
     """One block of a lazy array (Dask): NumPy's kernel, checked as on NumPy (see
     DaskAdapter.map_solve). Not the numba kernel: inside a dask.distributed worker
     its parallel launch hung the cluster tests; NumPy's own unrolled kernel runs."""
-    return solve_adapter(NUMPY, ab, bb, vector, errors, layout=layout, compile=False)
+    return _solve_adapter(NUMPY, ab, bb, vector, errors, layout, False, False)[0]
+
+
+#: solve_ex's request for the kernel's singular mask (:func:`kernel_mask`), per thread
+_SINK = threading.local()
+
+
+class _MaskSink:
+    """Where :func:`solve_adapter` leaves ``(x, mask)`` for :func:`kernel_mask`'s caller."""
+
+    __slots__ = ("_prev", "mask", "x")
+
+    def __init__(self) -> None:
+        self.x: Any = None
+        self.mask: Any = None
+
+    def __enter__(self) -> _MaskSink:
+        self._prev = getattr(_SINK, "sink", None)
+        _SINK.sink = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _SINK.sink = self._prev
+
+    def mask_of(self, x: Any) -> Any:
+        """The singular mask that came with the result `x` (the very object), or None."""
+        return self.mask if self.x is not None and self.x is x else None
+
+
+def kernel_mask() -> _MaskSink:
+    """``with kernel_mask() as got: x = xl.solve(...)``; then ``got.mask_of(x)`` is the
+    unrolled kernel's mask of the members xlinalg's rule calls singular (finite input),
+    over the broadcast batch, in `x`'s library, when the call ran a kernel that decides
+    it on the host (NumPy's, and torch-cpu and jax-cpu through it), else None
+    (:func:`xlinalg.solve_ex` then computes the rule itself). This thread only."""
+    return _MaskSink()
 
 
 def solve_adapter(
@@ -148,12 +194,27 @@ def solve_adapter(
     The contract of ``Adapter.solve``: `a` ``(..., n, n)`` and `b` ``(n,)``
     (``vector``) or ``(..., n, K)`` of one floating dtype on one device, no empty
     dimension; `errors` is "raise" or "nan". xl.solve calls this in place of
-    ``ad.solve(a, b, vector, errors)`` for ``method="unrolled"``.
+    ``ad.solve(a, b, vector, errors)`` for ``method="unrolled"``. Inside
+    :func:`kernel_mask`, the singular mask is left there with the result.
     """
+    sink = getattr(_SINK, "sink", None)
+    x, mask = _solve_adapter(ad, a, b, vector, errors, layout, compile, sink is not None)
+    if sink is not None:
+        sink.x, sink.mask = x, mask
+    return x
+
+
+def _solve_adapter(ad: Adapter, a: Any, b: Any, vector: bool, errors: str, layout: str | None,
+                   compile: bool | None, want_mask: bool) -> tuple[Any, Any]:
+    """:func:`solve_adapter`'s ``(x, mask)``: `mask` as :func:`_finish` returns it, in
+    `ad`'s library (converted only where `want_mask`)."""
     if not ad.numpy_arrays and compile is None and (views := _numpy_views(ad, a, b)) is not None:
-        # torch-cpu, jax-cpu (eager): NumPy's compiled kernel on views of their memory
-        x = solve_adapter(NUMPY, views[0], views[1], vector, errors, layout=layout)
-        return ad.from_numpy_view(x, a)
+        # torch-cpu, jax-cpu (eager): NumPy's compiled kernel on views of their memory;
+        # its fresh result is handed over (JAX: aliased where XLA can, not copied)
+        x, mask = _solve_adapter(NUMPY, views[0], views[1], vector, errors, layout, None, want_mask)
+        if mask is not None:
+            mask = ad.from_numpy_view(mask, a) if want_mask else None
+        return ad.from_numpy_view(x, a), mask
     n = a.shape[-1]
     # What the arguments resolve to (backend, layout, compiler, kernel) is cached
     # per (library, dtype, device, n, layout, compile): resolving it reads dtype
@@ -164,7 +225,7 @@ def solve_adapter(
         layout, kern = _resolve(ad, a, int(n), layout, compile)
         if kern is None:  # lazy blocks (Dask): NumPy's kernel on each, nothing to cache
             kernel = functools.partial(_block, layout=layout)
-            return ad.map_solve(a, b, vector, errors, kernel)  # type: ignore[misc]
+            return ad.map_solve(a, b, vector, errors, kernel), None  # type: ignore[misc]
         with _LOCK:
             if len(_RESOLVED) > 256:  # bounded (dtype x device x n x options)
                 _RESOLVED.clear()
@@ -174,9 +235,11 @@ def solve_adapter(
         x, bad = kern(a, b, (a.shape, (*b.shape, 1)), vector=True)
         return _finish(ad, a, b, x, bad, kern.flag_only, errors, _traced(ad, kern, x), vector=True)
     bm = b[..., None] if vector else b
-    x, bad = kern(a, bm, (tuple(a.shape), tuple(bm.shape)))
-    x = _finish(ad, a, bm, x, bad, kern.flag_only, errors, _traced(ad, kern, x))
-    return x[..., 0] if vector else x
+    out = kern(a, bm, (tuple(a.shape), tuple(bm.shape)))
+    x, bad = out[0], out[1]
+    x, mask = _finish(ad, a, bm, x, bad, kern.flag_only, errors, _traced(ad, kern, x),
+                      clean=out[2] if kern.reports_clean else None)
+    return (x[..., 0] if vector else x), mask
 
 
 def _resolve(ad: Adapter, a: Any, n: int, layout: str | None, compile: bool | None) -> tuple[str, Kernel | None]:

@@ -432,7 +432,9 @@ class Adapter:
 
     def from_numpy_view(self, arr: np.ndarray, like: Any) -> Any:
         """A NumPy result of a :meth:`numpy_view` computation as an array like `like`
-        (same library and device), sharing `arr`'s memory where the library can."""
+        (same library and device), sharing `arr`'s memory where the library can. The
+        caller hands `arr` over: nothing else may hold or write it afterwards (an
+        immutable library's array may alias it)."""
         raise NotImplementedError
 
     def stack(self, arrays: list[Any], like: Any = None) -> Any:

@@ -188,7 +188,16 @@ class JaxAdapter(Adapter):
             return None
 
     def from_numpy_view(self, arr: np.ndarray, like: Any) -> Any:
-        return self.jax.device_put(arr, self.device(like))
+        # `arr` is a fresh result nobody else holds (the contract): XLA's CPU client
+        # aliases a C-ordered host buffer through DLPack instead of copying it (a
+        # copy of the whole result: docs/performance.md), and copies one it cannot
+        dev = self.device(like)
+        if arr.flags.c_contiguous and arr.flags.writeable and getattr(dev, "platform", None) == "cpu":
+            try:
+                return self.jax.dlpack.from_dlpack(arr, device=dev)
+            except (TypeError, ValueError, BufferError, RuntimeError):  # a dtype DLPack cannot carry
+                pass
+        return self.jax.device_put(arr, dev)
 
     def stack(self, arrays: list[Any], like: Any = None) -> Any:
         # On the CPU, NumPy reads every array in place (zero-copy) and stacks them in
