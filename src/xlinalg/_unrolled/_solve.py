@@ -69,7 +69,7 @@ def _finish(ad: Adapter, a: Any, b: Any, x: Any, bad: Any, flag_only: bool, erro
             n = int(a.shape[-1])
             bad = _confirm_zero_pivots(np.ones(batch, bool), np.broadcast_to(a_host, (*batch, n, n)))
         elif clean if clean is not None else not bool(xp.any(bad) | ~xp.all(xp.isfinite(xm))):  # the common case
-            return x, bad if ad is NUMPY else None  # (no member singular: `bad` is all False)
+            return x, bad if ad.numpy_arrays else None  # (no member singular: `bad` is all False)
         sing, rep = _host_verdict(ad, a, bm, xm, bad)
         if errors == "raise" and rep.any():
             _raise_singular(to_batch(rep, a_batch).reshape(a_batch), a_batch)
