@@ -65,7 +65,6 @@ __all__ = [
     "get_case",
     "group_case_names",
     "load_case_file",
-    "native_namespace",
     "register_case",
     "unregister_case",
     "valid_section",
@@ -484,19 +483,3 @@ def load_case_file(path: str | os.PathLike[str]) -> list[str]:
     added = [n for n in _CASES if n not in before]
     _loaded_files[key] = added
     return added
-
-
-# ---------------------------------------------------------------------- namespaces
-def native_namespace(backend: str) -> Any:
-    """The backend's own array namespace (imports the library): its
-    ``Backend.bench.native_namespace``."""
-    from ..backends import get_backend
-
-    return get_backend(backend).bench.native_namespace()
-
-
-def native_dtype(backend: str, dtype: str) -> Any:
-    """The dtype object called `dtype` in `backend`'s namespace (TypeError if none)."""
-    from ..backends import get_backend
-
-    return get_backend(backend).bench.native_dtype(dtype)

@@ -63,43 +63,13 @@ from typing import Any
 from ._units import format_time
 from ._verdict import BELOW_MARGIN, BEYOND, reading
 
-__all__ = ["aa_selftest", "compare_records", "header_differences", "noise_from_pair", "p_value"]
+__all__ = ["aa_selftest", "compare_records", "header_differences", "noise_from_pair"]
 
 #: Fewest comparable cells from which a machine shift is estimated.
 MIN_CELLS_FOR_SPREAD = 6
 #: Weight (in passes) of the prior of a cell's between-pass variance: the
 #: median variance of every cell of both files (limma's moderated t).
 PRIOR_DF = 4.0
-
-
-def _permutation_p(a: list[float], b: list[float], n_perm: int = 4000, seed: int = 0) -> float:
-    import numpy as np
-
-    x, y = np.asarray(a, float), np.asarray(b, float)
-    obs = abs(np.median(x) - np.median(y))
-    both = np.concatenate([x, y])
-    rng = np.random.default_rng(seed)
-    count = 0
-    for _ in range(n_perm):
-        rng.shuffle(both)
-        if abs(np.median(both[: len(x)]) - np.median(both[len(x):])) >= obs - 1e-15 * obs:
-            count += 1
-    return (count + 1) / (n_perm + 1)
-
-
-def p_value(a: list[float], b: list[float]) -> tuple[float | None, str]:
-    """Two-sided p-value that samples a and b come from the same distribution
-    (Mann-Whitney U, or a permutation test without SciPy). Shown for information:
-    the flag comes from the interval."""
-    if len(a) < 2 or len(b) < 2:
-        return None, "too few samples"
-    try:
-        from scipy.stats import mannwhitneyu
-    except ImportError:
-        return _permutation_p(a, b), "permutation"
-    if len(set(a) | set(b)) == 1:
-        return 1.0, "Mann-Whitney U"
-    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue), "Mann-Whitney U"
 
 
 def _samples(r: Mapping[str, Any]) -> list[float]:

@@ -42,7 +42,6 @@ __all__ = [
     "combine_passes",
     "effective_cores",
     "exp_or_limit",
-    "half_width",
     "on_gpu",
     "paired_ratio",
     "p_beyond",
@@ -361,11 +360,6 @@ def _geometric_mean(ratios: Sequence[float]) -> float:
     if -math.inf in logs:
         return 0.0
     return exp_or_limit(sum(logs) / len(logs))
-
-
-def half_width(r: Mapping[str, Any]) -> float:
-    """Relative half-width ``sqrt(hi/lo) - 1`` of an interval."""
-    return math.sqrt(r["hi"] / r["lo"]) - 1.0
 
 
 def stall_factor(main: float | None, recheck: float | None) -> float | None:

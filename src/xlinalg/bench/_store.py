@@ -355,11 +355,6 @@ class ResultStore:
             raise
         return fd, created
 
-    @property
-    def done_keys(self) -> set[str]:
-        """Cell keys already in the file when it was opened for resuming."""
-        return self.previous.finished_keys() if self.previous else set()
-
     def check_settings(self, env: dict[str, Any], run: dict[str, Any]) -> None:
         """Raise :class:`ResumeMismatchError` when resuming a file whose cells were
         measured under other settings (:func:`settings_differences` against every

@@ -166,10 +166,6 @@ class Worker:
             raise WorkerError(f"the {self.backend} worker sent an unexpected reply")
         return msg
 
-    def run(self, cell: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-        """The whole cell timed by the worker alone (the record)."""
-        return self.request({"op": "run", "cell": cell}, timeout)["record"]
-
     def request(self, req: dict[str, Any], timeout: float | None) -> dict[str, Any]:
         """Send one request, return the reply (see :mod:`._worker` for the protocol).
 

@@ -43,7 +43,6 @@ from ._fields import (
 from ._peaks import calibrate_peaks, fraction_of_peak
 from ._verdicts import (
     MIN_MARGIN,
-    case_winners,
     fmt_interval,
     fmt_ratio,
     quartiles,
@@ -60,7 +59,6 @@ __all__ = [
     "CaseFields",
     "calibrate_peaks",
     "case_notes",
-    "case_winners",
     "compute_dtype",
     "device_class",
     "dtype_text",

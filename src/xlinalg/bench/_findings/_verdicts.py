@@ -10,7 +10,7 @@ from typing import Any
 from .._verdict import MARGIN, decide, fmt_interval, fmt_ratio, positive, verdict_text
 from ._fields import good, median, median_or_inf, section_of, section_order, size_key
 
-__all__ = ["MIN_MARGIN", "cells", "case_winners", "fmt_interval", "fmt_ratio", "quartiles", "ratio", "shaky",
+__all__ = ["MIN_MARGIN", "cells", "fmt_interval", "fmt_ratio", "quartiles", "ratio", "shaky",
            "verdict", "verdict_text", "winners"]
 
 
@@ -210,31 +210,3 @@ def winners(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                      "dtype": dtype, "size": label, "n_backends": v["n"], **v})
     control_fdr(rows)
     return rows
-
-
-def case_winners(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per case: decisive wins per backend across its sizes (ties counted apart);
-    the Extra section (repeats of other cases) is left out."""
-    agg: dict[tuple[str, str, str], dict[str, int]] = {}
-    for w in rows:
-        if w["n_backends"] < 2 or w["section"] == "Extra":
-            continue
-        if w.get("no_verdict"):
-            d = agg.setdefault((w["section"], w["case"], w["dtype"]), {})
-            d["no verdict"] = d.get("no verdict", 0) + 1
-            continue
-        if w.get("tie"):
-            agg.setdefault((w["section"], w["case"], w["dtype"]), {})
-            d = agg[(w["section"], w["case"], w["dtype"])]
-            d["tie"] = d.get("tie", 0) + 1
-            continue
-        agg.setdefault((w["section"], w["case"], w["dtype"]), {})
-        d = agg[(w["section"], w["case"], w["dtype"])]
-        d[w["winner"]] = d.get(w["winner"], 0) + 1
-    out = []
-    for (sec, case, dtype), d in agg.items():
-        best = max(d.items(), key=lambda kv: (kv[0] not in ("tie", "no verdict"), kv[1]))
-        out.append({"section": sec, "case": case, "dtype": dtype, "winner": best[0],
-                    "wins": best[1], "of": sum(d.values()), "all": d})
-    return out
-
