@@ -35,7 +35,7 @@ import numpy as np
 
 from ._cases import Case, Ctx, format_size, get_case
 from ._memory import measure_memory, release_memory
-from ._store import cell_key
+from ._resultsfile import cell_key
 from ._timer import Measurement, Timer, TimerConfig
 
 if TYPE_CHECKING:

@@ -60,6 +60,7 @@ from collections.abc import Mapping
 from statistics import NormalDist
 from typing import Any
 
+from ._findings._fields import median, raw_times
 from ._units import format_time
 from ._verdict import BELOW_MARGIN, BEYOND, reading
 
@@ -70,20 +71,6 @@ MIN_CELLS_FOR_SPREAD = 6
 #: Weight (in passes) of the prior of a cell's between-pass variance: the
 #: median variance of every cell of both files (limma's moderated t).
 PRIOR_DF = 4.0
-
-
-def _samples(r: Mapping[str, Any]) -> list[float]:
-    raw = (r.get("time") or {}).get("raw_s") or []
-    return [float(x) for x in raw
-            if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
-            and math.isfinite(x)]
-
-
-def _median(r: Mapping[str, Any]) -> float | None:
-    v = (r.get("time") or {}).get("median_s")
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v) if v > 0 and math.isfinite(v) else None
 
 
 def _pass_logs(r: Mapping[str, Any]) -> list[float]:
@@ -175,7 +162,7 @@ def noise_from_pair(a: Mapping[str, Mapping[str, Any]],
     same code) shows, moderated towards the median over the cells."""
     sq = {}
     for key in a:
-        if key in b and (x := _median(a[key])) and (y := _median(b[key])):
+        if key in b and (x := median(a[key])) and (y := median(b[key])):
             sq[key] = (math.log(y) - math.log(x)) ** 2
     if not sq:
         return {}
@@ -230,7 +217,7 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
         if o is None or n is None:
             row["flag"] = "only in old" if n is None else "only in new"
             continue
-        mo, mn = _median(o), _median(n)
+        mo, mn = median(o), median(n)
         row.update(old_s=mo, new_s=mn)
         if o.get("status") == n.get("status") == "skipped":
             row["flag"] = "~ (skipped in both)"
@@ -246,7 +233,7 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
             row["flag"] = ("not comparable (the ratio of the medians, "
                            f"{format_time(mn)} over {format_time(mo)}, is out of range)")
             continue
-        so, sn = _samples(o), _samples(n)
+        so, sn = raw_times(o), raw_times(n)
         row.update(ratio=math.exp(log_ratio), log_ratio=log_ratio, n_old=len(so),
                    n_new=len(sn))
         ri = ratio_interval(so, sn)
@@ -417,7 +404,7 @@ def _why_not(o: Mapping[str, Any], n: Mapping[str, Any]) -> str:
         if st in ("failed", "skipped"):
             err = get_path(r, "error", "message") or r.get("skip_reason") or r.get("reason")
             out.append(f"{side} {st}" + (f": {str(err)[:80]}" if err else ""))
-        elif _median(r) is None:
+        elif median(r) is None:
             v = get_path(r, "time", "median_s")
             out.append(f"{side} has no positive finite median time (got {v!r})")
     return "; ".join(out) or "no comparable times"

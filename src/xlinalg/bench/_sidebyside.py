@@ -41,10 +41,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ._findings._fields import median
 from ._passes import group_verdict, merge_passes, parallelism_note
 from ._stats import (
     DEFAULT_LEVEL,
-    DEFAULT_MARGIN,
     STARVED_CORES,
     all_pairs,
     effective_cores,
@@ -54,6 +54,7 @@ from ._stats import (
     starved,
 )
 from ._timer import TimerConfig
+from ._verdict import MARGIN
 from ._workerproc import ClientFailure, Pool, WorkerClient, failed_record
 
 __all__ = [
@@ -179,7 +180,7 @@ def measure_group(
     timer: TimerConfig,
     failed_record: FailedRecord,
     time_limit: float | None = None,
-    margin: float = DEFAULT_MARGIN,
+    margin: float = MARGIN,
     level: float = DEFAULT_LEVEL,
     seed: int = 0,
     clock: Callable[[], float] = time.perf_counter,
@@ -443,7 +444,7 @@ def disagreeing(passes: Sequence[Mapping[str, dict[str, Any]]], *, stall: float)
     if passes_disagree(_pass_pairs(passes)):
         return True
     for b in passes[0]:
-        meds = [m for p in passes if (m := _median_s(p.get(b))) is not None]
+        meds = [m for p in passes if (m := median(p.get(b))) is not None]
         if len(meds) > 1 and max(meds) / min(meds) > stall:
             return True
     return False
@@ -456,7 +457,7 @@ def _merged(passes: Sequence[dict[str, dict[str, Any]]], ok: Mapping[str, Any],
     the third says of it: :func:`._stats.classify_stall`)."""
     from ._stats import classify_stall, stall_factor
 
-    meds = {b: [_median_s(p.get(b)) for p in passes] for b in ok}
+    meds = {b: [median(p.get(b)) for p in passes] for b in ok}
     off = [b for b, m in meds.items()
            if (f := stall_factor(m[0], m[1])) is not None and f > config.stall_factor]
     merged = merge_passes(passes, margin=config.margin, level=DEFAULT_LEVEL, seed=config.seed)
@@ -467,11 +468,6 @@ def _merged(passes: Sequence[dict[str, dict[str, Any]]], ok: Mapping[str, Any],
                               "group_off": off,
                               **classify_stall(first, rc, now, threshold=config.stall_factor)}
     return merged
-
-
-def _median_s(rec: dict[str, Any] | None) -> float | None:
-    v = ((rec or {}).get("time") or {}).get("median_s")
-    return float(v) if isinstance(v, (int, float)) and v > 0 else None
 
 
 def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progress: Any,
@@ -554,7 +550,7 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
             # up to timer.max_passes.
             pending = []
             for group, recs in measured:
-                ok = {b: r for b, r in recs.items() if _median_s(r) is not None
+                ok = {b: r for b, r in recs.items() if median(r) is not None
                       and r.get("status") in RECHECKED}
                 if ok:
                     pending.append((group, recs, ok, [recs]))

@@ -42,7 +42,7 @@ from ._fields import (
 )
 from ._peaks import calibrate_peaks, fraction_of_peak
 from ._verdicts import (
-    MIN_MARGIN,
+    MARGIN,
     fmt_interval,
     fmt_ratio,
     quartiles,
@@ -54,7 +54,7 @@ from ._verdicts import (
 )
 
 __all__ = [
-    "MIN_MARGIN",
+    "MARGIN",
     "SECTION_TITLES",
     "CaseFields",
     "calibrate_peaks",

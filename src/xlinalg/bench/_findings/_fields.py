@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from .._cases import (
@@ -45,6 +45,7 @@ __all__ = [
     "median_or_inf",
     "peak_of",
     "processor_class",
+    "raw_times",
     "section_of",
     "section_order",
     "sections",
@@ -198,9 +199,15 @@ def good(r: dict[str, Any]) -> bool:
     return r.get("status") in _GOOD and median(r) is not None
 
 
-def median(r: dict[str, Any]) -> float | None:
-    v = (r.get("time") or {}).get("median_s")
+def median(r: Mapping[str, Any] | None) -> float | None:
+    """A record's median time per call, if a positive finite number (None: no record)."""
+    v = ((r or {}).get("time") or {}).get("median_s")
     return float(v) if positive(v) else None
+
+
+def raw_times(r: Mapping[str, Any]) -> list[float]:
+    """A record's per-call times (``time.raw_s``), those that are positive finite numbers."""
+    return [float(x) for x in (r.get("time") or {}).get("raw_s") or [] if positive(x)]
 
 
 def median_or_inf(r: dict[str, Any]) -> float:
