@@ -216,7 +216,7 @@ def _run_line(f: ResultsFile, i: int, shown: int) -> str:
     hdr = f.headers[0] if f.headers else None
     dts = sorted({str(r.get("dtype")) for r in rs})
     gemm = [f"{r['backend']} {r['throughput']['gflops']:.3g} GFLOP/s" for r in rs
-            if str(r.get("case")) == "calib_gemm" and F.good(r)
+            if F.is_calibration(r) and F.peak_of(r) == "arithmetic" and F.good(r)
             and isinstance((r.get("throughput") or {}).get("gflops"), (int, float))]
     timed = [r for r in rs if F.good(r)]
     noisy = sum(1 for r in timed if F.shaky(r))

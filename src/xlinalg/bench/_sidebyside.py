@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ._findings._fields import median
+from ._findings._fields import compute_dtype, is_calibration, median, peak_of
 from ._passes import group_verdict, merge_passes, parallelism_note
 from ._stats import (
     DEFAULT_LEVEL,
@@ -354,33 +354,32 @@ def _processor(backend: str) -> str:
 
 
 class Peaks:
-    """This run's calibrated peaks (best ``calib_gemm`` GFLOP/s and ``calib_stream``
-    GB/s per processor and dtype), and the marking of rates above them."""
+    """This run's calibrated peaks (the best GFLOP/s and GB/s of its calibration cells,
+    per processor and dtype: the peak each declares), and the marking of rates above them."""
 
     def __init__(self) -> None:
         self.gflops: dict[tuple[str, str], float] = {}
         self.gbs: dict[tuple[str, str], float] = {}
 
     def learn(self, rec: dict[str, Any]) -> None:
-        thr = rec.get("throughput") or {}
-        if rec.get("status") not in ("ok", "unchecked"):
+        if rec.get("status") not in ("ok", "unchecked") or not is_calibration(rec) \
+                or peak_of(rec) == "none":
             return
+        key, table = ("gflops", self.gflops) if peak_of(rec) == "arithmetic" else ("gbs", self.gbs)
+        v = (rec.get("throughput") or {}).get(key)
         k = (_processor(str(rec.get("backend"))), str(rec.get("dtype")))
-        for case, key, table in (("calib_gemm", "gflops", self.gflops),
-                                 ("calib_stream", "gbs", self.gbs)):
-            v = thr.get(key)
-            if rec.get("case") == case and isinstance(v, (int, float)) and v > 0:
-                table[k] = max(table.get(k, 0.0), float(v))
+        if isinstance(v, (int, float)) and v > 0:
+            table[k] = max(table.get(k, 0.0), float(v))
 
     def mark(self, rec: dict[str, Any]) -> None:
         """``throughput.above_peak`` (and ``cache_resident`` for bytes) when a rate
         exceeds the calibrated peak: such a rate is never the machine's best."""
         thr = rec.get("throughput")
-        if not isinstance(thr, dict) or str(rec.get("case", "")).startswith("calib_"):
+        if not isinstance(thr, dict) or is_calibration(rec):
             return
-        # against the peak of the dtype the cell computes in (an A12 cell of a float64
-        # run computes in float32, bfloat16, ...: no float64 peak applies to it)
-        k = (_processor(str(rec.get("backend"))), str(rec.get("compute_dtype") or rec.get("dtype")))
+        # against the peak of the dtype the cell computes in (a cell of a float64 run
+        # that casts computes in float32, bfloat16, ...: no float64 peak applies to it)
+        k = (_processor(str(rec.get("backend"))), compute_dtype(rec))
         above = {}
         for key, table in (("gflops", self.gflops), ("gbs", self.gbs)):
             v, peak = thr.get(key), table.get(k)
