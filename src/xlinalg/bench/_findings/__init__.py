@@ -36,7 +36,6 @@ from ._fields import (
     section_of,
     section_order,
     sections,
-    side,
     size_key,
     units_of,
 )
@@ -80,7 +79,6 @@ __all__ = [
     "section_order",
     "sections",
     "shaky",
-    "side",
     "size_key",
     "units_of",
     "verdict",

@@ -25,6 +25,7 @@ from .._cases import (
     UNITS,
     backend_object,
     get_case,
+    section_order,
     valid_section,
 )
 from .._verdict import positive
@@ -49,7 +50,6 @@ __all__ = [
     "section_of",
     "section_order",
     "sections",
-    "side",
     "size_key",
     "units_of",
 ]
@@ -110,7 +110,7 @@ def is_calibration(r: dict[str, Any]) -> bool:
 
 
 def section_of(r: dict[str, Any]) -> str:
-    """``"Calibration"``, ``"Q1"``..``"Q4"``, ``"A1"``..``"A15"``, ``"Extra"`` or ``"Other"``."""
+    """The cell's section: ``"Calibration"``, a study's (``"Q1"``, ``"A12"``...) or ``"Other"``."""
     if is_calibration(r):
         return "Calibration"
     return fields(r).section
@@ -142,18 +142,8 @@ def dtype_text(run_dtype: str, compute_dtypes: Iterable[str]) -> str:
     return f"computes in {', '.join(sorted(cdt))} (run dtype {run_dtype})"
 
 
-def section_order(s: str) -> tuple[int, int]:
-    if s == "Calibration":  # not a document section: after them
-        return (4, 0)
-    if s == "Extra":
-        return (2, 0)
-    if s == "Other":
-        return (3, 0)
-    return (0 if s[0] == "Q" else 1, int(s[1:]))
-
-
 def sections(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Records grouped by section, in document order (questions, then article)."""
+    """Records grouped by section, in report order (:func:`.._cases.section_order`)."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         out[section_of(r)].append(r)
@@ -180,18 +170,6 @@ def size_key(r: dict[str, Any]) -> tuple[float, str]:
     walk(s)
     prod = math.prod(nums) if nums else 0.0
     return (prod, str(r.get("size_label", "")))
-
-
-def side(r: dict[str, Any]) -> float | None:
-    """The matrix side n of a cell (its ``size`` if an int, else ``params['n']``)."""
-    s = r.get("size")
-    if isinstance(s, (int, float)) and not isinstance(s, bool):
-        return float(s)
-    p = r.get("params") or {}
-    n = p.get("n")
-    if isinstance(n, (int, float)) and not isinstance(n, bool):
-        return float(n)
-    return None
 
 
 def good(r: dict[str, Any]) -> bool:
