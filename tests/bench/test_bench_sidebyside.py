@@ -18,15 +18,8 @@ import pytest
 
 from xlinalg.bench import RunConfig, TimerConfig, read_results, run_benchmark
 from xlinalg.bench._compare import compare_records, header_differences
-from xlinalg.bench._passes import merge_passes
-from xlinalg.bench._sidebyside import (
-    ClientFailure,
-    Peaks,
-    Settle,
-    measure_group,
-    parallelism_note,
-    process_cpu_ns,
-)
+from xlinalg.bench._passes import merge_passes, parallelism_note
+from xlinalg.bench._sidebyside import Peaks, Settle, measure_group, process_cpu_ns
 from xlinalg.bench._stats import (
     classify_stall,
     combine_passes,
@@ -37,6 +30,7 @@ from xlinalg.bench._stats import (
     stall_factor,
     verdict,
 )
+from xlinalg.bench._workerproc import ClientFailure
 
 
 # ---------------------------------------------------------------------- rotation

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ._findings._fields import compute_dtype, is_calibration, median, peak_of
-from ._passes import group_verdict, merge_passes, parallelism_note
+from ._passes import group_verdict, merge_passes
 from ._stats import (
     DEFAULT_LEVEL,
     STARVED_CORES,
@@ -58,12 +58,10 @@ from ._verdict import MARGIN
 from ._workerproc import ClientFailure, Pool, WorkerClient, failed_record
 
 __all__ = [
-    "ClientFailure",
     "GroupResult",
     "Peaks",
     "Settle",
     "measure_group",
-    "parallelism_note",
     "process_cpu_ns",
     "run_side_by_side",
 ]
