@@ -84,9 +84,7 @@ def _merged_time(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if not raw:
         return base
     s = Stats.from_samples(raw)
-    base.update(median_s=s.median, iqr_s=s.iqr, q1_s=s.q1, q3_s=s.q3, min_s=s.min,
-                max_s=s.max, mean_s=s.mean, stdev_s=s.stdev, iqr_over_median=s.relative_iqr,
-                noisy=s.relative_iqr > NOISE_THRESHOLD, samples=s.n, raw_s=raw)
+    base.update(s.to_dict(), noisy=s.relative_iqr > NOISE_THRESHOLD, samples=s.n, raw_s=raw)
     meds = [(r.get("time") or {}).get("median_s") for r in recs]
     base["passes"] = [{"median_s": m, "samples": len(raw_times(r))} for m, r in zip(meds, recs)]
     good = [m for m in meds if isinstance(m, (int, float)) and m > 0]
