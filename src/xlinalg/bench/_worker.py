@@ -182,13 +182,9 @@ def main(argv: list[str] | None = None) -> int:
             break
         op = req.get("op")
         if op == "selfcheck":
-            from ._selfcheck import fence_selfcheck
+            from ._selfcheck import checked_selfcheck
 
-            try:
-                res = fence_selfcheck(args.backend, configure=False, state=state)
-            except Exception as exc:
-                res = {"backend": args.backend, "ok": False,
-                       "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
+            res = checked_selfcheck(args.backend, configure=False, state=state)
             _send(fd, {"event": "selfcheck", "result": res})
         elif op == "begin":
             rec = execute_cell(req["cell"], backend_state=state, sampler=_remote_sampler(fd))
