@@ -659,13 +659,17 @@ def test_threads_give_every_backend_the_same_cores(tmp_path):
 
 # ---------------------------------------------------------------------- peaks
 def test_rates_above_the_calibrated_peak_are_cache_resident():
+    from xlinalg.bench import get_case
+
+    def calib(case, backend, **throughput):  # as the runner records it: with its case's fields
+        return {"case": case, "backend": backend, "dtype": "float64", "status": "ok",
+                **get_case(case).describe("float64"), "throughput": throughput}
+
     p = Peaks()
-    p.learn({"case": "calib_stream", "backend": "numpy", "dtype": "float64", "status": "ok",
-             "throughput": {"gbs": 10.0}})
-    p.learn({"case": "calib_stream", "backend": "jax-cpu", "dtype": "float64", "status": "ok",
-             "throughput": {"gbs": 12.0}})
-    p.learn({"case": "calib_gemm", "backend": "numpy", "dtype": "float64", "status": "ok",
-             "throughput": {"gflops": 20.0}})
+    p.learn(calib("calib_stream", "numpy", gbs=10.0))
+    p.learn(calib("calib_stream", "jax-cpu", gbs=12.0))
+    p.learn(calib("calib_gemm", "numpy", gflops=20.0))
+    p.learn({**calib("calib_gemm", "numpy", gflops=99.0), "status": "failed"})  # not a peak
     hot = {"case": "a5_broadcast", "backend": "torch-cpu", "dtype": "float64",
            "throughput": {"gbs": 125.0, "gflops": 5.0}}
     p.mark(hot)
