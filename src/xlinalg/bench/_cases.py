@@ -83,9 +83,9 @@ Size = int | tuple[int, ...]
 UNITS: tuple[str, ...] = ("GFLOP/s", "GB/s")
 #: Which calibrated peak a case's rate is a fraction of.
 PEAKS: tuple[str, ...] = ("arithmetic", "bandwidth", "none")
-#: The harness's own sections, in report order after every study's: the cases that
-#: declare none, then the calibration.
-HARNESS_SECTIONS: tuple[str, ...] = ("Other", "Calibration")
+#: The harness's own sections, in report order after every study's: cases added to a
+#: study's (a case file's), the cases that declare none, then the calibration.
+HARNESS_SECTIONS: tuple[str, ...] = ("Extra", "Other", "Calibration")
 #: What the loaded studies add (:func:`declare`): their sections in report order, the
 #: tags their reports read beside the harness's (see :class:`Case`), and their opt-in
 #: groups of cases (group -> what it is: a case of a group is not in the default run;
@@ -191,9 +191,9 @@ class Case:
         singular vectors are not unique).
     section : str
         The section the case measures: one a loaded study declares (the documents'
-        study: ``"Q1"``..``"Q4"``, ``"A1"``..``"A15"``, ``"Extra"``), or the
-        harness's ``"Calibration"`` or ``"Other"`` (the default). The report groups
-        cells by it.
+        study: ``"Q1"``..``"Q4"``, ``"A1"``..``"A15"``), or the harness's ``"Extra"``
+        (a case beyond the study's, e.g. a case file's), ``"Calibration"`` or
+        ``"Other"`` (the default). The report groups cells by it.
     tags : tuple of str
         What the report may rely on beyond the section (:data:`KNOWN_TAGS`):
         ``"calibration"`` (run first; sets the peak named by `peak`), ``"gemm"``
@@ -410,7 +410,7 @@ def valid_section(section: object) -> bool:
 
 def section_order(section: str) -> int:
     """Where a section comes in a report: the studies' in their order, then the
-    harness's (cases without a section, the calibration)."""
+    harness's (added cases, cases without a section, the calibration)."""
     order = [*STUDY_SECTIONS, *HARNESS_SECTIONS]
     return order.index(section) if section in order else len(order)
 

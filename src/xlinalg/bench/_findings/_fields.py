@@ -58,6 +58,7 @@ __all__ = [
 SECTION_TITLES: dict[str, str] = {
     "Calibration": "this machine's peaks: a square GEMM and a streaming add, run first on "
                    "each backend",
+    "Extra": "cases beyond the study's (a case file's)",
     "Other": "cases without a document id",
 }
 
