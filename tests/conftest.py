@@ -229,7 +229,7 @@ def no_warnings() -> Iterator[None]:
 
 def solve_record(size: int = 5) -> dict[str, Any]:
     """A minimal valid results record (numpy solve of `size`), for store and resume tests."""
-    from xlinalg.bench._store import cell_key
+    from xlinalg.bench import cell_key
 
     return {"key": cell_key("solve", "numpy", "float64", str(size)), "case": "solve",
             "backend": "numpy", "dtype": "float64", "size": size, "size_label": str(size),

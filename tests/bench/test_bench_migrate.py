@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 import xlinalg.study  # noqa: F401  (registers the documents' cases)
+from xlinalg.bench import SCHEMA_VERSION, cell_key, get_case, read_results
 from xlinalg.bench import _findings as F
-from xlinalg.bench import get_case, read_results
-from xlinalg.bench._store import SCHEMA_VERSION, cell_key
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("migrate_results", ROOT / "benchmarks" / "migrate_results.py")

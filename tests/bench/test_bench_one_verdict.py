@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from xlinalg._cli._table import verdicts
+from xlinalg.bench import SCHEMA_VERSION, cell_key
 from xlinalg.bench import _findings as F
 from xlinalg.bench._compare import _beyond
 from xlinalg.bench._passes import group_verdict
 from xlinalg.bench._report import _pivots
-from xlinalg.bench._store import SCHEMA_VERSION, cell_key
 from xlinalg.bench._verdict import BELOW_MARGIN, BEYOND, WITHIN_NOISE, reading
 from xlinalg.study._findings._article import compare_text
 
@@ -105,7 +105,7 @@ ALLOWED = {
     ("bench/_stats.py", "p_beyond"): "the p-value of a pair, not its verdict",
     ("study/_tune.py", "derive"): "the unrolled solver's crossover, not a verdict",
 }
-_MARGINS = {"MARGIN", "MIN_MARGIN", "DEFAULT_MARGIN", "margin"}
+_MARGINS = {"MARGIN", "margin"}
 
 
 def _named(node: ast.expr) -> str | None:

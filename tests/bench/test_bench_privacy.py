@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from xlinalg.bench import RunConfig, TimerConfig, run_benchmark
+from xlinalg.bench import SCHEMA_VERSION, RunConfig, TimerConfig, cell_key, run_benchmark
 from xlinalg.bench._compare import header_differences
 from xlinalg.bench._env import collect_env, machine_id, shareable, shareable_argv
-from xlinalg.bench._store import SCHEMA_VERSION, cell_key, dumps_record
+from xlinalg.bench._store import dumps_record
 from xlinalg.cli import main
 
 USER = "usr-q7k2w"

@@ -13,12 +13,12 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+from xlinalg.bench import SCHEMA_VERSION, case_names, cell_key, get_case
 from xlinalg.bench import _findings as F
-from xlinalg.bench import case_names, get_case
-from xlinalg.bench._compare import compare_records, p_value
+from xlinalg.bench._compare import compare_records
 from xlinalg.bench._plots import MAX_WIDTH_PX
 from xlinalg.bench._report import _md_text
-from xlinalg.bench._store import SCHEMA_VERSION, cell_key, dumps_record
+from xlinalg.bench._store import dumps_record
 from xlinalg.study import _findings as S
 
 ENV = {"xlinalg": "0.1.0", "python": {"version": "3.11"}, "cpu": {"model": "test CPU",
@@ -248,15 +248,12 @@ def test_compare_cli_ratios_and_significance(tmp_path):
     assert "cells: 4 REGRESSION," in p.stdout
 
 
-def test_compare_records_and_test():
+def test_compare_records_of_one_file_flags_nothing():
     old = {r["key"]: r for r in _records()}
     same = {r["key"]: r for r in _records()}
     rows = compare_records(old, same)
     assert all(r["flag"].startswith("~") or r["flag"].startswith("not comparable")
                for r in rows)
-    pv, _ = p_value([1.0, 1.1, 1.2, 1.05, 1.15] * 2, [2.0, 2.1, 2.2, 2.05, 2.15] * 2)
-    assert pv is not None
-    assert pv < 0.01
 
 
 def test_compare_prints_intervals_rounded_outward():
@@ -457,8 +454,8 @@ def test_a_winner_clears_the_margin_over_every_backend_by_the_runners_rule():
     # over the runner-up alone: a 1.2x lead whose interval starts at 1.02 is a tie too
     second["time"]["q1_s"], second["time"]["q3_s"] = 1.04e-3, 1.4e-3
     v = F.verdict({"numpy": fast, "torch-cpu": second})
-    assert v["speedup"]["ratio"] >= F.MIN_MARGIN
-    assert 1.0 < v["speedup"]["lo"] < F.MIN_MARGIN
+    assert v["speedup"]["ratio"] >= F.MARGIN
+    assert 1.0 < v["speedup"]["lo"] < F.MARGIN
     assert v["tie"]
 
 
@@ -523,8 +520,6 @@ def test_duplicate_cases_do_not_name_second_winners():
           _rec("a1_gemm", "numpy", [64, 64, 64], 3e-5), _rec("a1_gemm", "torch-cpu", [64, 64, 64],
                                                                1e-5)]
     assert F.section_of(rs[0]) == "Extra"
-    cw = F.case_winners(F.winners(rs))
-    assert [(w["case"], w["winner"]) for w in cw] == [("a1_gemm", "torch-cpu")]
     gemm = next(s for s in S.summary(rs) if s["anchor"] == "gemm")
     assert gemm["line"].startswith("torch-cpu: fastest in 1 of 1")
 

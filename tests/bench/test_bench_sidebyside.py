@@ -18,19 +18,11 @@ import pytest
 
 from xlinalg.bench import RunConfig, TimerConfig, read_results, run_benchmark
 from xlinalg.bench._compare import compare_records, header_differences
-from xlinalg.bench._passes import merge_passes
-from xlinalg.bench._sidebyside import (
-    ClientFailure,
-    Peaks,
-    Settle,
-    measure_group,
-    parallelism_note,
-    process_cpu_ns,
-)
+from xlinalg.bench._passes import merge_passes, parallelism_note
+from xlinalg.bench._sidebyside import Peaks, Settle, measure_group, process_cpu_ns
 from xlinalg.bench._stats import (
     classify_stall,
     combine_passes,
-    half_width,
     paired_ratio,
     passes_disagree,
     ratio_interval,
@@ -38,6 +30,7 @@ from xlinalg.bench._stats import (
     stall_factor,
     verdict,
 )
+from xlinalg.bench._workerproc import ClientFailure
 
 
 # ---------------------------------------------------------------------- rotation
@@ -61,7 +54,7 @@ def test_paired_ratio_cancels_drift_shared_by_the_round():
     r = paired_ratio(list(a), list(b))
     assert r is not None
     assert r["lo"] <= 2.0 <= r["hi"]
-    assert half_width(r) < 0.02  # paired: the 10x drift cancels
+    assert math.sqrt(r["hi"] / r["lo"]) - 1 < 0.02  # paired: the 10x drift cancels
     # the same values unpaired: the drift dominates the interval
     u = ratio_interval(list(b), list(a))
     assert u is not None
@@ -666,13 +659,17 @@ def test_threads_give_every_backend_the_same_cores(tmp_path):
 
 # ---------------------------------------------------------------------- peaks
 def test_rates_above_the_calibrated_peak_are_cache_resident():
+    from xlinalg.bench import get_case
+
+    def calib(case, backend, **throughput):  # as the runner records it: with its case's fields
+        return {"case": case, "backend": backend, "dtype": "float64", "status": "ok",
+                **get_case(case).describe("float64"), "throughput": throughput}
+
     p = Peaks()
-    p.learn({"case": "calib_stream", "backend": "numpy", "dtype": "float64", "status": "ok",
-             "throughput": {"gbs": 10.0}})
-    p.learn({"case": "calib_stream", "backend": "jax-cpu", "dtype": "float64", "status": "ok",
-             "throughput": {"gbs": 12.0}})
-    p.learn({"case": "calib_gemm", "backend": "numpy", "dtype": "float64", "status": "ok",
-             "throughput": {"gflops": 20.0}})
+    p.learn(calib("calib_stream", "numpy", gbs=10.0))
+    p.learn(calib("calib_stream", "jax-cpu", gbs=12.0))
+    p.learn(calib("calib_gemm", "numpy", gflops=20.0))
+    p.learn({**calib("calib_gemm", "numpy", gflops=99.0), "status": "failed"})  # not a peak
     hot = {"case": "a5_broadcast", "backend": "torch-cpu", "dtype": "float64",
            "throughput": {"gbs": 125.0, "gflops": 5.0}}
     p.mark(hot)

@@ -97,7 +97,7 @@ def test_resume_appends_a_header_and_knows_the_done_cells(tmp_path):
     p = tmp_path / "r.jsonl"
     write_file(p, 2)
     with ResultStore(p, resume=True) as store:
-        assert store.done_keys == {cell_key("solve", "numpy", "float64", s) for s in "56"}
+        assert store.previous.finished_keys() == {cell_key("solve", "numpy", "float64", s) for s in "56"}
         store.write_header(ENV, {"resumed": True})
         store.append(rec(size=5, status="failed", error={"kind": "oom"}))  # a re-run
         store.append(rec(size=9))
@@ -134,7 +134,7 @@ def test_truncated_last_line_is_tolerated_with_a_warning(tmp_path):
 
     # resuming cuts the partial line away and appends cleanly
     with ResultStore(p, resume=True) as store:
-        assert len(store.done_keys) == 2
+        assert len(store.previous.finished_keys()) == 2
         store.write_header(ENV, {})
         store.append(rec(size=7))
     with warnings.catch_warnings():

@@ -73,8 +73,8 @@ def _load(records: Mapping[str, Mapping[str, Any]]) -> float | None:
 
 
 def _read(path: str) -> Any:
+    from ..bench import read_results
     from ..bench._escape import terminal
-    from ..bench._store import read_results
 
     res = read_results(path, warn=False)
     for w in res.warnings:
@@ -83,6 +83,7 @@ def _read(path: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> ExitCode:
+    from ..bench import ResultsFileError
     from ..bench._compare import (
         aa_selftest,
         compare_records,
@@ -90,7 +91,6 @@ def run(args: argparse.Namespace) -> ExitCode:
         noise_from_pair,
     )
     from ..bench._escape import terminal
-    from ..bench._store import ResultsFileError
     from ..bench._units import format_time
     from ..bench._verdict import fmt_interval, fmt_number
 

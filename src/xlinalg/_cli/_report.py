@@ -23,9 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> ExitCode:
+    from ..bench import ResultsFileError, read_results
     from ..bench._escape import terminal
     from ..bench._report import merge_files, superseded_warnings, write_report
-    from ..bench._store import ResultsFileError, read_results
 
     paths = [args.results, *(getattr(args, "more", None) or [])]
     try:

@@ -44,6 +44,17 @@ from ._cases import (
 )
 from ._cell import check_result, execute_cell, make_cell
 from ._env import collect_env
+from ._resultsfile import (
+    SCHEMA_VERSION,
+    ResultsFile,
+    ResultsFileBusyError,
+    ResultsFileError,
+    ResultsFileWarning,
+    ResultsWriteError,
+    ResumeMismatchError,
+    cell_key,
+    read_results,
+)
 from ._runner import (
     BenchUsageError,
     RunConfig,
@@ -53,19 +64,7 @@ from ._runner import (
     validate_config,
 )
 from ._selfcheck import fence_selfcheck
-from ._store import (
-    SCHEMA_VERSION,
-    ResultsFile,
-    ResultsFileBusyError,
-    ResultsFileError,
-    ResultsFileWarning,
-    ResultStore,
-    ResultsWriteError,
-    ResumeMismatchError,
-    cell_key,
-    read_results,
-    settings_differences,
-)
+from ._store import ResultStore, settings_differences
 from ._study import ReportPart, Study, load_study, study_case_modules
 from ._timer import Measurement, Stats, Timer, TimerConfig, calibrate, time_block
 

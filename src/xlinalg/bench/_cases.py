@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,11 +47,12 @@ import numpy as np
 
 __all__ = [
     "DTYPES",
+    "HARNESS_SECTIONS",
     "KNOWN_TAGS",
-    "NAMED_SECTIONS",
     "OPT_IN_GROUPS",
     "PEAKS",
     "SCALES",
+    "STUDY_SECTIONS",
     "UNITS",
     "Case",
     "Ctx",
@@ -60,13 +60,14 @@ __all__ = [
     "backends_lacking",
     "backends_noting",
     "case_names",
+    "declare",
     "default_case_names",
     "format_size",
     "get_case",
     "group_case_names",
     "load_case_file",
-    "native_namespace",
     "register_case",
+    "section_order",
     "unregister_case",
     "valid_section",
 ]
@@ -82,18 +83,16 @@ Size = int | tuple[int, ...]
 UNITS: tuple[str, ...] = ("GFLOP/s", "GB/s")
 #: Which calibrated peak a case's rate is a fraction of.
 PEAKS: tuple[str, ...] = ("arithmetic", "bandwidth", "none")
-#: Sections that are not a document id (Q1..Q4, A1..A15).
-NAMED_SECTIONS: tuple[str, ...] = ("Calibration", "Extra", "Other")
-_DOC_SECTION = re.compile(r"[QA][1-9][0-9]{0,2}")
-#: The tags the report reads (see :class:`Case`).
-KNOWN_TAGS: tuple[str, ...] = ("calibration", "gemm", "stream", "loop", "sweep")
-
-#: The opt-in groups of cases: a case of a group is not in the default run; ``--cases
-#: GROUP`` runs the group's cases (``--cases NAME`` one of them). Group -> what it is.
-OPT_IN_GROUPS: dict[str, str] = {
-    "linalg": "linear algebra beyond the documents: inv, cholesky, eigh, lstsq and det on a "
-              "batch of small matrices and on one large matrix (xlinalg's functions)",
-}
+#: The harness's own sections, in report order after every study's: cases added to a
+#: study's (a case file's), the cases that declare none, then the calibration.
+HARNESS_SECTIONS: tuple[str, ...] = ("Extra", "Other", "Calibration")
+#: What the loaded studies add (:func:`declare`): their sections in report order, the
+#: tags their reports read beside the harness's (see :class:`Case`), and their opt-in
+#: groups of cases (group -> what it is: a case of a group is not in the default run;
+#: ``--cases GROUP`` runs the group's cases, ``--cases NAME`` one of them).
+STUDY_SECTIONS: list[str] = []
+KNOWN_TAGS: list[str] = ["calibration", "gemm", "stream"]
+OPT_IN_GROUPS: dict[str, str] = {}
 
 #: Largest size component a command line may ask for (8 TiB of float64 for a
 #: vector: past every machine; larger values would also not fit the results schema).
@@ -191,17 +190,16 @@ class Case:
         singular values of an ``SVDResult``, or ``U @ diag(S) @ Vh`` (signs of
         singular vectors are not unique).
     section : str
-        The document section the case measures: ``"Q1"``..``"Q4"``,
-        ``"A1"``..``"A15"`` (the parts of docs/sources.md), ``"Calibration"``, ``"Extra"`` (an
-        operation beyond the documents) or ``"Other"`` (the default). The report
-        groups cells by it.
+        The section the case measures: one a loaded study declares (the documents'
+        study: ``"Q1"``..``"Q4"``, ``"A1"``..``"A15"``), or the harness's ``"Extra"``
+        (a case beyond the study's, e.g. a case file's), ``"Calibration"`` or
+        ``"Other"`` (the default). The report groups cells by it.
     tags : tuple of str
         What the report may rely on beyond the section (:data:`KNOWN_TAGS`):
         ``"calibration"`` (run first; sets the peak named by `peak`), ``"gemm"``
         (a matrix product: a source of the arithmetic peak when a run has no
         calibration), ``"stream"`` (memory-bound: a source of the bandwidth
-        peak), ``"loop"`` (a Python loop of solves: the baseline of the
-        loop-vs-batched comparison), ``"sweep"`` (the solve-by-size sweep).
+        peak), and the tags a loaded study's report reads.
     units : str
         The figure of merit of the case's rate: ``"GFLOP/s"`` (arithmetic, the
         default) or ``"GB/s"`` (memory traffic).
@@ -261,8 +259,10 @@ class Case:
             raise ValueError(f"case {self.name!r}: units must be 'GFLOP/s' or 'GB/s', "
                              f"got {self.units!r}")
         if not valid_section(self.section):
-            raise ValueError(f"case {self.name!r}: section must be Q1..Q4, A1..A15, "
-                             f"{', '.join(NAMED_SECTIONS)}; got {self.section!r}")
+            raise ValueError(f"case {self.name!r}: section must be one of "
+                             f"{', '.join(STUDY_SECTIONS + list(HARNESS_SECTIONS))} (a "
+                             f"study's sections are declared when it is loaded); got "
+                             f"{self.section!r}")
         self.tags = tuple(self.tags)
         bad = [x for x in self.tags if x not in KNOWN_TAGS]
         if bad:
@@ -390,13 +390,29 @@ def backends_noting(topic: str) -> dict[str, str]:
     return {b: note for b in BACKEND_NAMES if (note := get_backend(b).bench.notes.get(topic))}
 
 
+def declare(sections: Sequence[str] = (), tags: Sequence[str] = (),
+            groups: Mapping[str, str] | None = None) -> None:
+    """Add a study's sections (in report order), tags and opt-in groups to what cases
+    may declare: before its cases are registered (:func:`~xlinalg.bench.load_study`).
+    Declaring again adds nothing."""
+    STUDY_SECTIONS.extend(s for s in dict.fromkeys(sections)
+                          if s not in STUDY_SECTIONS and s not in HARNESS_SECTIONS)
+    KNOWN_TAGS.extend(t for t in dict.fromkeys(tags) if t not in KNOWN_TAGS)
+    OPT_IN_GROUPS.update(groups or {})
+
+
 def valid_section(section: object) -> bool:
-    """Whether `section` is a section a case can declare (``"Q3"``, ``"A12"``, ``"Extra"``...)."""
-    if not isinstance(section, str):
-        return False
-    if section in NAMED_SECTIONS:
-        return True
-    return _DOC_SECTION.fullmatch(section) is not None
+    """Whether `section` is a section a case can declare (the harness's, or a loaded
+    study's: ``"Q3"``, ``"A12"``...)."""
+    return isinstance(section, str) and (section in HARNESS_SECTIONS
+                                         or section in STUDY_SECTIONS)
+
+
+def section_order(section: str) -> int:
+    """Where a section comes in a report: the studies' in their order, then the
+    harness's (added cases, cases without a section, the calibration)."""
+    order = [*STUDY_SECTIONS, *HARNESS_SECTIONS]
+    return order.index(section) if section in order else len(order)
 
 
 def format_size(size: Any) -> str:
@@ -484,19 +500,3 @@ def load_case_file(path: str | os.PathLike[str]) -> list[str]:
     added = [n for n in _CASES if n not in before]
     _loaded_files[key] = added
     return added
-
-
-# ---------------------------------------------------------------------- namespaces
-def native_namespace(backend: str) -> Any:
-    """The backend's own array namespace (imports the library): its
-    ``Backend.bench.native_namespace``."""
-    from ..backends import get_backend
-
-    return get_backend(backend).bench.native_namespace()
-
-
-def native_dtype(backend: str, dtype: str) -> Any:
-    """The dtype object called `dtype` in `backend`'s namespace (TypeError if none)."""
-    from ..backends import get_backend
-
-    return get_backend(backend).bench.native_dtype(dtype)

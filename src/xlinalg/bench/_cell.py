@@ -35,14 +35,14 @@ import numpy as np
 
 from ._cases import Case, Ctx, format_size, get_case
 from ._memory import measure_memory, release_memory
-from ._store import cell_key
+from ._resultsfile import cell_key
 from ._timer import Measurement, Timer, TimerConfig
 
 if TYPE_CHECKING:
     from ..backends import Backend
 
 __all__ = ["CellTimeout", "ExitCalled", "check_result", "classify_error", "execute_cell",
-           "exit_guard", "make_cell"]
+           "exit_guard", "make_cell", "record_head"]
 
 
 class CellTimeout(Exception):
@@ -109,6 +109,25 @@ def make_cell(
         "memory": memory,
         "threads": threads,
         "allow_tf32": allow_tf32,
+    }
+
+
+def record_head(cell: dict[str, Any]) -> tuple[Case, Any, dict[str, Any]]:
+    """A cell's case, its size, and the head of its record: the cell's identity, its
+    size's named parameters and what its case declares (every record starts so, a
+    failed or skipped one too)."""
+    case = get_case(cell["case"])
+    size = case.normalize(cell["size"])
+    label = format_size(size)
+    return case, size, {
+        "key": cell_key(case.name, cell["backend"], cell["dtype"], label),
+        "case": case.name,
+        "backend": cell["backend"],
+        "dtype": cell["dtype"],
+        "size": list(size) if isinstance(size, tuple) else size,
+        "size_label": label,
+        "params": case.params(size),
+        **case.describe(cell["dtype"]),
     }
 
 
@@ -322,20 +341,8 @@ def execute_cell(
     from .. import backends as _backends
 
     t_start = time.perf_counter()
-    case = get_case(cell["case"])
-    size = case.normalize(cell["size"])
-    backend_name, dtype = cell["backend"], cell["dtype"]
-    label = format_size(size)
-    rec: dict[str, Any] = {
-        "key": cell_key(case.name, backend_name, dtype, label),
-        "case": case.name,
-        "backend": backend_name,
-        "dtype": dtype,
-        "size": list(size) if isinstance(size, tuple) else size,
-        "size_label": label,
-        "params": case.params(size),
-        **case.describe(dtype),
-    }
+    case, size, rec = record_head(cell)
+    backend_name, dtype, label = rec["backend"], rec["dtype"], rec["size_label"]
     state = backend_state or {}
     rec["backend_info"] = {k: state.get(k) for k in ("version", "device")}
     reason = case.skip_reason(backend_name, dtype, size)

@@ -60,60 +60,17 @@ from collections.abc import Mapping
 from statistics import NormalDist
 from typing import Any
 
+from ._findings._fields import median, raw_times
 from ._units import format_time
 from ._verdict import BELOW_MARGIN, BEYOND, reading
 
-__all__ = ["aa_selftest", "compare_records", "header_differences", "noise_from_pair", "p_value"]
+__all__ = ["aa_selftest", "compare_records", "header_differences", "noise_from_pair"]
 
 #: Fewest comparable cells from which a machine shift is estimated.
 MIN_CELLS_FOR_SPREAD = 6
 #: Weight (in passes) of the prior of a cell's between-pass variance: the
 #: median variance of every cell of both files (limma's moderated t).
 PRIOR_DF = 4.0
-
-
-def _permutation_p(a: list[float], b: list[float], n_perm: int = 4000, seed: int = 0) -> float:
-    import numpy as np
-
-    x, y = np.asarray(a, float), np.asarray(b, float)
-    obs = abs(np.median(x) - np.median(y))
-    both = np.concatenate([x, y])
-    rng = np.random.default_rng(seed)
-    count = 0
-    for _ in range(n_perm):
-        rng.shuffle(both)
-        if abs(np.median(both[: len(x)]) - np.median(both[len(x):])) >= obs - 1e-15 * obs:
-            count += 1
-    return (count + 1) / (n_perm + 1)
-
-
-def p_value(a: list[float], b: list[float]) -> tuple[float | None, str]:
-    """Two-sided p-value that samples a and b come from the same distribution
-    (Mann-Whitney U, or a permutation test without SciPy). Shown for information:
-    the flag comes from the interval."""
-    if len(a) < 2 or len(b) < 2:
-        return None, "too few samples"
-    try:
-        from scipy.stats import mannwhitneyu
-    except ImportError:
-        return _permutation_p(a, b), "permutation"
-    if len(set(a) | set(b)) == 1:
-        return 1.0, "Mann-Whitney U"
-    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue), "Mann-Whitney U"
-
-
-def _samples(r: Mapping[str, Any]) -> list[float]:
-    raw = (r.get("time") or {}).get("raw_s") or []
-    return [float(x) for x in raw
-            if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
-            and math.isfinite(x)]
-
-
-def _median(r: Mapping[str, Any]) -> float | None:
-    v = (r.get("time") or {}).get("median_s")
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v) if v > 0 and math.isfinite(v) else None
 
 
 def _pass_logs(r: Mapping[str, Any]) -> list[float]:
@@ -205,7 +162,7 @@ def noise_from_pair(a: Mapping[str, Mapping[str, Any]],
     same code) shows, moderated towards the median over the cells."""
     sq = {}
     for key in a:
-        if key in b and (x := _median(a[key])) and (y := _median(b[key])):
+        if key in b and (x := median(a[key])) and (y := median(b[key])):
             sq[key] = (math.log(y) - math.log(x)) ** 2
     if not sq:
         return {}
@@ -260,7 +217,7 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
         if o is None or n is None:
             row["flag"] = "only in old" if n is None else "only in new"
             continue
-        mo, mn = _median(o), _median(n)
+        mo, mn = median(o), median(n)
         row.update(old_s=mo, new_s=mn)
         if o.get("status") == n.get("status") == "skipped":
             row["flag"] = "~ (skipped in both)"
@@ -276,7 +233,7 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
             row["flag"] = ("not comparable (the ratio of the medians, "
                            f"{format_time(mn)} over {format_time(mo)}, is out of range)")
             continue
-        so, sn = _samples(o), _samples(n)
+        so, sn = raw_times(o), raw_times(n)
         row.update(ratio=math.exp(log_ratio), log_ratio=log_ratio, n_old=len(so),
                    n_new=len(sn))
         ri = ratio_interval(so, sn)
@@ -447,7 +404,7 @@ def _why_not(o: Mapping[str, Any], n: Mapping[str, Any]) -> str:
         if st in ("failed", "skipped"):
             err = get_path(r, "error", "message") or r.get("skip_reason") or r.get("reason")
             out.append(f"{side} {st}" + (f": {str(err)[:80]}" if err else ""))
-        elif _median(r) is None:
+        elif median(r) is None:
             v = get_path(r, "time", "median_s")
             out.append(f"{side} has no positive finite median time (got {v!r})")
     return "; ".join(out) or "no comparable times"

@@ -14,7 +14,8 @@ rich tables/text   :func:`rich_markup` (a markup string) or :func:`rich_text` (a
 Markdown           :func:`markdown`: characters with a Markdown meaning
                    backslash-escaped, HTML's as entities: ``<script>``, ``$x$``
                    and ``[a](b)`` stay text
-HTML               :func:`html_text`
+HTML               the report's template: Jinja2's autoescape, after
+                   :func:`terminal`
 file names         :func:`filename`: ``[A-Za-z0-9._-]`` only, at most 100 bytes,
                    a hash suffix whenever the name had to change (distinct names
                    never share a file)
@@ -33,7 +34,6 @@ from typing import Any
 
 __all__ = [
     "filename",
-    "html_text",
     "markdown",
     "plot_text",
     "rich_markup",
@@ -97,11 +97,6 @@ def markdown(text: Any) -> str:
         lead, mark = m.group(1), m.group(2)
         s = lead + mark[:-1] + "\\" + mark[-1] + s[m.end():]
     return s
-
-
-def html_text(text: Any) -> str:
-    """`text` for HTML element content or a quoted attribute."""
-    return html.escape(terminal(text), quote=True)
 
 
 _FILE_OK = re.compile(r"[^A-Za-z0-9._-]")

@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._findings._fields import raw_times
 from ._stats import all_pairs, as_reading, combine_passes, effective_cores, starved, verdict
 from ._timer import NOISE_THRESHOLD, Stats
 from ._verdict import verdict_text
@@ -75,24 +76,17 @@ def group_verdict(good: Mapping[str, Sequence[float | None]],
     return v
 
 
-def _times(rec: Mapping[str, Any]) -> list[float]:
-    raw = (rec.get("time") or {}).get("raw_s") or []
-    return [float(x) for x in raw if isinstance(x, (int, float)) and x > 0 and math.isfinite(x)]
-
-
 def _merged_time(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The first pass's ``time`` with its statistics over the rounds of every pass,
     and each pass's median in ``passes``."""
     base = dict(recs[0].get("time") or {})
-    raw = [x for r in recs for x in _times(r)]
+    raw = [x for r in recs for x in raw_times(r)]
     if not raw:
         return base
     s = Stats.from_samples(raw)
-    base.update(median_s=s.median, iqr_s=s.iqr, q1_s=s.q1, q3_s=s.q3, min_s=s.min,
-                max_s=s.max, mean_s=s.mean, stdev_s=s.stdev, iqr_over_median=s.relative_iqr,
-                noisy=s.relative_iqr > NOISE_THRESHOLD, samples=s.n, raw_s=raw)
+    base.update(s.to_dict(), noisy=s.relative_iqr > NOISE_THRESHOLD, samples=s.n, raw_s=raw)
     meds = [(r.get("time") or {}).get("median_s") for r in recs]
-    base["passes"] = [{"median_s": m, "samples": len(_times(r))} for m, r in zip(meds, recs)]
+    base["passes"] = [{"median_s": m, "samples": len(raw_times(r))} for m, r in zip(meds, recs)]
     good = [m for m in meds if isinstance(m, (int, float)) and m > 0]
     if len(good) > 1:
         base["passes_spread"] = max(good) / min(good)  # 1: the passes agree

@@ -237,10 +237,7 @@ def plot_speedups(records: list[dict[str, Any]], outdir: Path,
     cases: dict[tuple[str, str, str], dict[str, dict[str, dict[str, Any]]]] = defaultdict(
         lambda: defaultdict(dict))
     for r in records:
-        sec = F.section_of(r)
-        if sec in ("Q3", "A12"):  # the sweep and the precision plot have their own
-            continue
-        cases[(sec, r["case"], str(r["dtype"]))][str(r["size_label"])][r["backend"]] = r
+        cases[(F.section_of(r), r["case"], str(r["dtype"]))][str(r["size_label"])][r["backend"]] = r
     for (sec, case, dtype), by_size in sorted(cases.items()):
         keys = [lab for lab, by in by_size.items()
                 if baseline in by and F.good(by[baseline])

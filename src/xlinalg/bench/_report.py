@@ -25,8 +25,8 @@ from ._units import format_time as _fmt_time
 from ._verdict import fmt_spread
 
 if TYPE_CHECKING:
+    from ._resultsfile import ResultsFile
     from ._schema import HeaderRecord, ResultRecord
-    from ._store import ResultsFile
     from ._study import Study
 
 __all__ = ["build_report", "render_html", "render_md", "write_report"]
@@ -216,7 +216,7 @@ def _run_line(f: ResultsFile, i: int, shown: int) -> str:
     hdr = f.headers[0] if f.headers else None
     dts = sorted({str(r.get("dtype")) for r in rs})
     gemm = [f"{r['backend']} {r['throughput']['gflops']:.3g} GFLOP/s" for r in rs
-            if str(r.get("case")) == "calib_gemm" and F.good(r)
+            if F.is_calibration(r) and F.peak_of(r) == "arithmetic" and F.good(r)
             and isinstance((r.get("throughput") or {}).get("gflops"), (int, float))]
     timed = [r for r in rs if F.good(r)]
     noisy = sum(1 for r in timed if F.shaky(r))
@@ -479,7 +479,7 @@ def write_report(results: list[str | Path], outdir: Path | None = None, plots: b
     link or not a regular file: each file is written whole and renamed over its
     name (:func:`._outfile.write_output`), never through a link."""
     from ._outfile import write_output
-    from ._store import read_results
+    from ._resultsfile import read_results
 
     files = [read_results(p, warn=False) for p in results]
     src = Path(results[0])

@@ -18,12 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._schema import HEADER_REQUIRED, RESULT_REQUIRED, HeaderRecord, ResultRecord
+from ._schema import HeaderRecord, ResultRecord
 
 __all__ = [
-    "HEADER_FIELDS",
     "MAX_FILE_BYTES",
-    "RESULT_FIELDS",
     "SCHEMA_VERSION",
     "ResultsFile",
     "ResultsFileBusyError",
@@ -37,9 +35,6 @@ __all__ = [
 
 #: Version of the record layout. Readers refuse files with a larger number.
 SCHEMA_VERSION = 1
-
-#: Fields every result (header) record has; the schema is in :mod:`._schema`.
-RESULT_FIELDS, HEADER_FIELDS = RESULT_REQUIRED, HEADER_REQUIRED
 
 
 class ResultsFileError(ValueError):

@@ -530,16 +530,9 @@ def _load_at_start(env: dict[str, Any]) -> dict[str, Any] | None:
 
 def _inprocess_selfcheck(config: RunConfig) -> dict[str, Any]:
     """The fence self-check of every backend, in this process."""
-    from ._selfcheck import fence_selfcheck
+    from ._selfcheck import checked_selfcheck
 
-    out: dict[str, Any] = {}
-    for b in config.backends or ():
-        try:
-            out[b] = fence_selfcheck(b)
-        except Exception as exc:
-            out[b] = {"backend": b, "ok": False,
-                      "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
-    return out
+    return {b: checked_selfcheck(b) for b in config.backends or ()}
 
 
 def _run_inprocess(config: RunConfig, todo: list[dict[str, Any]], store: ResultStore,

@@ -23,7 +23,7 @@ from typing import Any
 
 from ._timer import TimerConfig
 
-__all__ = ["fence_selfcheck"]
+__all__ = ["checked_selfcheck", "fence_selfcheck"]
 
 #: the timer of both attempts (short: the check runs at the start of every bench)
 _TIMER = TimerConfig(warmup_time=0.01, min_sample_time=0.002, min_run_time=0.02,
@@ -79,6 +79,16 @@ def fence_selfcheck(
     finally:
         restore()
     return {"backend": backend, **attempts[-1], "attempts": attempts}
+
+
+def checked_selfcheck(backend: str, **options: Any) -> dict[str, Any]:
+    """:func:`fence_selfcheck` (with its `options`), or, when it raises, the result of
+    a check that could not run: ``ok`` False and the error's first line."""
+    try:
+        return fence_selfcheck(backend, **options)
+    except Exception as exc:
+        return {"backend": backend, "ok": False,
+                "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
 
 
 def _time_matmul(backend: str, n: int, dtype: str, cfg: TimerConfig,

@@ -41,10 +41,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ._passes import group_verdict, merge_passes, parallelism_note
+from ._findings._fields import compute_dtype, is_calibration, median, peak_of
+from ._passes import group_verdict, merge_passes
 from ._stats import (
     DEFAULT_LEVEL,
-    DEFAULT_MARGIN,
     STARVED_CORES,
     all_pairs,
     effective_cores,
@@ -54,15 +54,14 @@ from ._stats import (
     starved,
 )
 from ._timer import TimerConfig
+from ._verdict import MARGIN
 from ._workerproc import ClientFailure, Pool, WorkerClient, failed_record
 
 __all__ = [
-    "ClientFailure",
     "GroupResult",
     "Peaks",
     "Settle",
     "measure_group",
-    "parallelism_note",
     "process_cpu_ns",
     "run_side_by_side",
 ]
@@ -179,7 +178,7 @@ def measure_group(
     timer: TimerConfig,
     failed_record: FailedRecord,
     time_limit: float | None = None,
-    margin: float = DEFAULT_MARGIN,
+    margin: float = MARGIN,
     level: float = DEFAULT_LEVEL,
     seed: int = 0,
     clock: Callable[[], float] = time.perf_counter,
@@ -353,33 +352,32 @@ def _processor(backend: str) -> str:
 
 
 class Peaks:
-    """This run's calibrated peaks (best ``calib_gemm`` GFLOP/s and ``calib_stream``
-    GB/s per processor and dtype), and the marking of rates above them."""
+    """This run's calibrated peaks (the best GFLOP/s and GB/s of its calibration cells,
+    per processor and dtype: the peak each declares), and the marking of rates above them."""
 
     def __init__(self) -> None:
         self.gflops: dict[tuple[str, str], float] = {}
         self.gbs: dict[tuple[str, str], float] = {}
 
     def learn(self, rec: dict[str, Any]) -> None:
-        thr = rec.get("throughput") or {}
-        if rec.get("status") not in ("ok", "unchecked"):
+        if rec.get("status") not in ("ok", "unchecked") or not is_calibration(rec) \
+                or peak_of(rec) == "none":
             return
+        key, table = ("gflops", self.gflops) if peak_of(rec) == "arithmetic" else ("gbs", self.gbs)
+        v = (rec.get("throughput") or {}).get(key)
         k = (_processor(str(rec.get("backend"))), str(rec.get("dtype")))
-        for case, key, table in (("calib_gemm", "gflops", self.gflops),
-                                 ("calib_stream", "gbs", self.gbs)):
-            v = thr.get(key)
-            if rec.get("case") == case and isinstance(v, (int, float)) and v > 0:
-                table[k] = max(table.get(k, 0.0), float(v))
+        if isinstance(v, (int, float)) and v > 0:
+            table[k] = max(table.get(k, 0.0), float(v))
 
     def mark(self, rec: dict[str, Any]) -> None:
         """``throughput.above_peak`` (and ``cache_resident`` for bytes) when a rate
         exceeds the calibrated peak: such a rate is never the machine's best."""
         thr = rec.get("throughput")
-        if not isinstance(thr, dict) or str(rec.get("case", "")).startswith("calib_"):
+        if not isinstance(thr, dict) or is_calibration(rec):
             return
-        # against the peak of the dtype the cell computes in (an A12 cell of a float64
-        # run computes in float32, bfloat16, ...: no float64 peak applies to it)
-        k = (_processor(str(rec.get("backend"))), str(rec.get("compute_dtype") or rec.get("dtype")))
+        # against the peak of the dtype the cell computes in (a cell of a float64 run
+        # that casts computes in float32, bfloat16, ...: no float64 peak applies to it)
+        k = (_processor(str(rec.get("backend"))), compute_dtype(rec))
         above = {}
         for key, table in (("gflops", self.gflops), ("gbs", self.gbs)):
             v, peak = thr.get(key), table.get(k)
@@ -443,7 +441,7 @@ def disagreeing(passes: Sequence[Mapping[str, dict[str, Any]]], *, stall: float)
     if passes_disagree(_pass_pairs(passes)):
         return True
     for b in passes[0]:
-        meds = [m for p in passes if (m := _median_s(p.get(b))) is not None]
+        meds = [m for p in passes if (m := median(p.get(b))) is not None]
         if len(meds) > 1 and max(meds) / min(meds) > stall:
             return True
     return False
@@ -456,7 +454,7 @@ def _merged(passes: Sequence[dict[str, dict[str, Any]]], ok: Mapping[str, Any],
     the third says of it: :func:`._stats.classify_stall`)."""
     from ._stats import classify_stall, stall_factor
 
-    meds = {b: [_median_s(p.get(b)) for p in passes] for b in ok}
+    meds = {b: [median(p.get(b)) for p in passes] for b in ok}
     off = [b for b, m in meds.items()
            if (f := stall_factor(m[0], m[1])) is not None and f > config.stall_factor]
     merged = merge_passes(passes, margin=config.margin, level=DEFAULT_LEVEL, seed=config.seed)
@@ -467,11 +465,6 @@ def _merged(passes: Sequence[dict[str, dict[str, Any]]], ok: Mapping[str, Any],
                               "group_off": off,
                               **classify_stall(first, rc, now, threshold=config.stall_factor)}
     return merged
-
-
-def _median_s(rec: dict[str, Any] | None) -> float | None:
-    v = ((rec or {}).get("time") or {}).get("median_s")
-    return float(v) if isinstance(v, (int, float)) and v > 0 else None
 
 
 def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progress: Any,
@@ -554,7 +547,7 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
             # up to timer.max_passes.
             pending = []
             for group, recs in measured:
-                ok = {b: r for b, r in recs.items() if _median_s(r) is not None
+                ok = {b: r for b, r in recs.items() if median(r) is not None
                       and r.get("status") in RECHECKED}
                 if ok:
                     pending.append((group, recs, ok, [recs]))

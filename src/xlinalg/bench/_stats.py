@@ -25,15 +25,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 
-from ._verdict import MARGIN, decide, verdict_text
+from ._verdict import MARGIN, decide, positive, verdict_text
 
 __all__ = [
     "DEFAULT_LEVEL",
-    "DEFAULT_MARGIN",
     "N_BOOT",
     "STARVED_CORES",
     "all_pairs",
@@ -42,7 +41,6 @@ __all__ = [
     "combine_passes",
     "effective_cores",
     "exp_or_limit",
-    "half_width",
     "on_gpu",
     "paired_ratio",
     "p_beyond",
@@ -57,9 +55,6 @@ __all__ = [
 
 #: Confidence level of every interval.
 DEFAULT_LEVEL = 0.95
-#: A backend is named fastest only when it is at least this much faster over the
-#: whole interval (1.05: 5 %).
-DEFAULT_MARGIN = MARGIN
 #: Bootstrap resamples.
 N_BOOT = 2000
 #: A CPU backend whose worker kept fewer cores than this busy over its samples
@@ -87,10 +82,6 @@ def rotation(backends: Sequence[str], round_index: int) -> list[str]:
         return []
     k = round_index % n
     return list(backends[k:]) + list(backends[:k])
-
-
-def _finite_positive(x: Any) -> TypeGuard[float]:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
 #: Index draws of the bootstrap held at once (32 MB): a long series is resampled in
@@ -134,7 +125,7 @@ def paired_ratio(
         ``{"ratio", "lo", "hi", "rounds", "level"}``; None with fewer than 2 shared rounds.
     """
     logs = [math.log(x) - math.log(y) for x, y in zip(a, b)  # x / y may overflow
-            if _finite_positive(x) and _finite_positive(y)]
+            if positive(x) and positive(y)]
     if len(logs) < 2:
         return None
     v = np.asarray(logs)
@@ -175,7 +166,7 @@ def all_pairs(
 def verdict(
     rounds: Mapping[str, Sequence[float | None]],
     *,
-    margin: float = DEFAULT_MARGIN,
+    margin: float = MARGIN,
     level: float = DEFAULT_LEVEL,
     seed: int = 0,
     pairs: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
@@ -194,7 +185,7 @@ def verdict(
     """
     med = {}
     for name, vals in rounds.items():
-        ok = [v for v in vals if _finite_positive(v)]
+        ok = [v for v in vals if positive(v)]
         if ok:
             med[name] = float(np.median(ok))
     if pairs is None:
@@ -363,14 +354,9 @@ def _geometric_mean(ratios: Sequence[float]) -> float:
     return exp_or_limit(sum(logs) / len(logs))
 
 
-def half_width(r: Mapping[str, Any]) -> float:
-    """Relative half-width ``sqrt(hi/lo) - 1`` of an interval."""
-    return math.sqrt(r["hi"] / r["lo"]) - 1.0
-
-
 def stall_factor(main: float | None, recheck: float | None) -> float | None:
     """``max(main/recheck, recheck/main)``: how far a cell is off its recheck (None if unknown)."""
-    if not (_finite_positive(main) and _finite_positive(recheck)):
+    if not (positive(main) and positive(recheck)):
         return None
     assert main is not None
     assert recheck is not None
@@ -406,7 +392,7 @@ def classify_stall(first: float | None, recheck: float | None, again: float | No
 
 def effective_cores(cpu_s: float | None, wall_s: float | None) -> float | None:
     """Process CPU seconds over wall seconds: the cores the process kept busy."""
-    if not (_finite_positive(wall_s) and isinstance(cpu_s, (int, float))):
+    if not (positive(wall_s) and isinstance(cpu_s, (int, float))):
         return None
     assert wall_s is not None
     assert cpu_s is not None
@@ -424,8 +410,8 @@ def ratio_interval(
     """
     # on the log scale: the median of two times near the largest float would
     # overflow (their mean), a ratio of 1e308 to 1e-308 too; logs never do
-    o = np.log(np.asarray([x for x in old if _finite_positive(x)], dtype=float))
-    n = np.log(np.asarray([x for x in new if _finite_positive(x)], dtype=float))
+    o = np.log(np.asarray([x for x in old if positive(x)], dtype=float))
+    n = np.log(np.asarray([x for x in new if positive(x)], dtype=float))
     if len(o) < 2 or len(n) < 2:
         return None
     mo = _boot_median(o, seed=seed, n_boot=n_boot)

@@ -14,7 +14,7 @@ readers tolerate with a warning (and ``--resume`` cuts away).
 
 Only JSON is written and read — no pickles, nothing that is executed. Non-finite
 floats are stored as ``null``. Reading, and what a reader rejects, is
-:mod:`._resultsfile` (its names are re-exported here).
+:mod:`._resultsfile`.
 """
 
 from __future__ import annotations
@@ -34,38 +34,19 @@ from pathlib import Path
 from typing import IO, Any
 
 from ._resultsfile import (
-    HEADER_FIELDS,
-    MAX_FILE_BYTES,
-    RESULT_FIELDS,
     SCHEMA_VERSION,
     ResultsFile,
     ResultsFileBusyError,
     ResultsFileError,
-    ResultsFileWarning,
     ResultsWriteError,
     ResumeMismatchError,
     _check_identity,
     _why,
-    cell_key,
     read_results,
 )
+from ._schema import RESULT_REQUIRED
 
-__all__ = [
-    "HEADER_FIELDS",
-    "MAX_FILE_BYTES",
-    "RESULT_FIELDS",
-    "SCHEMA_VERSION",
-    "ResultStore",
-    "ResultsFile",
-    "ResultsFileBusyError",
-    "ResultsFileError",
-    "ResultsFileWarning",
-    "ResultsWriteError",
-    "ResumeMismatchError",
-    "cell_key",
-    "settings_differences",
-    "read_results",
-]
+__all__ = ["LINK_REFUSED", "ResultStore", "dumps_record", "settings_differences"]
 
 #: What must be the same to resume a file: the run settings (``header["run"]``) and
 #: the environment (``header["env"]``, as dotted paths) under which a cell is
@@ -355,11 +336,6 @@ class ResultStore:
             raise
         return fd, created
 
-    @property
-    def done_keys(self) -> set[str]:
-        """Cell keys already in the file when it was opened for resuming."""
-        return self.previous.finished_keys() if self.previous else set()
-
     def check_settings(self, env: dict[str, Any], run: dict[str, Any]) -> None:
         """Raise :class:`ResumeMismatchError` when resuming a file whose cells were
         measured under other settings (:func:`settings_differences` against every
@@ -404,7 +380,7 @@ class ResultStore:
         rec = {"type": "result", "schema_version": SCHEMA_VERSION, "run_id": self.run_id}
         rec.update(record)
         rec.setdefault("finished", _now())
-        missing = [f for f in RESULT_FIELDS if f not in rec]
+        missing = [f for f in RESULT_REQUIRED if f not in rec]
         if missing:
             raise ValueError(f"result record lacks field(s) {', '.join(missing)}")
         try:  # what a reader would refuse is never written

@@ -55,7 +55,12 @@ class Study:
         Modules whose import registers the study's cases, in run order; the runner
         and every worker process import them (:func:`load_study`).
     section_titles : mapping
-        Section -> title, for the sections its cases declare.
+        Section -> title, for the sections its cases declare, in report order.
+    tags : tuple of str
+        The tags its cases declare beyond the harness's (what its report reads).
+    groups : mapping
+        Its opt-in groups of cases: group -> what it is (:class:`~xlinalg.bench.Case`'s
+        ``group``).
     report, plots, summary : callables, optional
         The study's own parts of the report (:data:`ReportHook`), its plots
         (:data:`PlotHook`) and the terminal summary after a run (:data:`SummaryHook`).
@@ -64,6 +69,8 @@ class Study:
     name: str
     case_modules: tuple[str, ...]
     section_titles: Mapping[str, str] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    groups: Mapping[str, str] = field(default_factory=dict)
     report: ReportHook | None = None
     plots: PlotHook | None = None
     summary: SummaryHook | None = None
@@ -73,8 +80,12 @@ _LOADED: dict[str, None] = {}  # case modules imported so far, in order (a set t
 
 
 def load_study(study: Study) -> Study:
-    """Import the study's case modules (registering its cases) and remember them, so
-    that worker processes import them too. Loading a study twice does nothing more."""
+    """Declare the study's sections, tags and groups, import its case modules
+    (registering its cases) and remember them, so that worker processes import them
+    too. Loading a study twice does nothing more."""
+    from ._cases import declare
+
+    declare(list(study.section_titles), study.tags, study.groups)
     for mod in study.case_modules:
         importlib.import_module(mod)
         _LOADED.setdefault(mod)

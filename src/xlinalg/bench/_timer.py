@@ -181,6 +181,12 @@ class Stats:
         """``IQR / median`` (0 when the median is 0)."""
         return self.iqr / self.median if self.median > 0 else 0.0
 
+    def to_dict(self) -> dict[str, float]:
+        """The statistics as a record's ``time`` holds them (``median_s`` ...)."""
+        return {"median_s": self.median, "iqr_s": self.iqr, "q1_s": self.q1, "q3_s": self.q3,
+                "min_s": self.min, "max_s": self.max, "mean_s": self.mean,
+                "stdev_s": self.stdev, "iqr_over_median": self.relative_iqr}
+
 
 @dataclass
 class Measurement:
@@ -240,20 +246,11 @@ class Measurement:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form stored in a result record's ``time`` field."""
-        s = self.stats
         d: dict[str, Any] = {
-            "median_s": s.median,
-            "iqr_s": s.iqr,
-            "q1_s": s.q1,
-            "q3_s": s.q3,
-            "min_s": s.min,
-            "max_s": s.max,
-            "mean_s": s.mean,
-            "stdev_s": s.stdev,
-            "iqr_over_median": s.relative_iqr,
+            **self.stats.to_dict(),
             "noisy": self.noisy,
             "warnings": self.warnings,
-            "samples": s.n,
+            "samples": self.stats.n,
             "number": self.number,
             "total_calls": self.total_calls,
             "first_call_s": self.first_call_s,

@@ -12,8 +12,6 @@ file descriptor given by ``--fd``:
 - once at start: ``{"event": "hello", "state": {...}}`` (or ``{"event": "fatal"}``);
 - ``{"op": "selfcheck"}`` -> ``{"event": "selfcheck", "result": {...}}``: the
   fence self-check (:func:`._selfcheck.fence_selfcheck`) in this worker;
-- ``{"op": "run", "cell": {...}}`` -> ``{"event": "result", "record": {...}}``:
-  the whole cell, timed by the worker alone;
 - ``{"op": "begin", "cell": {...}}``: the side-by-side protocol, where the
   runner decides when each sample is taken. The worker prepares the cell
   (inputs, first call, warm-up, calibration) and answers
@@ -184,17 +182,10 @@ def main(argv: list[str] | None = None) -> int:
             break
         op = req.get("op")
         if op == "selfcheck":
-            from ._selfcheck import fence_selfcheck
+            from ._selfcheck import checked_selfcheck
 
-            try:
-                res = fence_selfcheck(args.backend, configure=False, state=state)
-            except Exception as exc:
-                res = {"backend": args.backend, "ok": False,
-                       "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
+            res = checked_selfcheck(args.backend, configure=False, state=state)
             _send(fd, {"event": "selfcheck", "result": res})
-        elif op == "run":
-            rec = execute_cell(req["cell"], backend_state=state)
-            _send(fd, {"event": "result", "record": rec})
         elif op == "begin":
             rec = execute_cell(req["cell"], backend_state=state, sampler=_remote_sampler(fd))
             _send(fd, {"event": "result", "record": rec})

@@ -5,7 +5,7 @@
 one after a failure; :class:`WorkerClient` speaks the side-by-side protocol
 (begin, sample, finish) to one backend's worker for
 :func:`._sidebyside.measure_group`, turning a time-out or a dead worker into
-:class:`._sidebyside.ClientFailure`.
+:class:`ClientFailure`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import get_backend
-from ._cases import format_size, get_case
 from ._study import study_case_modules
 
 __all__ = ["ClientFailure", "Pool", "Worker", "WorkerClient", "WorkerError", "failed_record"]
@@ -166,10 +165,6 @@ class Worker:
             raise WorkerError(f"the {self.backend} worker sent an unexpected reply")
         return msg
 
-    def run(self, cell: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-        """The whole cell timed by the worker alone (the record)."""
-        return self.request({"op": "run", "cell": cell}, timeout)["record"]
-
     def request(self, req: dict[str, Any], timeout: float | None) -> dict[str, Any]:
         """Send one request, return the reply (see :mod:`._worker` for the protocol).
 
@@ -227,17 +222,11 @@ class Worker:
 
 
 def failed_record(cell: dict[str, Any], kind: str, message: str, wall: float) -> dict[str, Any]:
-    case = get_case(cell["case"])
-    size = case.normalize(cell["size"])
+    """The record of a cell whose worker timed out or died."""
+    from ._cell import record_head
+
     return {
-        "key": cell["key"],
-        "case": cell["case"],
-        "backend": cell["backend"],
-        "dtype": cell["dtype"],
-        "size": cell["size"],
-        "size_label": format_size(size),
-        "params": case.params(size),
-        **case.describe(cell["dtype"]),
+        **record_head(cell)[2],
         "status": "failed",
         "error": {"kind": kind, "type": kind, "message": message[:500]},
         "cell_wall_s": wall,

@@ -21,6 +21,10 @@ STUDY = load_study(Study(
     name="the two source documents",
     case_modules=("xlinalg.study.cases",),
     section_titles=SECTION_TITLES,
+    tags=("loop", "sweep"),  # a Python loop of solves (Q1-Q4's baseline); the solve sweep
+    groups={"linalg": "linear algebra beyond the documents: inv, cholesky, eigh, lstsq and "
+                      "det on a batch of small matrices and on one large matrix (xlinalg's "
+                      "functions)"},
     report=report_parts,
     plots=make_plots,
     summary=summary,

@@ -34,7 +34,7 @@ __all__ = ["SUMMARY_PLOT", "make_plots", "plot_summary"]
 
 def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, Any]]:
     """Runtime against matrix side n, one line per backend, IQR band, log-log (Q3)."""
-    sw = [r for r in S.sweep_records(records) if H.good(r) and H.side(r) is not None]
+    sw = [r for r in S.sweep_records(records) if H.good(r) and S.side(r) is not None]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in sw:
         groups[(r["case"], str(r["dtype"]))].append(r)
@@ -42,16 +42,16 @@ def plot_sweep(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, An
     for (case, dtype), rs in sorted(groups.items()):
         # a full sweep (about 100 sizes) gets the whole width limit: at 1000 px its
         # points and rings ran together
-        n_sizes = len({H.side(r) for r in rs})
+        n_sizes = len({S.side(r) for r in rs})
         fig, ax = new_figure(10 if n_sizes <= 20 else MAX_WIDTH_IN, 5.5 if n_sizes <= 20 else 6.5)
         lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in rs:
             lines[r["backend"]].append(r)
         shaky_any = False
         for b, pts in sorted(lines.items()):
-            pts.sort(key=lambda r: H.side(r) or 0.0)
+            pts.sort(key=lambda r: S.side(r) or 0.0)
             # (good cells: each has its quartiles)
-            rows = [(H.side(r), q, r) for r in pts if (q := H.quartiles(r)) is not None]
+            rows = [(S.side(r), q, r) for r in pts if (q := H.quartiles(r)) is not None]
             xs = [x for x, _, _ in rows]
             qs = [q for _, q, _ in rows]
             (line,) = ax.plot(xs, [q[1] for q in qs], marker="o", ms=3, label=plot_label(b),
@@ -349,9 +349,10 @@ def plot_summary(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, 
 def make_plots(records: list[dict[str, Any]], outdir: Path,
                generic: Callable[[list[dict[str, Any]], Path], list[dict[str, Any]]],
                ) -> list[dict[str, Any]]:
-    """The study's plots with the harness's own (`generic`) among them, in the
-    report's order."""
+    """The study's plots with the harness's own (`generic`: speed-ups over NumPy) among
+    them, in the report's order; the sweep (Q3) and the precision GEMMs (A12) have
+    their own plots instead."""
     return (plot_summary(records, outdir)
             + plot_sweep(records, outdir) + plot_loop_vs_batched(records, outdir)
-            + generic(records, outdir) + plot_precision(records, outdir)
-            + plot_pairs(records, outdir))
+            + generic([r for r in records if H.section_of(r) not in ("Q3", "A12")], outdir)
+            + plot_precision(records, outdir) + plot_pairs(records, outdir))

@@ -113,7 +113,7 @@ def _summary_blocks(records: list[dict[str, Any]], env: dict[str, Any],
         ("p", "Measured on: " + F.machine_line(env, records) + ". Each line is this "
               "machine's answer, not a general one. A backend is named only when the "
               "interval of its speed-up over every other backend lies at or above "
-              f"{F.MIN_MARGIN:.2f}x; otherwise none is: a tie within noise where the interval "
+              f"{F.MARGIN:.2f}x; otherwise none is: a tie within noise where the interval "
               "holds 1, else a real difference below the margin. The interval is the runner's "
               "95% interval over the paired rounds where the backends were measured side "
               "by side, else the span of the two cells' quartiles. "

@@ -36,14 +36,12 @@ from ._fields import (
     section_of,
     section_order,
     sections,
-    side,
     size_key,
     units_of,
 )
 from ._peaks import calibrate_peaks, fraction_of_peak
 from ._verdicts import (
-    MIN_MARGIN,
-    case_winners,
+    MARGIN,
     fmt_interval,
     fmt_ratio,
     quartiles,
@@ -55,12 +53,11 @@ from ._verdicts import (
 )
 
 __all__ = [
-    "MIN_MARGIN",
+    "MARGIN",
     "SECTION_TITLES",
     "CaseFields",
     "calibrate_peaks",
     "case_notes",
-    "case_winners",
     "compute_dtype",
     "device_class",
     "dtype_text",
@@ -82,7 +79,6 @@ __all__ = [
     "section_order",
     "sections",
     "shaky",
-    "side",
     "size_key",
     "units_of",
     "verdict",

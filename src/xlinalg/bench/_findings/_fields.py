@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from .._cases import (
@@ -25,6 +25,7 @@ from .._cases import (
     UNITS,
     backend_object,
     get_case,
+    section_order,
     valid_section,
 )
 from .._verdict import positive
@@ -45,10 +46,10 @@ __all__ = [
     "median_or_inf",
     "peak_of",
     "processor_class",
+    "raw_times",
     "section_of",
     "section_order",
     "sections",
-    "side",
     "size_key",
     "units_of",
 ]
@@ -57,6 +58,7 @@ __all__ = [
 SECTION_TITLES: dict[str, str] = {
     "Calibration": "this machine's peaks: a square GEMM and a streaming add, run first on "
                    "each backend",
+    "Extra": "cases beyond the study's (a case file's)",
     "Other": "cases without a document id",
 }
 
@@ -109,7 +111,7 @@ def is_calibration(r: dict[str, Any]) -> bool:
 
 
 def section_of(r: dict[str, Any]) -> str:
-    """``"Calibration"``, ``"Q1"``..``"Q4"``, ``"A1"``..``"A15"``, ``"Extra"`` or ``"Other"``."""
+    """The cell's section: ``"Calibration"``, a study's (``"Q1"``, ``"A12"``...) or ``"Other"``."""
     if is_calibration(r):
         return "Calibration"
     return fields(r).section
@@ -141,18 +143,8 @@ def dtype_text(run_dtype: str, compute_dtypes: Iterable[str]) -> str:
     return f"computes in {', '.join(sorted(cdt))} (run dtype {run_dtype})"
 
 
-def section_order(s: str) -> tuple[int, int]:
-    if s == "Calibration":  # not a document section: after them
-        return (4, 0)
-    if s == "Extra":
-        return (2, 0)
-    if s == "Other":
-        return (3, 0)
-    return (0 if s[0] == "Q" else 1, int(s[1:]))
-
-
 def sections(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Records grouped by section, in document order (questions, then article)."""
+    """Records grouped by section, in report order (:func:`.._cases.section_order`)."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         out[section_of(r)].append(r)
@@ -181,26 +173,20 @@ def size_key(r: dict[str, Any]) -> tuple[float, str]:
     return (prod, str(r.get("size_label", "")))
 
 
-def side(r: dict[str, Any]) -> float | None:
-    """The matrix side n of a cell (its ``size`` if an int, else ``params['n']``)."""
-    s = r.get("size")
-    if isinstance(s, (int, float)) and not isinstance(s, bool):
-        return float(s)
-    p = r.get("params") or {}
-    n = p.get("n")
-    if isinstance(n, (int, float)) and not isinstance(n, bool):
-        return float(n)
-    return None
-
-
 def good(r: dict[str, Any]) -> bool:
     """A cell with a usable time (ran and was not wrong)."""
     return r.get("status") in _GOOD and median(r) is not None
 
 
-def median(r: dict[str, Any]) -> float | None:
-    v = (r.get("time") or {}).get("median_s")
+def median(r: Mapping[str, Any] | None) -> float | None:
+    """A record's median time per call, if a positive finite number (None: no record)."""
+    v = ((r or {}).get("time") or {}).get("median_s")
     return float(v) if positive(v) else None
+
+
+def raw_times(r: Mapping[str, Any]) -> list[float]:
+    """A record's per-call times (``time.raw_s``), those that are positive finite numbers."""
+    return [float(x) for x in (r.get("time") or {}).get("raw_s") or [] if positive(x)]
 
 
 def median_or_inf(r: dict[str, Any]) -> float:

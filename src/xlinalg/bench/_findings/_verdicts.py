@@ -10,7 +10,7 @@ from typing import Any
 from .._verdict import MARGIN, decide, fmt_interval, fmt_ratio, positive, verdict_text
 from ._fields import good, median, median_or_inf, section_of, section_order, size_key
 
-__all__ = ["MIN_MARGIN", "cells", "case_winners", "fmt_interval", "fmt_ratio", "quartiles", "ratio", "shaky",
+__all__ = ["MARGIN", "cells", "fmt_interval", "fmt_ratio", "quartiles", "ratio", "shaky",
            "verdict", "verdict_text", "winners"]
 
 
@@ -20,11 +20,6 @@ def cells(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str,
     for r in records:
         out[(r["case"], str(r["dtype"]), str(r["size_label"]))][r["backend"]] = r
     return out
-
-
-#: A winner is named only when the interval of its speed-up over every other backend
-#: lies at or above this (else: a tie): the runner's margin.
-MIN_MARGIN = MARGIN
 
 
 def quartiles(r: dict[str, Any]) -> tuple[float, float, float] | None:
@@ -138,7 +133,7 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
         if isinstance(recorded.get("p_margin"), (int, float)):
             out["p_margin"] = float(recorded["p_margin"])
     elif len(ok) > 1:
-        d = decide({b: m for m, b in ok}, lambda s, f: ratio(by[s], by[f]), MIN_MARGIN)
+        d = decide({b: m for m, b in ok}, lambda s, f: ratio(by[s], by[f]), MARGIN)
         out["runner_up"] = ok[1][1]
         out["speedup"] = d["speedup"]
         out["tie"] = bool(d["tie"])
@@ -210,31 +205,3 @@ def winners(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                      "dtype": dtype, "size": label, "n_backends": v["n"], **v})
     control_fdr(rows)
     return rows
-
-
-def case_winners(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per case: decisive wins per backend across its sizes (ties counted apart);
-    the Extra section (repeats of other cases) is left out."""
-    agg: dict[tuple[str, str, str], dict[str, int]] = {}
-    for w in rows:
-        if w["n_backends"] < 2 or w["section"] == "Extra":
-            continue
-        if w.get("no_verdict"):
-            d = agg.setdefault((w["section"], w["case"], w["dtype"]), {})
-            d["no verdict"] = d.get("no verdict", 0) + 1
-            continue
-        if w.get("tie"):
-            agg.setdefault((w["section"], w["case"], w["dtype"]), {})
-            d = agg[(w["section"], w["case"], w["dtype"])]
-            d["tie"] = d.get("tie", 0) + 1
-            continue
-        agg.setdefault((w["section"], w["case"], w["dtype"]), {})
-        d = agg[(w["section"], w["case"], w["dtype"])]
-        d[w["winner"]] = d.get(w["winner"], 0) + 1
-    out = []
-    for (sec, case, dtype), d in agg.items():
-        best = max(d.items(), key=lambda kv: (kv[0] not in ("tie", "no verdict"), kv[1]))
-        out.append({"section": sec, "case": case, "dtype": dtype, "winner": best[0],
-                    "wins": best[1], "of": sum(d.values()), "all": d})
-    return out
-

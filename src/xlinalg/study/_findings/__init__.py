@@ -12,7 +12,7 @@ Modules: :mod:`._setup` (the documents' sections and libraries), :mod:`._solves`
 from __future__ import annotations
 
 from ...bench._findings import (
-    MIN_MARGIN,
+    MARGIN,
     fmt_ratio,
     good,
     is_gpu,
@@ -22,7 +22,7 @@ from ...bench._findings import (
 from ._article import ARTICLE_SETUP, ARTICLE_TABLES, article_rows, compare_text, cross_dtype_drift
 from ._claims import claims
 from ._setup import ARTICLE_NUMPY, ARTICLE_TORCH_CPU, SECTION_TITLES
-from ._solves import crossovers, loop_vs_batched, sweep_records
+from ._solves import crossovers, loop_vs_batched, side, sweep_records
 from ._summary import WORKLOADS, machine_line, summary
 
 __all__ = [
@@ -30,7 +30,7 @@ __all__ = [
     "ARTICLE_SETUP",
     "ARTICLE_TABLES",
     "ARTICLE_TORCH_CPU",
-    "MIN_MARGIN",
+    "MARGIN",
     "SECTION_TITLES",
     "WORKLOADS",
     "article_rows",
@@ -45,6 +45,7 @@ __all__ = [
     "machine_line",
     "median",
     "section_of",
+    "side",
     "summary",
     "sweep_records",
 ]

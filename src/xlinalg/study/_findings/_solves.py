@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ...bench._findings._fields import good, has_tag, median, section_of, side, size_key
+from ...bench._findings._fields import good, has_tag, median, section_of, size_key
 from ...bench._findings._verdicts import quartiles
 
-__all__ = ["crossovers", "loop_vs_batched", "sweep_records"]
+__all__ = ["crossovers", "loop_vs_batched", "side", "sweep_records"]
 
 
 def loop_vs_batched(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -51,6 +51,18 @@ def loop_vs_batched(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------- crossover
+def side(r: dict[str, Any]) -> float | None:
+    """The matrix side n of a cell (its ``size`` if an int, else ``params['n']``)."""
+    s = r.get("size")
+    if isinstance(s, (int, float)) and not isinstance(s, bool):
+        return float(s)
+    p = r.get("params") or {}
+    n = p.get("n")
+    if isinstance(n, (int, float)) and not isinstance(n, bool):
+        return float(n)
+    return None
+
+
 def sweep_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The cells of the solve sweep: Q3 cases, else cases tagged ``sweep`` with a side n."""
     q3 = [r for r in records if section_of(r) == "Q3"]

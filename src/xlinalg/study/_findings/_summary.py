@@ -12,7 +12,6 @@ from ...bench._findings._fields import (
     median,
     median_or_inf,
     section_of,
-    side,
     size_key,
 )
 from ...bench._findings._verdicts import ratio, verdict, winners
@@ -25,7 +24,7 @@ from ...bench._verdict import (
     tie_reading,
     verdict_text,
 )
-from ._solves import sweep_records
+from ._solves import side, sweep_records
 
 __all__ = ["WORKLOADS", "machine_line", "summary"]
 

@@ -13,7 +13,6 @@ from ...bench._cases import (
     backend_object,
     backends_lacking,
     backends_noting,
-    native_dtype,
     register_case,
 )
 from ._common import (
@@ -198,7 +197,7 @@ def _precision_skip(target: str) -> Any:
 def _build_precision(target: str) -> Any:
     def build(ctx: Any) -> Any:
         xp = ctx.xp
-        nd = native_dtype(ctx.backend, target)
+        nd = ctx.backend_object.bench.native_dtype(target)
         to = ctx.backend_object.bench.cast
 
         def cast(x: Any) -> Any:

@@ -3,7 +3,7 @@
 ``inv``, ``cholesky``, ``eigh``, ``lstsq`` and ``det`` on a batch of small matrices
 and on one large matrix, on every backend, through xlinalg's functions (the library's
 own kernel where it has one, with xlinalg's contract: one semantics, singular members
-named, lazy on Dask). Opt-in (``--cases linalg``, :data:`~xlinalg.bench._cases.OPT_IN_GROUPS`):
+named, lazy on Dask). Opt-in (``--cases linalg``, a group the study declares):
 not in the default run's time.
 
 A size is ``(batch, n)``: ``batch`` matrices of ``n x n`` stacked on a leading axis,
