@@ -94,8 +94,8 @@ def _inv_fast(ad: Adapter, solve: Any) -> Any:
     dense = ad.dense_error
 
     def fast(x: Any) -> Any:
-        s = x.shape
-        if len(s) != 2 or s[0] != s[1] or not s[0] or dense(x, "x", "inv") is not None:
+        # the layout first: a nested or sparse tensor may not even have a shape
+        if dense(x, "x", "inv") is not None or len(s := x.shape) != 2 or s[0] != s[1] or not s[0]:
             return MISSING
         return solve(x, eye(x))
 
