@@ -108,6 +108,26 @@ def require_backend(name: str) -> _registry.Backend:
     return resolve_backend(name, require_cpu=_require_cpu())
 
 
+
+def kernel_input_converter(name: str, dtype: str) -> Any:
+    """How a test hands NumPy data to `name`, one of the backends whose eager CPU
+    arrays the numba kernel solves through NumPy views (numpy, torch-cpu, jax-cpu):
+    ``np.asarray``, ``torch.from_numpy`` (the same memory) or ``jnp.asarray``; skips
+    with the reason where the backend is absent or JAX's 64-bit mode is off."""
+    if name == "numpy":
+        return np.asarray
+    require_backend(name)
+    if name == "torch-cpu":
+        import torch
+
+        return torch.from_numpy
+    import jax
+    import jax.numpy as jnp
+
+    if dtype == "float64" and not jax.config.read("jax_enable_x64"):
+        pytest.skip("JAX's 64-bit mode is off")
+    return jnp.asarray
+
 # ---------------------------------------------------------------------- tolerances
 #: (rtol, atol) for results computed in a dtype, against a float64 reference
 tolerance = default_tolerance

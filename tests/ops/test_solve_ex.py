@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import xlinalg as xl
-from conftest import BackendCase, require_backend
+from conftest import BackendCase, kernel_input_converter, require_backend
 from xlinalg._lib import _singular
 from xlinalg.testing import assert_lazy_safe, assert_trace_safe
 
@@ -140,21 +140,7 @@ def test_the_kernels_mask_without_a_second_pass(rng, monkeypatch, name: str, dty
     pytest.importorskip("numba")
     from xlinalg._kernels import _numba
 
-    if name == "numpy":
-        conv = np.asarray
-    else:
-        require_backend(name)
-        if name == "torch-cpu":
-            import torch
-
-            conv = torch.from_numpy
-        else:
-            import jax
-            import jax.numpy as jnp
-
-            if dtype == "float64" and not jax.config.read("jax_enable_x64"):
-                pytest.skip("JAX's 64-bit mode is off")
-            conv = jnp.asarray
+    conv = kernel_input_converter(name, dtype)
     n, nb = 5, 2 * _numba.CHUNK + 40
     peers_a, peers_b = _peers(n, dtype, rng)
     a = (rng.standard_normal((nb, n, n)) + 2 * np.sqrt(n) * np.eye(n)).astype(dtype)

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import xlinalg as xl
-from conftest import require_backend
+from conftest import kernel_input_converter, require_backend
 from xlinalg import _unrolled as U
 from xlinalg._kernels import _numba
 from xlinalg._lib import _singular
@@ -225,23 +225,12 @@ def test_solve_ex_mask_without_sync(backend: str) -> None:
     a = _peer_batch(3, "float64", rng)
     b = rng.standard_normal((12, 3, 1))
     want = _singular.singular_mask(np, a) & _singular.finite_members(np, _singular.column_scale(np, a), b)
-    if backend == "numpy":
-        conv = np.asarray
-    else:
-        require_backend(backend)
-        if backend == "torch-cpu":
-            import torch
+    conv = kernel_input_converter(backend, "float64")
+    if backend == "jax-cpu":
+        import jax
 
-            conv = torch.from_numpy
-        else:
-            import jax
-            import jax.numpy as jnp
-
-            if not jax.config.read("jax_enable_x64"):
-                pytest.skip("JAX's 64-bit mode is off")
-            conv = jnp.asarray
-            x, sing = jax.jit(solve_ex)(conv(a), conv(b))
-            np.testing.assert_array_equal(np.asarray(sing), want)
+        x, sing = jax.jit(solve_ex)(conv(a), conv(b))
+        np.testing.assert_array_equal(np.asarray(sing), want)
     x, sing = solve_ex(conv(a), conv(b))
     assert type(sing) is type(conv(a))
     np.testing.assert_array_equal(np.asarray(xl.to(sing, "numpy")), want)
