@@ -19,9 +19,11 @@ load): ``backend`` wraps its ``xlinalg_backend`` fixture, so our tests and users
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -107,6 +109,17 @@ def require_backend(name: str) -> _registry.Backend:
     """The registry backend `name`, or skip (fail, for a CPU backend in CI) with its reason."""
     return resolve_backend(name, require_cpu=_require_cpu())
 
+
+
+def benchmark_script(name: str) -> Any:
+    """``benchmarks/<name>`` loaded as a module (the scripts are not a package)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / name
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def kernel_input_converter(name: str, dtype: str) -> Any:

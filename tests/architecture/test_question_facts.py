@@ -9,12 +9,13 @@ test holds the page to them.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from conftest import benchmark_script
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "question.md"
@@ -23,12 +24,7 @@ _LOAD = re.compile(r"load\s+average\s+(\d+(?:\.\d+)?)\s*[-–]\s*(\d+(?:\.\d+)?)
 
 
 def _run_facts() -> Any:
-    spec = importlib.util.spec_from_file_location("run_facts", ROOT / "benchmarks" / "run_facts.py")
-    assert spec is not None
-    assert spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_script("run_facts.py")
 
 
 def statements(text: str) -> dict[str, list[str]]:

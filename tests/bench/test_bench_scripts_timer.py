@@ -4,15 +4,16 @@ timer (:mod:`xlinalg.bench._timer`), not with timing loops of their own."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from conftest import benchmark_script
 from xlinalg.bench import _timer
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ("overhead.py", "unrolled.py")
+SCRIPTS = ("overhead.py", "overhead_against.py", "unrolled.py")
 #: What a timing loop of its own would call.
 CLOCKS = {"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "process_time",
           "time_ns", "timeit", "default_timer"}
@@ -30,13 +31,8 @@ def test_no_clock_of_its_own(script: str) -> None:
     assert not reads, f"benchmarks/{script} reads a clock itself at lines {reads}"
 
 
-def _load(script: str):
-    spec = importlib.util.spec_from_file_location(script[:-3], ROOT / "benchmarks" / script)
-    assert spec is not None
-    assert spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def _load(script: str) -> Any:
+    return benchmark_script(script)
 
 
 def test_the_scripts_time_with_the_timer() -> None:
