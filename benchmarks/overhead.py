@@ -413,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
              "expit(s)", "xl.sigmoid(s)"),
             ("numpy solve 1000×5×5", "import numpy as np, xlinalg as xl; A = np.ones((1000,5,5)) + 5*np.eye(5); B = np.ones((1000,5,1))",
              "np.linalg.solve(A, B)", "xl.solve(A, B)"),
+            ("numpy solve 1000000×5×5", "import numpy as np, xlinalg as xl; A = np.ones((1000000,5,5)) + 5*np.eye(5); B = np.ones((1000000,5,1))",
+             "np.linalg.solve(A, B)", "xl.solve(A, B)"),
         ]
         if have_torch:
             cases += [
@@ -422,11 +424,13 @@ def main(argv: list[str] | None = None) -> int:
                  "torch.sigmoid(s)", "xl.sigmoid(s)"),
                 ("torch solve 1000×5×5", "import torch, xlinalg as xl; A = torch.ones((1000,5,5), dtype=torch.float64) + 5*torch.eye(5, dtype=torch.float64); B = torch.ones((1000,5,1), dtype=torch.float64)",
                  "torch.linalg.solve(A, B)", "xl.solve(A, B)"),
+                ("torch solve 1000000×5×5", "import torch, xlinalg as xl; A = torch.ones((1000000,5,5), dtype=torch.float64) + 5*torch.eye(5, dtype=torch.float64); B = torch.ones((1000000,5,1), dtype=torch.float64)",
+                 "torch.linalg.solve(A, B)", "xl.solve(A, B)"),
             ]
         for name, setup, native, ours in cases:
             # warm both paths on a tiny copy so lazy imports are not counted, while
             # the high-water mark is still below the big call's
-            tiny = (f"{setup.replace('4096', '4').replace('1024', '4').replace('1000', '2')}; "
+            tiny = (f"{setup.replace('4096', '4').replace('1024', '4').replace('1000000', '2').replace('1000', '2')}; "
                     f"{native}; {ours}")
             warm = f"{tiny}; {setup}"
             n = _peak_rss_growth(warm, native)

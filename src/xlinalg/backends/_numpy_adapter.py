@@ -164,7 +164,6 @@ class NumPyAdapter(Adapter):
                 lap = lapack_for(a.dtype)
             if lap is not None:
                 return self._solve_one(a, b, vector, errors, lap)
-        gufunc = self._solve_gufunc
         dt = np.result_type(a.dtype, b.dtype)
         a = a.astype(dt, copy=False)
         bm = b[..., None] if vector else b
@@ -172,10 +171,35 @@ class NumPyAdapter(Adapter):
             loop = self._solve_few if math.prod(a.shape[:-2]) <= _FEW else self._solve_loop
             x = loop(a, bm.astype(dt, copy=False), errors)
             return x[..., 0] if vector else x
+        if a.nbytes > _CHUNK_BYTES and a.shape[:-2] == bm.shape[:-2] and type(a) is type(bm) is np.ndarray:
+            # a large stack, one chunk of members at a time: the rule's working copies
+            # (docs/performance.md, "peak memory") stay a chunk's, not the stack's
+            a3, b3 = a.reshape(-1, *a.shape[-2:]), bm.reshape(-1, *bm.shape[-2:])
+            x = np.empty(b3.shape, dtype=dt)
+            step = max(1, _CHUNK_BYTES // a3[0].nbytes)
+            parts = [(i, self._solve_ruled(a3[i:i + step], b3[i:i + step], dt, x[i:i + step])[1:])
+                     for i in range(0, len(a3), step)]
+            rep, bad = (None if all(p[k] is None for _, p in parts) else np.concatenate(
+                [np.zeros(min(step, len(a3) - i), bool) if p[k] is None else p[k] for i, p in parts]
+            ).reshape(a.shape[:-2]) for k in (0, 1))
+            x = x.reshape(bm.shape)
+        else:
+            x, rep, bad = self._solve_ruled(a, bm, dt)
+        if errors == "raise" and rep is not None and rep.any():
+            self._raise_singular(rep, tuple(a.shape[:-2]))
+        if bad is not None:  # rule 2: NaN in, NaN out (whole members)
+            x[np.broadcast_to(bad[..., None, None], x.shape)] = np.nan
+        return x[..., 0] if vector else x
+
+    def _solve_ruled(self, a: Any, bm: Any, dt: Any, out: Any = None) -> tuple[Any, Any, Any]:
+        """The rule's verdict and NumPy's gufunc solve of a stack (into `out` if given):
+        the solution, and the masks of the members reported singular and of those whose
+        solution is NaN (None: no such member)."""
         sing, scale = self.verdict(a)
         skip = sing | ~np.isfinite(scale).all(axis=-1)
         some = bool(skip.any())
         a_safe = np.where(skip[..., None, None], np.eye(a.shape[-1], dtype=dt), a) if some else a
+        gufunc = self._solve_gufunc
         try:
             with np.errstate(call=_np_raise, invalid="call", over="ignore", divide="ignore", under="ignore"):
                 # the gufunc behind numpy.linalg.solve, in the inputs' precision (see
@@ -183,26 +207,20 @@ class NumPyAdapter(Adapter):
                 if gufunc is None:  # pragma: no cover - a NumPy without it
                     x = np.linalg.solve(a_safe, bm)
                 else:
-                    x = gufunc(a_safe, bm, signature=_NP_SIGNATURES[dt.char])
+                    x = gufunc(a_safe, bm, signature=_NP_SIGNATURES[dt.char], out=out)
         except (_NumPySingular, np.linalg.LinAlgError):
             # LAPACK met an exact zero pivot where the rule's LU did not (rounding):
             # singular too, by LAPACK's word
             zero = self.zero_pivots(a_safe)
-            sing = sing | zero
-            skip = skip | zero
-            some = True
+            sing, skip, some = sing | zero, skip | zero, True
             a_safe = np.where(skip[..., None, None], np.eye(a.shape[-1], dtype=dt), a)
             with np.errstate(all="ignore"):
                 x = np.linalg.solve(a_safe, bm) if gufunc is None else gufunc(
-                    a_safe, bm, signature=_NP_SIGNATURES[dt.char])
-        if errors == "raise" and some and sing.any():
-            rep = singular_members(np, sing, scale, bm)
-            if rep.any():
-                self._raise_singular(rep, tuple(a.shape[:-2]))
-        if some or not np.isfinite(x).all():  # rule 2: NaN in, NaN out (whole members)
-            bad = nan_members(np, sing, scale, bm)
-            x[np.broadcast_to(bad[..., None, None], x.shape)] = np.nan
-        return x[..., 0] if vector else x
+                    a_safe, bm, signature=_NP_SIGNATURES[dt.char], out=out)
+        if out is not None and x is not out:  # pragma: no cover - the NumPy without the gufunc
+            out[...] = x
+        rep = singular_members(np, sing, scale, bm) if some and sing.any() else None
+        return x, rep, nan_members(np, sing, scale, bm) if some or not np.isfinite(x).all() else None
 
     def _solve_one(self, a: Any, b: Any, vector: bool, errors: str, lap: Any) -> Any:
         """One matrix: LAPACK's gesv (getrf + getrs) and the rule (:func:`_gesv_ruled`)."""
@@ -481,6 +499,8 @@ _LO, _HI = 2.0**-400, 2.0**400
 _LAPACK: dict[str, Any] = {}
 #: stacks of up to this many matrices are solved one gesv each, screened one by one
 _FEW = 16
+#: stacks of more bytes than this are solved a chunk of members of this size at a time
+_CHUNK_BYTES = 1 << 20
 _UNLOADED = object()
 
 

@@ -228,11 +228,12 @@ class TorchAdapter(Adapter):
             # torch.linalg.solve's own check): with m = max|a| finite, every pivot
             # |u_kk| > n·eps·m and a finite solution, no member fails the rule
             # (c_k <= m) and b is finite; otherwise the rule member by member.
-            d, m, s = t.stack((lu.diagonal(dim1=-2, dim2=-1).abs().amin(), a.abs().amax(),
-                               x.sum().abs())).tolist()
+            # (max |a| as the inf-norm: a reduction, where a.abs() is a copy of `a`)
+            d, m, s = t.stack((lu.diagonal(dim1=-2, dim2=-1).abs().amin(),
+                               t.linalg.vector_norm(a, _INF), x.sum().abs())).tolist()
             if m < _INF and d > tol * m and s < _INF:
                 return x[..., 0] if vector else x
-        scale = a.abs().amax(-2)
+        scale = t.linalg.vector_norm(a, _INF, dim=-2)  # max |a_ik| per column, no copy of `a`
         fin_a = scale.isfinite().all(-1)
         sing = ((lu.diagonal(dim1=-2, dim2=-1).abs() <= tol * scale).any(-1)) & fin_a
         if errors == "raise" and not self.traced(x):
