@@ -105,11 +105,18 @@ def torch_finite(torch: Any, t: Any) -> bool:
     """Whether tensor `t` is all finite (quick, as :func:`np_finite`): a vector or
     matrix of a few numbers is read as Python numbers (one copy from a device);
     anything else by one ``isfinite`` + ``all`` and a read."""
-    n = t.ndim
-    if n <= 2 and t.numel() <= 64:
-        v = t.tolist()
-        return cmath.isfinite(sum(map(sum, v)) if n == 2 else sum(v) if n else v)
+    if t.numel() <= 64:
+        return cmath.isfinite(_list_sum(t.tolist()))
     return bool(torch.isfinite(t).all())
+
+
+def _list_sum(v: Any) -> Any:
+    """The sum of the numbers of `v` (``tolist()``'s answer: a number or nested lists);
+    no rank read first: a vector's sum is tried, then nested lists are summed."""
+    try:
+        return sum(v)
+    except TypeError:  # a number (0-d), or lists of lists
+        return v if not isinstance(v, list) else sum(map(_list_sum, v))
 
 
 def torch_plain(torch: Any) -> Callable[[Any], bool]:
@@ -148,15 +155,16 @@ def torch_looked(kernel: Callable[[Any], Callable[..., Any]], *, look: int | Non
         transforms = torch._C._are_functorch_transforms_active
 
         def fast(x: Any, *args: Any) -> Any:
-            if x.dtype not in ok or compiling() or transforms() or x.is_meta:
+            if x.dtype not in ok or compiling() or transforms():
                 return MISSING
             try:
                 if look_input and not torch_finite(torch, x):
                     return MISSING
                 out = call(x, *args)
+                # (a meta tensor has no values: its look raises, no test of is_meta first)
+                if not torch_finite(torch, out if look is None else out[look]):
+                    return MISSING
             except Exception:  # a shape or layout it refuses: named by the checked path
-                return MISSING
-            if not torch_finite(torch, out if look is None else out[look]):
                 return MISSING
             # (the NamedTuple made from torch's own: tuple.__new__ skips its __new__)
             return out if wrap is None else new(wrap, out)

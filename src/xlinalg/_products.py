@@ -127,32 +127,50 @@ def _native(call: Any, *args: Any, **kwargs: Any) -> Any:
 
 def _torch_products(torch: Any) -> dict[str, Any]:
     strided, ok, linalg = torch.strided, torch_float(torch), torch.linalg
-    t_outer, l_vecdot, l_cross = torch.outer, linalg.vecdot, linalg.cross
+    t_outer, l_vecdot, l_cross, t_tensordot = torch.outer, linalg.vecdot, linalg.cross, torch.tensordot
 
-    def pair(x1: Any, x2: Any) -> bool:  # (dense: strided and not nested, as the checked path takes)
-        return ((d := x1.dtype) is x2.dtype and d in ok and x1.layout is strided and x2.layout is strided
-                and not x1.is_nested and not x2.is_nested)
-
-    def outer(x1: Any, x2: Any) -> Any:
-        return _native(t_outer, x1, x2) if pair(x1, x2) and x1.ndim == 1 and x2.ndim == 1 else MISSING
+    # torch's calls refuse nested and mkldnn operands, cross and tensordot (not
+    # outer) sparse ones and operands of two dtypes: their error sends the call to
+    # the checked path (tests/ops/test_fast_paths.py's hostile tensors)
+    def outer(x1: Any, x2: Any) -> Any:  # (torch.outer refuses anything but two vectors)
+        if (d := x1.dtype) is not x2.dtype or d not in ok or x1.layout is not strided or x2.layout is not strided:
+            return MISSING
+        return _native(t_outer, x1, x2)
 
     def tensordot(x1: Any, x2: Any, n: int) -> Any:
-        return _native(torch.tensordot, x1, x2, dims=n) if pair(x1, x2) and n <= min(x1.ndim, x2.ndim) else MISSING
+        # (torch contracts an axis of size 1 with any size: the standard does not)
+        # (torch.tensordot refuses two dtypes, too many axes, other layouts; not a
+        # meta operand beside a real one)
+        if x1.dtype not in ok or x1.is_meta is not x2.is_meta:
+            return MISSING
+        try:
+            if n and x1.shape[-n:] != x2.shape[:n]:
+                return MISSING
+            return t_tensordot(x1, x2, n)
+        except Exception:
+            return MISSING
 
     def vecdot(x1: Any, x2: Any) -> Any:
-        if not pair(x1, x2) or not x1.ndim or not x2.ndim or x1.shape[-1] != x2.shape[-1]:
-            return MISSING  # (torch.linalg.vecdot would broadcast the vectors' axis)
+        # (torch.linalg.vecdot refuses two dtypes, integers and nested operands, not a
+        # sparse matrix; it would broadcast the vectors' axis and take 0-d operands:
+        # shape[-1] of a 0-d tensor raises)
+        if x1.dtype not in ok or x1.layout is not strided or x2.layout is not strided:
+            return MISSING
         try:
+            if x1.shape[-1] != x2.shape[-1]:
+                return MISSING
             return l_vecdot(x1, x2)  # (its default: dim=-1; keywords cost torch's parsing)
         except Exception:  # batch shapes that do not broadcast, devices: named by the checked path
             return MISSING
 
     def cross(x1: Any, x2: Any) -> Any:
-        if not pair(x1, x2) or x1.ndim == 0 or x1.shape != x2.shape or x1.shape[-1] != 3:
+        # (torch.linalg.cross refuses two dtypes, ranks or devices, an axis of length
+        # other than 3 in either operand, any layout but strided)
+        if x1.dtype not in ok:
             return MISSING
         try:
             return l_cross(x1, x2)  # (its default: dim=-1)
-        except Exception:  # devices: named by the checked path
+        except Exception:
             return MISSING
 
     def matrix_power(x: Any, n: int) -> Any:
