@@ -105,18 +105,11 @@ def torch_finite(torch: Any, t: Any) -> bool:
     """Whether tensor `t` is all finite (quick, as :func:`np_finite`): a vector or
     matrix of a few numbers is read as Python numbers (one copy from a device);
     anything else by one ``isfinite`` + ``all`` and a read."""
-    if t.numel() <= 64:
-        return cmath.isfinite(_list_sum(t.tolist()))
+    n = t.ndim
+    if n <= 2 and t.numel() <= 64:
+        v = t.tolist()
+        return cmath.isfinite(sum(map(sum, v)) if n == 2 else sum(v) if n else v)
     return bool(torch.isfinite(t).all())
-
-
-def _list_sum(v: Any) -> Any:
-    """The sum of the numbers of `v` (``tolist()``'s answer: a number or nested lists);
-    no rank read first: a vector's sum is tried, then nested lists are summed."""
-    try:
-        return sum(v)
-    except TypeError:  # a number (0-d), or lists of lists
-        return v if not isinstance(v, list) else sum(map(_list_sum, v))
 
 
 def torch_plain(torch: Any) -> Callable[[Any], bool]:

@@ -129,49 +129,32 @@ def _torch_products(torch: Any) -> dict[str, Any]:
     strided, ok, linalg = torch.strided, torch_float(torch), torch.linalg
     t_outer, l_vecdot, l_cross, t_tensordot = torch.outer, linalg.vecdot, linalg.cross, torch.tensordot
 
-    # torch's calls refuse nested and mkldnn operands, cross and tensordot (not
-    # outer) sparse ones and operands of two dtypes: their error sends the call to
-    # the checked path (tests/ops/test_fast_paths.py's hostile tensors)
-    def outer(x1: Any, x2: Any) -> Any:  # (torch.outer refuses anything but two vectors)
-        if (d := x1.dtype) is not x2.dtype or d not in ok or x1.layout is not strided or x2.layout is not strided:
-            return MISSING
-        return _native(t_outer, x1, x2)
+    # torch's calls refuse nested/mkldnn operands, wrong ranks, devices, (not outer)
+    # two dtypes: their error goes to the checked path (test_fast_paths's hostile
+    # tensors). Tested here: sparse (outer, vecdot), meta beside real (tensordot),
+    # an axis of size 1 contracted with any size (tensordot; vecdot: 0-d raises).
+    def outer(x1: Any, x2: Any) -> Any:
+        same = (d := x1.dtype) is x2.dtype and d in ok and x1.layout is strided and x2.layout is strided
+        return _native(t_outer, x1, x2) if same else MISSING
 
     def tensordot(x1: Any, x2: Any, n: int) -> Any:
-        # (torch contracts an axis of size 1 with any size: the standard does not)
-        # (torch.tensordot refuses two dtypes, too many axes, other layouts; not a
-        # meta operand beside a real one)
         if x1.dtype not in ok or x1.is_meta is not x2.is_meta:
             return MISSING
         try:
-            if n and x1.shape[-n:] != x2.shape[:n]:
-                return MISSING
-            return t_tensordot(x1, x2, n)
+            return MISSING if n and x1.shape[-n:] != x2.shape[:n] else t_tensordot(x1, x2, n)
         except Exception:
             return MISSING
 
     def vecdot(x1: Any, x2: Any) -> Any:
-        # (torch.linalg.vecdot refuses two dtypes, integers and nested operands, not a
-        # sparse matrix; it would broadcast the vectors' axis and take 0-d operands:
-        # shape[-1] of a 0-d tensor raises)
         if x1.dtype not in ok or x1.layout is not strided or x2.layout is not strided:
             return MISSING
-        try:
-            if x1.shape[-1] != x2.shape[-1]:
-                return MISSING
-            return l_vecdot(x1, x2)  # (its default: dim=-1; keywords cost torch's parsing)
-        except Exception:  # batch shapes that do not broadcast, devices: named by the checked path
-            return MISSING
-
-    def cross(x1: Any, x2: Any) -> Any:
-        # (torch.linalg.cross refuses two dtypes, ranks or devices, an axis of length
-        # other than 3 in either operand, any layout but strided)
-        if x1.dtype not in ok:
-            return MISSING
-        try:
-            return l_cross(x1, x2)  # (its default: dim=-1)
+        try:  # (vecdot's default: dim=-1; keywords cost torch's parsing)
+            return MISSING if x1.shape[-1] != x2.shape[-1] else l_vecdot(x1, x2)
         except Exception:
             return MISSING
+
+    def cross(x1: Any, x2: Any) -> Any:  # (an axis of length other than 3: refused)
+        return _native(l_cross, x1, x2) if x1.dtype in ok else MISSING
 
     def matrix_power(x: Any, n: int) -> Any:
         ok_x = x.dtype in ok and x.layout is strided and not x.is_nested and x.numel()
