@@ -189,7 +189,38 @@ def _extension_floors(lib: str, convert: Any, fence: Any) -> list[tuple[str, Any
                 raise AssertionError("not finite")
             return torch.linalg.det(x)
 
+        ok = frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
+        strided = torch.strided
+
+        def tvecdot(x1: Any, x2: Any, /, *, axis: int = -1, xp: Any = None) -> Any:
+            # the argument reads the contract needs that torch.linalg.vecdot does not do
+            if x1.dtype not in ok or x1.layout is not strided or x2.layout is not strided:
+                raise AssertionError("refused")
+            if x1.shape[-1] != x2.shape[-1]:
+                raise AssertionError("refused")
+            return torch.linalg.vecdot(x1, x2)
+
+        def teig(x: Any, /, *, xp: Any = None) -> Any:
+            if not cmath.isfinite(sum(map(sum, x.tolist()))):
+                raise AssertionError("not finite")
+            w = torch.linalg.eigvals(x)
+            if not cmath.isfinite(sum(w.tolist())):
+                raise AssertionError("not finite")
+            return w
+
+        def tsvd(x: Any, /, *, xp: Any = None) -> Any:
+            s = torch.linalg.svdvals(x)
+            if not cmath.isfinite(sum(s.tolist())):
+                raise AssertionError("not finite")
+            return s
+
         return [("do-nothing wrapper / x.mT", lambda: x.mT, lambda: tfloor(x)),
+                ("vecdot + the argument reads / torch.linalg.vecdot", lambda: torch.linalg.vecdot(v, v),
+                 lambda: tvecdot(v, v)),
+                ("eigvals + a look at its input and values / torch.linalg.eigvals",
+                 lambda: torch.linalg.eigvals(x), lambda: teig(x)),
+                ("svdvals + a look at its values / torch.linalg.svdvals", lambda: torch.linalg.svdvals(x),
+                 lambda: tsvd(x)),
                 ("eigvalsh + a look at its values / torch.linalg.eigvalsh", lambda: torch.linalg.eigvalsh(x),
                  lambda: tlook(x)),
                 ("det + a look at its input / torch.linalg.det", lambda: torch.linalg.det(x),
@@ -210,8 +241,17 @@ def _extension_floors(lib: str, convert: Any, fence: Any) -> list[tuple[str, Any
             raise AssertionError("not finite")
         return r
 
+    def jlook_chol(x: Any, /, *, upper: bool = False, xp: Any = None) -> Any:
+        r = jnp.linalg.cholesky(x)
+        m = memoryview(r)
+        if not cmath.isfinite(sum(m.cast("B").cast(m.format[-1]).tolist())):
+            raise AssertionError("not finite")
+        return r
+
     return [("eigvalsh + host look / jnp.linalg.eigvalsh (fenced)", lambda: fence(jnp.linalg.eigvalsh(x)),
              lambda: fence(jlook(x))),
+            ("cholesky + host look / jnp.linalg.cholesky (fenced)", lambda: fence(jnp.linalg.cholesky(x)),
+             lambda: fence(jlook_chol(x))),
             ("inv + host look / jnp.linalg.inv (fenced)", lambda: fence(jnp.linalg.inv(x)),
              lambda: fence(jlook_inv(x)))]
 

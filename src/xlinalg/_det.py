@@ -25,7 +25,6 @@ from ._fastpath import (
     torch_finite,
     torch_float,
     torch_maker,
-    torch_plain,
 )
 from ._lib._declare import Returns, all_nan, declare
 from ._lib._subclass import keep_subclass
@@ -81,10 +80,12 @@ def _torch_det_fast(slog: bool) -> Any:
     def build(torch: Any) -> Any:
         call = torch.linalg.slogdet if slog else torch.linalg.det
         ok = torch_float(torch)
-        plain = torch_plain(torch)
+        compiling = torch.compiler.is_compiling  # (torch_plain's tests inline, less is_meta:
+        transforms = torch._C._are_functorch_transforms_active  # a meta tensor's look raises)
+        new = tuple.__new__
 
         def fast(x: Any) -> Any:
-            if x.dtype not in ok or not plain(x):
+            if x.dtype not in ok or compiling() or transforms():
                 return MISSING
             try:
                 if not torch_finite(torch, x):  # NaN for those members: the checked path
@@ -92,7 +93,7 @@ def _torch_det_fast(slog: bool) -> Any:
                 out = call(x)
             except Exception:  # a shape or layout it refuses: named by the checked path
                 return MISSING
-            return SlogdetResult(out[0], out[1]) if slog else out
+            return new(SlogdetResult, out) if slog else out
 
         return fast
 

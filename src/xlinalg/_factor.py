@@ -46,6 +46,7 @@ from ._matrix import (
 )
 from .backends._base import Adapter
 from .backends._numpy_adapter import NUMPY
+from .backends._torch_adapter import HOST_SOLVE_MAX_N
 
 __all__ = ["cholesky", "inv"]
 
@@ -102,7 +103,32 @@ def _inv_fast(ad: Adapter, solve: Any) -> Any:
     return fast
 
 
-_INV_FAST = fast_paths("inv", np_maker(_np_inv_fast), solve_maker(_inv_fast))
+def _torch_inv_fast(torch: Any) -> Any:
+    """One small CPU matrix: the checked path's own computation (torch's solve takes
+    NumPy's path on a zero-copy view there, ``TorchAdapter.solve``), without its
+    identity made per call and its second view: ``x.numpy()`` itself refuses what
+    the view would not take (autograd, the lazy conjugate or negative bit, a sparse,
+    nested, meta or non-CPU tensor, a dtype NumPy has not)."""
+    compiling = torch.compiler.is_compiling
+    transforms = torch._C._are_functorch_transforms_active
+    from_numpy = torch.from_numpy
+
+    def fast(x: Any) -> Any:
+        if compiling() or transforms():
+            return MISSING
+        try:
+            xn = x.numpy()
+        except Exception:  # refused: the checked path takes it
+            return MISSING
+        if xn.ndim != 2 or xn.shape[-1] > HOST_SOLVE_MAX_N:  # (torch's own LU there)
+            return MISSING
+        r = _np_inv_fast(xn)
+        return r if r is MISSING else from_numpy(r)
+
+    return fast
+
+
+_INV_FAST = fast_paths("inv", np_maker(_np_inv_fast), torch_maker(_torch_inv_fast), solve_maker(_inv_fast))
 
 
 @declare(
@@ -242,7 +268,10 @@ def _torch_cholesky_fast(torch: Any) -> Any:
             return MISSING
         if info.item() if info.ndim == 0 else bool(info.any()):
             return MISSING
-        return (low.mH if low.is_complex() else low.mT) if upper else low
+        if not upper:
+            return low
+        # (the checked path's conjugate is computed, not torch's lazy conjugate bit of .mH)
+        return (low.conj_physical() if low.is_complex() else low).mT
 
     return fast
 

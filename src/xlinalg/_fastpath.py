@@ -148,15 +148,16 @@ def torch_looked(kernel: Callable[[Any], Callable[..., Any]], *, look: int | Non
         transforms = torch._C._are_functorch_transforms_active
 
         def fast(x: Any, *args: Any) -> Any:
-            if x.dtype not in ok or compiling() or transforms() or x.is_meta:
+            if x.dtype not in ok or compiling() or transforms():
                 return MISSING
             try:
                 if look_input and not torch_finite(torch, x):
                     return MISSING
                 out = call(x, *args)
+                # (a meta tensor has no values: its look raises, no test of is_meta first)
+                if not torch_finite(torch, out if look is None else out[look]):
+                    return MISSING
             except Exception:  # a shape or layout it refuses: named by the checked path
-                return MISSING
-            if not torch_finite(torch, out if look is None else out[look]):
                 return MISSING
             # (the NamedTuple made from torch's own: tuple.__new__ skips its __new__)
             return out if wrap is None else new(wrap, out)

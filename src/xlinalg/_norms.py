@@ -275,10 +275,10 @@ def _torch_vector_norm_fast(torch: Any) -> Any:
     ok = torch_float(torch)
 
     def fast(x: Any, keep: bool, o: Any) -> Any:
-        if x.dtype not in ok or not x.numel() or not 0 < (n := x.ndim) < 9:
+        if x.dtype not in ok or not x.numel():
             return MISSING
-        try:  # (positional: parsed faster)
-            return call(x, o, _EVERY_AXIS[n], keep)
+        try:  # (every axis: dim=None, as the checked path passes it; the defaults not passed)
+            return call(x) if o == 2 and not keep else call(x, o, None, keep)
         except Exception:  # a layout it refuses: named by the checked path
             return MISSING
 

@@ -130,19 +130,20 @@ def _qr_fast(call: Any, ok: frozenset[Any], numel: bool, r_mode: bool) -> Any:
     size is ``x.numel()``, else ``x.size``); `r_mode`: the library computes mode="r"
     itself (NumPy), else R of "reduced"."""
 
+    new = tuple.__new__  # (the NamedTuple made from the library's pair: its __new__ skipped)
+
     def fast(x: Any, mode: str) -> Any:
-        if x.dtype not in ok or x.ndim < 2 or not (x.numel() if numel else x.size):
+        # (fewer than two dimensions: each library's qr refuses them itself)
+        if x.dtype not in ok or not (x.numel() if numel else x.size):
             return _MISSING
         try:
             if mode == "reduced":
-                q, r = call(x)
-            elif mode == "r":
+                return new(QRResult, call(x))
+            if mode == "r":
                 return call(x, "r") if r_mode else call(x)[1]
-            else:
-                q, r = call(x, mode)
+            return new(QRResult, call(x, mode))
         except Exception:  # named by the checked path
             return _MISSING
-        return QRResult(q, r)
 
     return fast
 

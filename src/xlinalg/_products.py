@@ -127,33 +127,34 @@ def _native(call: Any, *args: Any, **kwargs: Any) -> Any:
 
 def _torch_products(torch: Any) -> dict[str, Any]:
     strided, ok, linalg = torch.strided, torch_float(torch), torch.linalg
-    t_outer, l_vecdot, l_cross = torch.outer, linalg.vecdot, linalg.cross
+    t_outer, l_vecdot, l_cross, t_tensordot = torch.outer, linalg.vecdot, linalg.cross, torch.tensordot
 
-    def pair(x1: Any, x2: Any) -> bool:  # (dense: strided and not nested, as the checked path takes)
-        return ((d := x1.dtype) is x2.dtype and d in ok and x1.layout is strided and x2.layout is strided
-                and not x1.is_nested and not x2.is_nested)
-
+    # torch's calls refuse nested/mkldnn operands, wrong ranks, devices, (not outer)
+    # two dtypes: their error goes to the checked path (test_fast_paths's hostile
+    # tensors). Tested here: sparse (outer, vecdot), meta beside real (tensordot),
+    # an axis of size 1 contracted with any size (tensordot; vecdot: 0-d raises).
     def outer(x1: Any, x2: Any) -> Any:
-        return _native(t_outer, x1, x2) if pair(x1, x2) and x1.ndim == 1 and x2.ndim == 1 else MISSING
+        same = (d := x1.dtype) is x2.dtype and d in ok and x1.layout is strided and x2.layout is strided
+        return _native(t_outer, x1, x2) if same else MISSING
 
     def tensordot(x1: Any, x2: Any, n: int) -> Any:
-        return _native(torch.tensordot, x1, x2, dims=n) if pair(x1, x2) and n <= min(x1.ndim, x2.ndim) else MISSING
+        if x1.dtype not in ok or x1.is_meta is not x2.is_meta:
+            return MISSING
+        try:
+            return MISSING if n and x1.shape[-n:] != x2.shape[:n] else t_tensordot(x1, x2, n)
+        except Exception:
+            return MISSING
 
     def vecdot(x1: Any, x2: Any) -> Any:
-        if not pair(x1, x2) or not x1.ndim or not x2.ndim or x1.shape[-1] != x2.shape[-1]:
-            return MISSING  # (torch.linalg.vecdot would broadcast the vectors' axis)
-        try:
-            return l_vecdot(x1, x2)  # (its default: dim=-1; keywords cost torch's parsing)
-        except Exception:  # batch shapes that do not broadcast, devices: named by the checked path
+        if x1.dtype not in ok or x1.layout is not strided or x2.layout is not strided:
+            return MISSING
+        try:  # (vecdot's default: dim=-1; keywords cost torch's parsing)
+            return MISSING if x1.shape[-1] != x2.shape[-1] else l_vecdot(x1, x2)
+        except Exception:
             return MISSING
 
-    def cross(x1: Any, x2: Any) -> Any:
-        if not pair(x1, x2) or x1.ndim == 0 or x1.shape != x2.shape or x1.shape[-1] != 3:
-            return MISSING
-        try:
-            return l_cross(x1, x2)  # (its default: dim=-1)
-        except Exception:  # devices: named by the checked path
-            return MISSING
+    def cross(x1: Any, x2: Any) -> Any:  # (an axis of length other than 3: refused)
+        return _native(l_cross, x1, x2) if x1.dtype in ok else MISSING
 
     def matrix_power(x: Any, n: int) -> Any:
         ok_x = x.dtype in ok and x.layout is strided and not x.is_nested and x.numel()

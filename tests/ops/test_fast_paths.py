@@ -74,8 +74,11 @@ TWO: dict[str, Any] = {
     "bool": (np.ones(3, bool), np.ones(3, bool)),
     "nan": (_with(_V, 1, np.nan), _V),
     "mismatched": (_V, np.ones(2)),
+    "size-one": (_SPD, np.ones(1)),  # (torch contracts an axis of size 1 with any size)
+    "size-one-first": (np.ones(1), _V),
     "stacks": (np.stack([_V, 2 * _V]), np.stack([_V, _V, _V])),
     "broadcast": (np.stack([_V, 2 * _V]), _V),
+    "batch-broadcast": (np.stack([_V, 2 * _V])[:, None, :], np.stack([_V, _V, -_V, _V])[None]),
     "matrix-vector": (_SPD, _V),
     "matrix-matrix": (_SPD, _B),
     "tall-vector": (_RNG.standard_normal((4, 2)), np.ones(4)),
@@ -290,3 +293,134 @@ def test_no_svd_path_hands_lapack_an_input_it_loops_on(backend: BackendCase) -> 
             continue
         assert got.startswith("LinAlgError"), (name, got)
         assert "did not converge" in got, (name, got)
+
+
+
+class _CheckedOnly:
+    """Within: `name`'s fast path for arrays of type `cls` is out of its table, so a
+    call takes the checked path with exactly the same arguments (no ``xp=``)."""
+
+    def __init__(self, name: str, cls: type) -> None:
+        self.table, self.cls = FAST_LINALG[name], cls
+
+    def __enter__(self) -> None:
+        self.saved = self.table.pop(self.cls, None)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            self.table[self.cls] = self.saved
+
+
+def _torch_outcome(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """("ok", result type, outputs as (type, dtype, shape, layout, requires_grad,
+    conj bit, neg bit, values) tuples) or ("raises", type, message)."""
+    try:
+        out = fn(*args, **kwargs)
+    except Exception as exc:  # compared: type and message
+        return ("raises", type(exc), str(exc))
+    outs = tuple(out) if isinstance(out, tuple) else (out,)
+    return ("ok", type(out), [(type(u), u.dtype, tuple(u.shape), u.layout, u.requires_grad, u.is_conj(), u.is_neg(),
+                               None if u.is_meta else
+                               u.detach().resolve_conj().resolve_neg().cpu().to_dense().double().numpy().copy()
+                               if not u.is_complex() else
+                               u.detach().resolve_conj().resolve_neg().cpu().to_dense().numpy().copy())
+                              for u in outs])
+
+
+def _torch_same(fast: Any, checked: Any, what: str) -> None:
+    assert fast[0] == checked[0], f"{what}: fast path {fast} but checked path {checked}"
+    if fast[0] == "raises":
+        assert fast[1:] == checked[1:], f"{what}: {fast[1:]} != {checked[1:]}"
+        return
+    assert fast[1] is checked[1], f"{what}: {fast[1]} != {checked[1]}"
+    for i, (u, v) in enumerate(zip(fast[2], checked[2], strict=True)):
+        assert u[:7] == v[:7], f"{what}, output {i}: {u[:7]} != {v[:7]}"
+        if u[7] is not None or v[7] is not None:
+            np.testing.assert_array_equal(u[7], v[7], err_msg=f"{what}, output {i}")
+
+
+def _torch_hostile(torch: Any) -> dict[str, Any]:
+    """Tensors of exactly ``torch.Tensor`` that a fast path must refuse or take as
+    the checked path does: views, lazy conjugate/negative bits, autograd, non-dense
+    layouts, other devices and dtypes."""
+    import warnings
+
+    spd = torch.tensor(_SPD)
+    c = torch.tensor(ONE["complex128"])
+    out = {
+        "transposed": spd.mT,
+        "strided": torch.tensor(np.repeat(_SPD, 2, axis=1))[:, ::2],
+        "offset-view": torch.tensor(np.vstack([np.ones((1, 3)), _SPD]))[1:],
+        "conj-bit": c.conj(),
+        "neg-bit": torch._neg_view(spd),
+        "requires-grad": spd.clone().requires_grad_(),
+        "bfloat16": spd.to(torch.bfloat16),
+        "float16": spd.to(torch.float16),
+        "int": torch.tensor(ONE["int"]),
+        "bool": torch.eye(3, dtype=torch.bool),
+        "meta": torch.empty((3, 3), dtype=torch.float64, device="meta"),
+        "singular": torch.ones((3, 3), dtype=torch.float64),
+        "nan": torch.tensor(ONE["nan"]),
+        "inf": torch.tensor(ONE["inf"]),
+        "big": torch.tensor(_RNG.standard_normal((70, 70)) + 70 * np.eye(70)),
+        "stack": torch.tensor(_STACK),
+        "rect": torch.tensor(ONE["rect"]),
+        "vector": torch.tensor(_V),
+        "scalar": torch.tensor(2.0, dtype=torch.float64),
+        "empty": torch.zeros((0, 3), dtype=torch.float64),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (torch's sparse and nested tensors are "beta")
+        out["sparse-coo"] = spd.to_sparse()
+        out["sparse-coo-vector"] = torch.tensor(_V).to_sparse()
+        out["sparse-csr"] = spd.to_sparse_csr()
+        out["nested"] = torch.nested.nested_tensor([spd, 2 * spd])
+        out["mkldnn"] = spd.float().to_mkldnn()
+    return out
+
+
+#: second operands for the two-operand ops: the case's tensor beside itself, a
+#: float64 vector, and a vector of one element (broadcasting the contracted axis)
+def _torch_seconds(torch: Any, x: Any) -> list[Any]:
+    return [x, torch.tensor(_V), torch.ones(1, dtype=torch.float64), torch.tensor(_V, dtype=torch.float32)]
+
+
+@pytest.mark.parametrize("name", _names())
+def test_torch_hostile_tensors(name: str) -> None:
+    """Every fast path on torch's hostile tensors (views, conj/neg bits, autograd,
+    sparse, nested, mkldnn, meta, low precision, integer, a 70×70 matrix, a stack,
+    wrong ranks), also under ``torch.no_grad`` and inference mode: the checked
+    path's answer (the same call with the fast path out of the table) bit for bit,
+    layout, requires_grad and the lazy bits included, or its error."""
+    torch = pytest.importorskip("torch")
+    op = OPERATIONS[name]
+    variants = [dict(op.kwargs), *({**op.kwargs, **v} for v in VARIANTS.get(name, []))]
+    for mode, ctx in (("grad", torch.enable_grad), ("no_grad", torch.no_grad), ("inference", torch.inference_mode)):
+        for case, x in _torch_hostile(torch).items():
+            for args in ([(x,)] if op.arity == 1 else
+                         [(x, y) for y in _torch_seconds(torch, x)] + [(y, x) for y in _torch_seconds(torch, x)[1:]]):
+                for kwargs in variants:
+                    what = f"{name}({case}, {[tuple(a.shape) if a.layout == torch.strided and not a.is_nested else a.layout for a in args]}, {kwargs}) under {mode}"
+                    with ctx():
+                        fast = _torch_outcome(op.func, *args, **kwargs)
+                        with _CheckedOnly(name, torch.Tensor):
+                            checked = _torch_outcome(op.func, *args, **kwargs)
+                    _torch_same(fast, checked, what)
+
+
+def test_torch_fast_paths_under_vmap() -> None:
+    """Inside torch.func's transforms the fast paths step aside (no value checks
+    there): the result is the checked path's, bit for bit."""
+    torch = pytest.importorskip("torch")
+    from torch.func import vmap
+
+    stack = torch.tensor(_STACK)
+    for name in _names():
+        op = OPERATIONS[name]
+        if op.arity != 1:
+            continue
+        fn = lambda m, f=op.func, kw=dict(op.kwargs): f(m, **kw)  # noqa: E731
+        fast = _torch_outcome(vmap(fn), stack)
+        with _CheckedOnly(name, torch.Tensor):
+            checked = _torch_outcome(vmap(fn), stack)
+        _torch_same(fast, checked, f"vmap({name})")

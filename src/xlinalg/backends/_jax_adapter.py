@@ -127,7 +127,8 @@ class JaxAdapter(Adapter):
         # are immutable: small identities are made once per (n, dtype, device)
         if self.traced(like) or like.shape[-1] > _EYE_CACHE_MAX_N:
             return super().eye(like)
-        key = (like.shape[-1], like.dtype, self.device(like))
+        # (one device: no read of x.device, 1.8 µs, for the key)
+        key = (like.shape[-1], like.dtype, None if self.single_device else self.device(like))
         eye = self._eyes.get(key)
         if eye is None:
             eye = self._eyes[key] = super().eye(like)

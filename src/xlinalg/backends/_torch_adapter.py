@@ -71,7 +71,9 @@ class TorchAdapter(Adapter):
         return lambda x, o, keep: tl.matrix_norm(x, ord=o, keepdim=keep)
 
     def native_vector_norm(self, x: Any, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
-        return self.torch.linalg.vector_norm(x, ord=ord, dim=axes, keepdim=keepdims)
+        # every axis: dim=None, as the fast path passes it (the same reduction, bit for bit)
+        dim = None if len(axes) == x.ndim else axes
+        return self.torch.linalg.vector_norm(x, ord=ord, dim=dim, keepdim=keepdims)
 
     def native_matrix_power(self, x: Any, k: int) -> Any:
         return self.torch.linalg.matrix_power(x, k)
