@@ -402,7 +402,7 @@ def _why_not(o: Mapping[str, Any], n: Mapping[str, Any]) -> str:
     for side, r in (("old", o), ("new", n)):
         st = r.get("status")
         if st in ("failed", "skipped"):
-            err = get_path(r, "error", "message") or r.get("skip_reason") or r.get("reason")
+            err = get_path(r, "error", "message") or r.get("skip_reason")
             out.append(f"{side} {st}" + (f": {str(err)[:80]}" if err else ""))
         elif median(r) is None:
             v = get_path(r, "time", "median_s")
@@ -423,12 +423,9 @@ def header_differences(old: Mapping[str, Any] | None,
     """What differs between the two runs' headers that makes times incomparable."""
     old, new = old or {}, new or {}
     out = []
-    for key in ("machine_id", "host"):  # "host": files written before 2026-12-04
-        a, b = get_path(old, "env", key), get_path(new, "env", key)
-        if a is not None and b is not None:
-            if a != b:  # the values are not shown: a host name is nobody's business
-                out.append("machine: the two files come from different machines")
-            break
+    a, b = get_path(old, "env", "machine_id"), get_path(new, "env", "machine_id")
+    if a is not None and b is not None and a != b:  # the ids are not shown
+        out.append("machine: the two files come from different machines")
     for label, path in (("CPU", ("env", "cpu", "model")),
                         ("usable cores", ("env", "cpu", "usable_cores")),
                         ("scale", ("run", "scale")), ("dtype", ("run", "dtype")),

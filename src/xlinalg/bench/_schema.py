@@ -116,7 +116,6 @@ class TimeStats(TypedDict, total=False):
     warmup_calls: Count
     calibration_blocks: Count
     noisy: Flag
-    stalled: Flag
     warnings: list[LongText]
     clock: Text
     raw_s: Nums
@@ -238,7 +237,6 @@ class ResultRecord(_ResultRequired, total=False):
     compute_dtype: Name
     skip_reason: Text
     cell_wall_s: NonNeg
-    calibration: Flag
     time: TimeStats
     throughput: Throughput | None
     check: CheckResult
@@ -250,7 +248,6 @@ class ResultRecord(_ResultRequired, total=False):
     verdict: RecordedVerdict | None
     ratios: dict[str, Interval | None] | None
     stall: Stall | None
-    stalled: Flag
     side_by_side: SideBySide | None
 
 

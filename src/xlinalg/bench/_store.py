@@ -58,7 +58,7 @@ RESUME_RUN_KEYS: tuple[str, ...] = (
     "check", "memory", "margin", "recheck", "stall_factor",
 )
 RESUME_ENV_KEYS: tuple[str, ...] = (
-    "xlinalg", "python.version", "python.implementation", "numpy", "packages", "host",
+    "xlinalg", "python.version", "python.implementation", "numpy", "packages",
     "machine_id", "cpu.model", "cpu.usable_cores",
 )
 
