@@ -164,19 +164,6 @@ def _result_to_numpy(backend: Any, x: Any) -> Any:
     return backend.bench.host_result(x)
 
 
-def _layout(x: Any) -> dict[str, Any]:
-    info: dict[str, Any] = {"shape": [int(s) for s in getattr(x, "shape", ())]}
-    if isinstance(x, np.ndarray):
-        info["c_contiguous"] = bool(x.flags.c_contiguous)
-    elif hasattr(x, "is_contiguous"):
-        info["c_contiguous"] = bool(x.is_contiguous())
-    elif hasattr(x, "chunks"):
-        info["chunks"] = [[int(c) for c in ch] for ch in x.chunks]
-    else:
-        info["c_contiguous"] = True  # JAX and array-api-strict arrays are row-major
-    return info
-
-
 def _nonfinite_mismatch(r: np.ndarray, ref: np.ndarray) -> int:
     """How many positions of real arrays `r` and `ref` differ in their non-finite
     values: NaN must meet NaN, +inf +inf, -inf -inf, and a finite value a finite one."""
@@ -458,7 +445,7 @@ def execute_cell(
                 "allow_tf32": bool(cell.get("allow_tf32", False)),
                 "inputs_sha256": digest.hexdigest(),
                 "inputs_from": "numpy.random.default_rng(seed), float64, cast on the host",
-                "layout": [_layout(x) for x in inputs],
+                "layout": [backend.bench.layout(x) for x in inputs],
                 "fence": fence_desc,
                 "regime": "throughput: blocks of `number` back-to-back calls, one fence per block",
             }
