@@ -41,14 +41,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ._findings._fields import compute_dtype, is_calibration, median, peak_of
+from ._findings._fields import compute_dtype, is_calibration, median, peak_of, processor_class
 from ._passes import group_verdict, merge_passes
 from ._stats import (
     DEFAULT_LEVEL,
     STARVED_CORES,
     all_pairs,
     effective_cores,
-    on_gpu,
     passes_disagree,
     rotation,
     starved,
@@ -347,10 +346,6 @@ def _annotate(res: GroupResult, names: Sequence[str], wall: Mapping[str, float],
 
 
 # ---------------------------------------------------------------------- the run
-def _processor(backend: str) -> str:
-    return "gpu" if on_gpu(backend) else "cpu"
-
-
 class Peaks:
     """This run's calibrated peaks (the best GFLOP/s and GB/s of its calibration cells,
     per processor and dtype: the peak each declares), and the marking of rates above them."""
@@ -365,7 +360,7 @@ class Peaks:
             return
         key, table = ("gflops", self.gflops) if peak_of(rec) == "arithmetic" else ("gbs", self.gbs)
         v = (rec.get("throughput") or {}).get(key)
-        k = (_processor(str(rec.get("backend"))), str(rec.get("dtype")))
+        k = (processor_class(str(rec.get("backend"))), str(rec.get("dtype")))
         if isinstance(v, (int, float)) and v > 0:
             table[k] = max(table.get(k, 0.0), float(v))
 
@@ -377,7 +372,7 @@ class Peaks:
             return
         # against the peak of the dtype the cell computes in (a cell of a float64 run
         # that casts computes in float32, bfloat16, ...: no float64 peak applies to it)
-        k = (_processor(str(rec.get("backend"))), compute_dtype(rec))
+        k = (processor_class(str(rec.get("backend"))), compute_dtype(rec))
         above = {}
         for key, table in (("gflops", self.gflops), ("gbs", self.gbs)):
             v, peak = thr.get(key), table.get(k)

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ._findings._fields import is_gpu
 from ._verdict import MARGIN, decide, positive, verdict_text
 
 __all__ = [
@@ -41,7 +42,6 @@ __all__ = [
     "combine_passes",
     "effective_cores",
     "exp_or_limit",
-    "on_gpu",
     "paired_ratio",
     "p_beyond",
     "passes_disagree",
@@ -63,16 +63,10 @@ N_BOOT = 2000
 STARVED_CORES = 0.5
 
 
-def on_gpu(backend: str) -> bool:
-    """Whether `backend` computes on a GPU (its host process waits by design)."""
-    from ..backends import BACKEND_NAMES, get_backend
-
-    return backend in BACKEND_NAMES and bool(get_backend(backend).gpu)
-
-
 def starved(backend: str, cores: float | None) -> bool:
-    """A CPU backend that kept fewer than :data:`STARVED_CORES` cores busy."""
-    return cores is not None and cores < STARVED_CORES and not on_gpu(backend)
+    """A CPU backend that kept fewer than :data:`STARVED_CORES` cores busy (a GPU
+    backend's host process waits by design)."""
+    return cores is not None and cores < STARVED_CORES and not is_gpu(backend)
 
 
 def rotation(backends: Sequence[str], round_index: int) -> list[str]:
