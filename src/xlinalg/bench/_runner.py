@@ -36,7 +36,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,10 @@ class BenchUsageError(ValueError):
     The message is one line and lists the valid choices (and how to install an
     unavailable backend).
     """
+
+
+#: RunConfig fields a results file's header does not record.
+_NOT_RECORDED = ("out", "resume", "overwrite", "retry_failed", "retry_noisy")
 
 
 @dataclass
@@ -171,27 +175,12 @@ class RunConfig:
         return self.timer or TimerConfig.for_scale(self.scale)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "backends": list(self.backends or []),
-            "cases": list(self.cases or []),
-            "dtype": self.dtype,
-            "scale": self.scale,
-            "sizes": list(self.sizes) if self.sizes else None,
-            "threads": self.threads,
-            "allow_tf32": self.allow_tf32,
-            "time_limit": self.time_limit,
-            "isolate": self.isolate,
-            "seed": self.seed,
-            "case_files": [str(p) for p in self.case_files],
-            "memory_limit": self.memory_limit,
-            "timer": self.timer_config().to_dict(),
-            "check": self.check,
-            "memory": self.memory,
-            "calibrate": self.calibrate,
-            "margin": self.margin,
-            "recheck": self.recheck,
-            "stall_factor": self.stall_factor,
-        }
+        """The run settings a header records (``out`` and the resume flags are not)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_RECORDED}
+        return {**d, "backends": list(self.backends or []), "cases": list(self.cases or []),
+                "sizes": list(self.sizes) if self.sizes else None,
+                "case_files": [str(p) for p in self.case_files],
+                "timer": self.timer_config().to_dict()}
 
 
 @dataclass

@@ -343,36 +343,29 @@ class Timer:
     # ------------------------------------------------------------------ blocks
     def _block(self, number: int) -> tuple[float, float | None]:
         """Run `number` calls and the fence; return (host seconds, device seconds)."""
-        stmt, fence, clock = self.stmt, self.fence, self.clock
-        dev = self.device_clock
+        stmt, fence, clock, dev = self.stmt, self.fence, self.clock, self.device_clock
+        outs: list[Any] = [None] * number if self.fence_all else []
+        last = None
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            if self.fence_all:
-                outs: list[Any] = [None] * number
-                if dev is not None:
-                    dev.start()
-                t0 = clock()
+            if dev is not None:
+                dev.start()
+            t0 = clock()
+            if outs:  # fence_all: every result goes to the fence
                 for i in range(number):
                     outs[i] = stmt()
                 fence(*outs)
-                t1 = clock()
-                last = outs[-1]
-                del outs
             else:
-                last = None
-                if dev is not None:
-                    dev.start()
-                t0 = clock()
                 for _ in range(number):
                     last = stmt()
                 fence(last)
-                t1 = clock()
+            t1 = clock()
             device_s = dev.stop() if dev is not None else None
         finally:
             if gc_was_enabled:
                 gc.enable()
-        self.last_result = last
+        self.last_result = outs[-1] if outs else last
         return t1 - t0, device_s
 
     # ------------------------------------------------------------------ driver
