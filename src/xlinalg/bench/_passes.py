@@ -1,16 +1,10 @@
 """A group's verdict, and one record per backend from several passes over the run.
 
-A *pass* is one side-by-side measurement of a group (:func:`._sidebyside.measure_group`).
-The run measures every group twice: the first pass as the run goes, the second
-at its end in fresh worker processes. Process state (where the scheduler put a
-library's threads, how its buffers fell in memory, a neighbour that was busy in
-those minutes) is shared by all rounds of one pass, so one pass's interval
-cannot say how the next run will come out; two passes in different processes
-at different times can. :func:`merge_passes` makes the record that stands from
-the passes: all rounds, ratios whose interval spans the passes
-(:func:`._stats.combine_passes`), and the verdict drawn from those.
-
-Pure: records in, records out (the tests drive it with synthetic passes).
+:func:`merge_passes` makes the record that stands from a group's passes (each a
+side-by-side measurement in fresh worker processes): all rounds, ratios whose
+interval spans the passes (:func:`._stats.combine_passes`) and the verdict drawn
+from those; why passes: docs/benchmark.md, "Side by side", step 7. Pure: records
+in, records out.
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
-"""What a results file may hold: the JSON Schema of its records, in one place.
+"""What a results file may hold: the record types, their JSON Schema, strict parsing.
 
-Results files are data from strangers (shared, downloaded, edited). Readers
-(``report``, ``compare``, ``--resume``) parse every line with
-:func:`parse_line` and check it with :func:`record_problem` before any other
-code sees it, so that a wrong type (``"time": "fast"``, ``"case": 7``) is a
-one-line ``file:line: what is wrong`` error, never a traceback further on.
-
-The records are declared once, as types: :class:`ResultRecord` and
-:class:`HeaderRecord` (typed dicts, read by the code that reads records), with
-the constraints JSON adds to a type (a name is not empty, a time is not
-negative) as :data:`typing.Annotated` metadata. The JSON Schema that checks a
-file (:data:`RESULT_PROPERTIES`, :data:`HEADER_PROPERTIES`) is generated from
-them at import (:func:`json_schema`). Extending a record: add the field to its
-type. Unknown fields are allowed (a newer writer may add some), known fields
-must have their declared type. The validator is :mod:`jsonschema` (Draft
-2020-12), imported on first use.
-
-Parsing refuses what Python's :mod:`json` would accept but no writer of ours
-produces: ``NaN``/``Infinity`` literals, numbers that overflow a float,
-integer literals over :data:`MAX_INT_DIGITS` digits (Python's int-str limit
-would raise deep inside), duplicate keys, and nesting deeper than
-:data:`MAX_DEPTH`.
+The records are declared once, as typed dicts (:class:`ResultRecord`,
+:class:`HeaderRecord`) with the constraints JSON adds as :data:`typing.Annotated`
+metadata (:class:`JS`); the JSON Schema that checks a file is generated from them
+at import (:func:`json_schema`) and checked with :mod:`jsonschema` on first use.
+Extending a record: add the field to its type (unknown fields are allowed).
+:func:`parse_line` refuses what no writer of ours produces: ``NaN`` literals,
+overflowing numbers, integers over :data:`MAX_INT_DIGITS` digits, duplicate keys,
+nesting over :data:`MAX_DEPTH` (docs/benchmark.md, "Nothing lost").
 """
 
 from __future__ import annotations

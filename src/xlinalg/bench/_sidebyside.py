@@ -1,35 +1,11 @@
 """One cell measured on every backend side by side, in rotated rounds.
 
-A *group* is one (case, size, dtype) on every selected backend. Each backend
-has its own client (in a run: a worker process, :class:`._workerproc.WorkerClient`).
-The group is measured as follows:
-
-1. **begin** — every client prepares its cell: inputs, reference, first call,
-   warm-up and the calibration of the calls per sample (``number``); it answers
-   "ready" (or at once with a record when the cell is skipped or fails).
-2. **rounds** — round ``r`` visits the ready backends in the order
-   :func:`._stats.rotation` gives (A B C, B C A, C A B, ...); a visit is
-   ``blocks_per_round`` samples back to back (each a block of ``number`` calls
-   closed by the fence) and returns their per-call times with the worker's wall
-   and CPU time. The round's value is the fastest block: a block the
-   scheduler interrupted only ever takes longer. The load average is read
-   between rounds. Before each visit the other workers of the group must have
-   gone idle (:class:`Settle`): a library's thread pool keeps spinning after a
-   call returns (OpenBLAS's threads for up to ~0.1 s), and on a machine with
-   few cores those spinning threads take a core from the next backend.
-3. **stop** — after ``min_samples`` rounds with ``min_run_time`` of samples
-   per backend (fixed by the timer, never by the width of an interval: the
-   next pass in fresh processes is the evidence that narrows it), when a CPU
-   worker is starved (kept less than ``STARVED_CORES`` busy: no verdict is
-   drawn then), when the time budget (``max_run_time`` per backend) is spent,
-   or at ``max_samples`` rounds.
-4. **finish** — every client checks its result and measures memory, and
-   returns its record (whose ``time`` is the statistics of its round samples).
-
-A client that passes the time limit or dies is recorded as failed (its kind:
-``timeout`` or ``crash``) and leaves the rounds; the others go on.
-
-:func:`measure_group` takes the clients, the clock and the load reader as
+A *group* is one (case, size, dtype) on every selected backend, each through its
+own client (a worker process, :class:`._workerproc.WorkerClient`): **begin**
+(prepare and calibrate), **rounds** in rotated order with settling between visits,
+**stop** (fixed by the timer), **finish** (check, memory, record); the passes at
+the end of the run. The design and its measurements: docs/benchmark.md, "Side by
+side". :func:`measure_group` takes the clients, the clock and the load reader as
 arguments, so the tests drive it with fakes and a synthetic clock.
 """
 
