@@ -12,6 +12,7 @@ nesting over :data:`MAX_DEPTH` (docs/benchmark.md, "Nothing lost").
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import types
@@ -28,6 +29,9 @@ __all__ = [
     "RESULT_STATUSES",
     "RecordError",
     "ResultRecord",
+    "SideBySide",
+    "TimeStats",
+    "conforms",
     "json_schema",
     "parse_line",
     "record_problem",
@@ -175,9 +179,9 @@ class Stall(TypedDict, total=False):
 
 
 class LoadAverage(TypedDict, total=False):
-    min: Num
-    max: Num
-    mean: Num
+    min: float
+    max: float
+    mean: float
     samples: Count
 
 
@@ -192,6 +196,7 @@ class SideBySide(TypedDict, total=False):
     wall_s: NonNeg
     cpu_s: NonNeg
     effective_cores: NonNeg
+    settle_s: NonNeg
     load_avg_1min: LoadAverage | None
 
 
@@ -351,6 +356,19 @@ def _validator(kind: str) -> Any:
         Draft202012Validator.check_schema(schema)
         v = _VALIDATORS.setdefault(kind, Draft202012Validator(schema))
     return v
+
+
+@functools.cache
+def _type_validator(record_type: Any) -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(json_schema(record_type))
+
+
+def conforms(value: Any, record_type: Any) -> bool:
+    """Whether `value` is a valid `record_type` (a type of a record's part, e.g.
+    :class:`SideBySide`), by the schema generated from it."""
+    return bool(_type_validator(record_type).is_valid(value))
 
 
 def _short(value: Any) -> str:
