@@ -94,15 +94,8 @@ def make_cell(
 ) -> dict[str, Any]:
     """The JSON-able description of one cell (what a worker is sent)."""
     c = get_case(case) if isinstance(case, str) else case
-    size = c.normalize(size)
-    label = format_size(size)
     return {
-        "case": c.name,
-        "backend": backend,
-        "dtype": dtype,
-        "size": list(size) if isinstance(size, tuple) else size,
-        "size_label": label,
-        "key": cell_key(c.name, backend, dtype, label),
+        **_identity(c, backend, dtype, c.normalize(size)),
         "seed": seed,
         "timer": (timer or TimerConfig()).to_dict(),
         "check": check,
@@ -118,17 +111,16 @@ def record_head(cell: dict[str, Any]) -> tuple[Case, Any, dict[str, Any]]:
     failed or skipped one too)."""
     case = get_case(cell["case"])
     size = case.normalize(cell["size"])
+    return case, size, {**_identity(case, cell["backend"], cell["dtype"], size),
+                        "params": case.params(size), **case.describe(cell["dtype"])}
+
+
+def _identity(case: Case, backend: str, dtype: str, size: Any) -> dict[str, Any]:
+    """A cell's identity as its description and its record start with it."""
     label = format_size(size)
-    return case, size, {
-        "key": cell_key(case.name, cell["backend"], cell["dtype"], label),
-        "case": case.name,
-        "backend": cell["backend"],
-        "dtype": cell["dtype"],
-        "size": list(size) if isinstance(size, tuple) else size,
-        "size_label": label,
-        "params": case.params(size),
-        **case.describe(cell["dtype"]),
-    }
+    return {"key": cell_key(case.name, backend, dtype, label), "case": case.name,
+            "backend": backend, "dtype": dtype,
+            "size": list(size) if isinstance(size, tuple) else size, "size_label": label}
 
 
 # ---------------------------------------------------------------------- data
