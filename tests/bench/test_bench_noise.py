@@ -296,12 +296,6 @@ def test_a_cell_without_a_verdict_says_so_everywhere():
         assert "agrees" not in text, (where, text)
     assert texts["last lines"].startswith("concluded nothing: no group of 1")
     assert F.verdict(by)["winner"] is None
-    # a file written before "no_verdict" existed (a starved verdict listing a tie)
-    old = {b: {**r, "verdict": {**r["verdict"], "tie": ["numpy", "torch-cpu"]}} for b, r in by.items()}
-    for r in old.values():
-        del r["verdict"]["no_verdict"]
-    assert F.verdict(old)["text"].startswith("no verdict: torch-cpu ran only 20%")
-    assert next(iter(verdicts(list(old.values()))[1].values())).startswith("no verdict")
 
 
 def test_article_figures_divide_to_the_ratio_printed_beside_them():

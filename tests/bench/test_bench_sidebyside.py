@@ -814,9 +814,9 @@ def test_compare_says_when_the_runs_used_different_parallelism():
 
 
 def test_compare_warns_about_different_runs():
-    a = {"env": {"host": "m1", "cpu": {"model": "X"}, "packages": {"torch": "2.1"}},
+    a = {"env": {"machine_id": "m1", "cpu": {"model": "X"}, "packages": {"torch": "2.1"}},
          "run": {"scale": "quick", "threads": None}}
-    b = {"env": {"host": "m2", "cpu": {"model": "X"}, "packages": {"torch": "2.2"}},
+    b = {"env": {"machine_id": "m2", "cpu": {"model": "X"}, "packages": {"torch": "2.2"}},
          "run": {"scale": "default", "threads": 1}}
     diffs = header_differences(a, b)
     assert any(d.startswith("machine") for d in diffs)

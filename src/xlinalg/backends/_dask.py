@@ -440,6 +440,10 @@ class DaskBench(BenchFacet):
             raise TypeError(missing)
         return getattr(np, name)
 
+    def layout(self, x: Any) -> dict[str, Any]:
+        return {"shape": [int(s) for s in x.shape],
+                "chunks": [[int(c) for c in ch] for ch in x.chunks]}
+
     def materialize(self, x: Any) -> Any:
         return x.compute() if hasattr(x, "compute") else x
 

@@ -322,6 +322,11 @@ class BenchFacet(Facet):
         the library's own host form would not compare)."""
         return np.asarray(self.backend.to_numpy(x))
 
+    def layout(self, x: Any) -> dict[str, Any]:
+        """How a timed input lies in memory, recorded with its cell: its shape and
+        whether it is row-major contiguous (JAX's and array-api-strict's always are)."""
+        return {"shape": [int(s) for s in x.shape], "c_contiguous": True}
+
     # ------------------------------------------------------------ memory
     #: whether tracemalloc sees its arrays' memory (NumPy's allocator underneath)
     numpy_buffers: bool = False

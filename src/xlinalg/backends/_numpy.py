@@ -35,6 +35,9 @@ class NumPyBench(BenchFacet):
     def contiguous(self, x: Any) -> Any:
         return np.ascontiguousarray(x)
 
+    def layout(self, x: Any) -> dict[str, Any]:
+        return {"shape": [int(s) for s in x.shape], "c_contiguous": bool(x.flags.c_contiguous)}
+
     def conv2d(self) -> Callable[[Any, Any], Any]:
         return im2col_conv2d(np)
 

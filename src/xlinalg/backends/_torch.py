@@ -61,6 +61,9 @@ class TorchBench(BenchFacet):
 
         return torch
 
+    def layout(self, x: Any) -> dict[str, Any]:
+        return {"shape": [int(s) for s in x.shape], "c_contiguous": bool(x.is_contiguous())}
+
     def compile_function(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         import torch
 

@@ -1,31 +1,10 @@
-"""The xlinalg benchmark engine: device-correct timing across array libraries.
+"""The xlinalg benchmark harness: device-correct timing across array libraries.
 
-Public API
-----------
-Declaring cases
-    :class:`Case`, :func:`register_case`, :func:`get_case`, :func:`case_names`,
-    :func:`load_case_file`, :func:`load_case_files`, :class:`Ctx`
-Timing
-    :class:`Timer`, :class:`TimerConfig`, :class:`Measurement`, :class:`Stats`;
-    :func:`calibrate`, :func:`time_block` (plain blocks, for scripts)
-Running
-    :class:`RunConfig`, :func:`run_benchmark`, :func:`plan_cells`,
-    :func:`execute_cell`, :func:`make_cell`, :func:`check_result`,
-    :func:`fence_selfcheck`, :class:`RunSummary`, :class:`BenchUsageError`
-Storing
-    :class:`ResultStore`, :func:`read_results`, :class:`ResultsFile`,
-    :class:`ResultsFileError` (:class:`ResultsFileBusyError`,
-    :class:`ResultsWriteError`, :class:`ResumeMismatchError`), :data:`SCHEMA_VERSION`
-Environment
-    :func:`collect_env`
-Studies (the cases of a study and its report, apart from the harness)
-    :class:`Study`, :class:`ReportPart`, :func:`load_study`, :func:`study_case_modules`
-
-The harness knows no case by name but its own calibration cases; the documents'
-cases are a study (:mod:`xlinalg.study`), which the ``xlinalg`` command loads.
-
-Importing this package imports no array library but NumPy, and none of rich,
-threadpoolctl or psutil (they are imported where used).
+Its public API is :data:`__all__` (cases, timer, runner, store, environment, the
+:class:`Study` plug-in); the documents' cases are a study (:mod:`xlinalg.study`),
+which the ``xlinalg`` command loads (docs/benchmark.md, "The harness and the
+study"). Importing this package imports no array library but NumPy, and none of
+rich, threadpoolctl or psutil (they are imported where used).
 """
 
 from . import _calibration  # noqa: F401  (registers the calibration cases, before any other)

@@ -1,36 +1,12 @@
 """Benchmark cases: what to time, declared as data.
 
-A :class:`Case` says everything the runner needs and nothing about *how* to
-time: its sizes at each scale, how to make float64 inputs from a seeded NumPy
-generator, the operation (given a :class:`Ctx` that holds the backend's native
-namespace), a float64 NumPy reference, flop and byte counts for GFLOP/s and
-GB/s, and which backends, dtypes or sizes it skips and why.
-
-Adding a case is one call::
-
-    from xlinalg.bench import Case, register_case
-
-    register_case(Case(
-        name="my_gemm",
-        doc="GEMM a @ b, (m, k) x (k, n)",
-        section="Extra", tags=("gemm",), units="GFLOP/s",
-        sizes={"quick": [(64, 64, 64)], "default": [(128, 256, 512)], "full": [...]},
-        size_names=("m", "k", "n"),
-        setup=lambda rng, s: (rng.standard_normal(s[:2]), rng.standard_normal(s[1:])),
-        op=lambda ctx, a, b: ctx.xp.matmul(a, b),
-        reference=np.matmul,
-        flops=lambda s: 2.0 * s[0] * s[1] * s[2],
-        bytes=lambda s, itemsize: itemsize * (s[0] * s[1] + s[1] * s[2] + s[0] * s[2]),
-        skip={"array-api-strict": "why it is skipped"},
-    ))
-
-Inputs are generated in float64 and cast to the run's dtype once on the host;
-the reference is computed in float64 from the *cast* values, so the check
-measures the backend's rounding, not the cast. Every backend gets identical
-inputs (their SHA-256 is recorded).
-
-Extra cases can live in any Python file passed with ``xlinalg bench
---case-file FILE`` (it is imported by the runner and by each worker process).
+A :class:`Case` gives its sizes at each scale, a seeded float64 input maker, the
+operation (on a :class:`Ctx`), a float64 NumPy reference, flop and byte counts and
+its skips; :func:`register_case` adds it (docs/contributing.md, "Recipe 3: add a
+benchmark case"; a case file is imported with ``xlinalg bench --case-file FILE``
+by the runner and by each worker). Inputs are cast to the run's dtype once on the
+host and the reference is computed from the cast values, so the check measures
+the backend's rounding, not the cast.
 """
 
 from __future__ import annotations

@@ -94,15 +94,8 @@ def make_cell(
 ) -> dict[str, Any]:
     """The JSON-able description of one cell (what a worker is sent)."""
     c = get_case(case) if isinstance(case, str) else case
-    size = c.normalize(size)
-    label = format_size(size)
     return {
-        "case": c.name,
-        "backend": backend,
-        "dtype": dtype,
-        "size": list(size) if isinstance(size, tuple) else size,
-        "size_label": label,
-        "key": cell_key(c.name, backend, dtype, label),
+        **_identity(c, backend, dtype, c.normalize(size)),
         "seed": seed,
         "timer": (timer or TimerConfig()).to_dict(),
         "check": check,
@@ -118,17 +111,16 @@ def record_head(cell: dict[str, Any]) -> tuple[Case, Any, dict[str, Any]]:
     failed or skipped one too)."""
     case = get_case(cell["case"])
     size = case.normalize(cell["size"])
+    return case, size, {**_identity(case, cell["backend"], cell["dtype"], size),
+                        "params": case.params(size), **case.describe(cell["dtype"])}
+
+
+def _identity(case: Case, backend: str, dtype: str, size: Any) -> dict[str, Any]:
+    """A cell's identity as its description and its record start with it."""
     label = format_size(size)
-    return case, size, {
-        "key": cell_key(case.name, cell["backend"], cell["dtype"], label),
-        "case": case.name,
-        "backend": cell["backend"],
-        "dtype": cell["dtype"],
-        "size": list(size) if isinstance(size, tuple) else size,
-        "size_label": label,
-        "params": case.params(size),
-        **case.describe(cell["dtype"]),
-    }
+    return {"key": cell_key(case.name, backend, dtype, label), "case": case.name,
+            "backend": backend, "dtype": dtype,
+            "size": list(size) if isinstance(size, tuple) else size, "size_label": label}
 
 
 # ---------------------------------------------------------------------- data
@@ -162,19 +154,6 @@ def _result_to_numpy(backend: Any, x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return x
     return backend.bench.host_result(x)
-
-
-def _layout(x: Any) -> dict[str, Any]:
-    info: dict[str, Any] = {"shape": [int(s) for s in getattr(x, "shape", ())]}
-    if isinstance(x, np.ndarray):
-        info["c_contiguous"] = bool(x.flags.c_contiguous)
-    elif hasattr(x, "is_contiguous"):
-        info["c_contiguous"] = bool(x.is_contiguous())
-    elif hasattr(x, "chunks"):
-        info["chunks"] = [[int(c) for c in ch] for ch in x.chunks]
-    else:
-        info["c_contiguous"] = True  # JAX and array-api-strict arrays are row-major
-    return info
 
 
 def _nonfinite_mismatch(r: np.ndarray, ref: np.ndarray) -> int:
@@ -458,7 +437,7 @@ def execute_cell(
                 "allow_tf32": bool(cell.get("allow_tf32", False)),
                 "inputs_sha256": digest.hexdigest(),
                 "inputs_from": "numpy.random.default_rng(seed), float64, cast on the host",
-                "layout": [_layout(x) for x in inputs],
+                "layout": [backend.bench.layout(x) for x in inputs],
                 "fence": fence_desc,
                 "regime": "throughput: blocks of `number` back-to-back calls, one fence per block",
             }

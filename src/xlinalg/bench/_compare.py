@@ -1,54 +1,8 @@
 """``xlinalg compare old.jsonl new.jsonl``: per-cell ratio of medians with an interval.
 
-For each cell (same key: case, backend, dtype, size) in both files, the ratio
-new/old of the median times and an interval around it. The noise of a cell is
-never estimated from the difference being judged (a real regression would
-inflate its own noise and hide itself). It comes from:
-
-- *each file's own passes*: a run measures every cell in several passes, each
-  in fresh worker processes (``time.passes``). The variance between a cell's
-  passes (log of the pass medians) is what the cell moves from one set of
-  processes to the next with no code changed; it is moderated towards the
-  median variance of all cells of both files (an empirical-Bayes prior worth
-  :data:`PRIOR_DF` passes, as limma does), because three passes alone say little
-  about a variance; a cell whose passes disagree more keeps its own. The within-pass bootstrap standard error of the samples is
-  a floor.
-- or, with ``--noise A B``, an A/A pair (two runs of the same code on this
-  machine): a cell's variance is then at least the one that pair shows
-  (moderated the same way).
-
-The interval is Student's t on the log scale, ``log ratio ± t * se`` with
-Welch's degrees of freedom. Hundreds of cells are judged at once: the flags
-control the false-discovery rate at ``alpha`` (Benjamini-Hochberg over the
-p-values of "the change lies beyond the threshold"; with R cells flagged of m,
-every interval is at level ``1 - alpha R / m``, Benjamini-Yekutieli's
-false-coverage-rate level, so a cell is flagged exactly when its interval
-lies beyond the threshold; with none flagged that is Bonferroni's
-``1 - alpha / m``). A cell is a REGRESSION only when the whole interval lies above
-``1 + threshold`` (default 5 %), an improvement when it lies below
-``1 / (1 + threshold)``; a cell whose interval excludes 1 but not the threshold
-is "a real difference below the threshold". It is judged only when both sides
-have at least ``min_samples`` samples and neither side's worker was starved
-(kept less than half a core busy: its time measures the scheduler). A cell
-whose process kept a different number of cores busy in the two runs (effective
-cores 1.9 in one, 1.0 in the other) is not like for like: shown with both
-figures, never as a REGRESSION.
-
-A change shared by every cell (a slower machine, or a change that slows
-everything) is estimated once: the median of the cells' log ratios, with a
-bootstrap interval over the cells. When that interval lies beyond the
-threshold it is reported on one line as a machine shift (``all cells moved by
-xk``), and each cell is judged after removing it (the shift's own uncertainty
-added to the cell's): a uniform slowdown is one finding, not one per cell.
-
-Before the table, ``compare`` warns when the files come from different
-machines, scales, dtypes, thread settings or library versions.
-
-Exit status: 0 when the comparison ran (whatever it found); 1 with
-``--fail-on regression`` when a cell is flagged REGRESSION, and with
-``--fail-on shift`` also when the machine shift is a slowdown beyond the
-threshold (a CI gate); 2 for a usage error or a file that cannot be read
-(its one-line error on stderr).
+The method (noise from each file's passes or an A/A pair, Student's t with Welch's
+degrees of freedom, Benjamini-Hochberg over the cells, the machine shift, the exit
+status) is docs/benchmark.md, "`compare`: a regression only beyond the noise".
 """
 
 from __future__ import annotations
@@ -402,7 +356,7 @@ def _why_not(o: Mapping[str, Any], n: Mapping[str, Any]) -> str:
     for side, r in (("old", o), ("new", n)):
         st = r.get("status")
         if st in ("failed", "skipped"):
-            err = get_path(r, "error", "message") or r.get("skip_reason") or r.get("reason")
+            err = get_path(r, "error", "message") or r.get("skip_reason")
             out.append(f"{side} {st}" + (f": {str(err)[:80]}" if err else ""))
         elif median(r) is None:
             v = get_path(r, "time", "median_s")
@@ -423,12 +377,9 @@ def header_differences(old: Mapping[str, Any] | None,
     """What differs between the two runs' headers that makes times incomparable."""
     old, new = old or {}, new or {}
     out = []
-    for key in ("machine_id", "host"):  # "host": files written before 2026-12-04
-        a, b = get_path(old, "env", key), get_path(new, "env", key)
-        if a is not None and b is not None:
-            if a != b:  # the values are not shown: a host name is nobody's business
-                out.append("machine: the two files come from different machines")
-            break
+    a, b = get_path(old, "env", "machine_id"), get_path(new, "env", "machine_id")
+    if a is not None and b is not None and a != b:  # the ids are not shown
+        out.append("machine: the two files come from different machines")
     for label, path in (("CPU", ("env", "cpu", "model")),
                         ("usable cores", ("env", "cpu", "usable_cores")),
                         ("scale", ("run", "scale")), ("dtype", ("run", "dtype")),

@@ -1,27 +1,9 @@
 """Untrusted text made safe for each place it is shown (one helper per sink).
 
-Case names, backend names, dtype strings, size labels and error messages come
-from case files and from results files written by someone else: they are data,
-never markup. Every sink that shows them calls the helper for that sink:
-
-=================  ==============================================================
-sink               helper
-=================  ==============================================================
-terminal (plain)   :func:`terminal`: control characters (ANSI/OSC escape
-                   sequences, carriage returns, bidi overrides) shown as ``\\x1b``
-rich tables/text   :func:`rich_markup` (a markup string) or :func:`rich_text` (a
-                   ``rich.text.Text``, no markup at all)
-Markdown           :func:`markdown`: characters with a Markdown meaning
-                   backslash-escaped, HTML's as entities: ``<script>``, ``$x$``
-                   and ``[a](b)`` stay text
-HTML               the report's template: Jinja2's autoescape, after
-                   :func:`terminal`
-file names         :func:`filename`: ``[A-Za-z0-9._-]`` only, at most 100 bytes,
-                   a hash suffix whenever the name had to change (distinct names
-                   never share a file)
-plot text          :func:`plot_text`: ``$`` escaped (matplotlib math text)
-=================  ==============================================================
-
+Names and messages from case files and results files are data, never markup:
+:func:`terminal` (control characters made visible), :func:`rich_markup` and
+:func:`rich_text`, :func:`markdown`, :func:`filename`, :func:`plot_text`; the HTML
+is the Jinja2 template with autoescape (docs/benchmark.md, "Nothing lost").
 Only the standard library is imported here (rich on use).
 """
 

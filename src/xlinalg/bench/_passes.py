@@ -1,16 +1,10 @@
 """A group's verdict, and one record per backend from several passes over the run.
 
-A *pass* is one side-by-side measurement of a group (:func:`._sidebyside.measure_group`).
-The run measures every group twice: the first pass as the run goes, the second
-at its end in fresh worker processes. Process state (where the scheduler put a
-library's threads, how its buffers fell in memory, a neighbour that was busy in
-those minutes) is shared by all rounds of one pass, so one pass's interval
-cannot say how the next run will come out; two passes in different processes
-at different times can. :func:`merge_passes` makes the record that stands from
-the passes: all rounds, ratios whose interval spans the passes
-(:func:`._stats.combine_passes`), and the verdict drawn from those.
-
-Pure: records in, records out (the tests drive it with synthetic passes).
+:func:`merge_passes` makes the record that stands from a group's passes (each a
+side-by-side measurement in fresh worker processes): all rounds, ratios whose
+interval spans the passes (:func:`._stats.combine_passes`) and the verdict drawn
+from those; why passes: docs/benchmark.md, "Side by side", step 7. Pure: records
+in, records out.
 """
 
 from __future__ import annotations
@@ -20,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._findings._fields import raw_times
+from ._schema import SideBySide, TimeStats, conforms
 from ._stats import all_pairs, as_reading, combine_passes, effective_cores, starved, verdict
 from ._timer import NOISE_THRESHOLD, Stats
 from ._verdict import verdict_text
@@ -104,33 +99,14 @@ def _load_reading(x: Any) -> bool:
 
 
 def usable_first_pass(rec: Mapping[str, Any]) -> bool:
-    """Whether a first-pass record read back from a results file (data from outside:
-    an edited or foreign file) can be merged with a second pass: its
-    ``side_by_side`` holds what :func:`merge_passes` reads, of the types it
-    reads. A resumed run measures a group with an unusable record again, whole,
-    instead of failing on it at the end."""
+    """Whether a first-pass record read back from a results file (an edited or
+    foreign one) can be merged with a second pass: it has rounds, and its
+    ``side_by_side`` and ``time`` are of the record's types (:mod:`._schema`). A
+    resumed run measures a group with an unusable record again, whole, instead of
+    failing on it at the end."""
     sbs = rec.get("side_by_side")
-    if not isinstance(sbs, Mapping):
-        return False
-    rs = sbs.get("round_s")
-    if not isinstance(rs, list) or not rs or not all(v is None or _number(v) for v in rs):
-        return False
-    for k in ("wall_s", "cpu_s", "settle_s", "group_elapsed_s"):
-        if sbs.get(k) is not None and not _number(sbs[k]):
-            return False
-    if sbs.get("rounds") is not None and not (isinstance(sbs["rounds"], int) and not isinstance(sbs["rounds"], bool)):
-        return False
-    for k in ("order", "block_s"):
-        if sbs.get(k) is not None and not isinstance(sbs[k], list):
-            return False
-    load = sbs.get("load_avg_1min")  # None, a dict without samples (no reading), or a reading
-    if load is not None and not (isinstance(load, dict) and (not load.get("samples") or _load_reading(load))):
-        return False
-    t = rec.get("time")
-    if t is not None and not isinstance(t, Mapping):
-        return False
-    raw = (t or {}).get("raw_s")
-    return raw is None or (isinstance(raw, list) and all(_number(v) for v in raw))
+    return (isinstance(sbs, Mapping) and bool(sbs.get("round_s")) and conforms(sbs, SideBySide)
+            and conforms(rec.get("time") or {}, TimeStats))
 
 
 def _merged_load(loads: Sequence[Any]) -> dict[str, Any] | None:

@@ -389,16 +389,10 @@ def _peaks_blocks(peaks: dict[str, Any]) -> list[Block]:
             ("ul", pk or ["no throughput measured"])]
 
 
-def _md_text(x: Any) -> str:
-    """Text from a results file as Markdown: no raw HTML, no table breaks, no links,
-    no math, no control characters (:func:`._escape.markdown`)."""
-    return markdown(x)
-
-
 def _md_cell(c: Any) -> str:
     if isinstance(c, tuple) and c and c[0] == "link":
-        return f"[{_md_text(c[1])}](#{c[2]})"
-    return "<br>".join(_md_text(part) for part in str(c).split("\n"))
+        return f"[{markdown(c[1])}](#{c[2]})"
+    return "<br>".join(markdown(part) for part in str(c).split("\n"))
 
 
 def render_md(blocks: list[Block], outdir: Path) -> str:
@@ -408,15 +402,15 @@ def render_md(blocks: list[Block], outdir: Path) -> str:
             if len(b) > 3:
                 lines.append(f'<a id="{b[3]}"></a>')
                 lines.append("")
-            lines += ["#" * b[1] + " " + _md_text(b[2]), ""]
+            lines += ["#" * b[1] + " " + markdown(b[2]), ""]
         elif b[0] == "p":
-            lines += [_md_text(b[1]), ""]
+            lines += [markdown(b[1]), ""]
         elif b[0] == "ul":
-            lines += [f"- {_md_text(x)}" for x in b[1]] + [""]
+            lines += [f"- {markdown(x)}" for x in b[1]] + [""]
         elif b[0] == "toc":
-            lines += [f"- [{_md_text(t)}](#{a})" for t, a in b[1]] + [""]
+            lines += [f"- [{markdown(t)}](#{a})" for t, a in b[1]] + [""]
         elif b[0] == "details":
-            lines += [f"<details><summary>{_md_text(b[1])}</summary>", ""]
+            lines += [f"<details><summary>{markdown(b[1])}</summary>", ""]
             lines.append(render_md(b[2], outdir))
             lines += ["</details>", ""]
         elif b[0] == "table":
@@ -426,7 +420,7 @@ def render_md(blocks: list[Block], outdir: Path) -> str:
             lines.append("")
         elif b[0] == "img":
             p = b[1]
-            lines += [f"![{_md_text(p['title'])}]({Path(p['png']).name})", ""]
+            lines += [f"![{markdown(p['title'])}]({Path(p['png']).name})", ""]
     return "\n".join(lines)
 
 

@@ -64,18 +64,13 @@ class ResumeMismatchError(ResultsFileError):
     """``--resume`` with settings other than those the file's cells were measured with."""
 
 
-
 def _why(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
-
-
 
 
 def cell_key(case: str, backend: str, dtype: str, size_label: str) -> str:
     """The identity of a cell in a results file (what ``--resume`` matches)."""
     return f"{case}|{backend}|{dtype}|{size_label}"
-
-
 
 
 # ---------------------------------------------------------------------- reading
@@ -129,17 +124,13 @@ class ResultsFile:
 
 def _iter_lines(raw: bytes) -> Iterator[tuple[int, int, bytes, bool]]:
     """(line number, end offset, line bytes, has newline) for each line."""
-    pos = 0
-    lineno = 0
-    n = len(raw)
-    while pos < n:
-        lineno += 1
-        nl = raw.find(b"\n", pos)
-        if nl < 0:
-            yield lineno, n, raw[pos:], False
-            return
-        yield lineno, nl + 1, raw[pos:nl], True
-        pos = nl + 1
+    end = 0
+    for lineno, line in enumerate(raw.split(b"\n"), 1):
+        end += len(line) + 1
+        if end <= len(raw):
+            yield lineno, end, line, True
+        elif line:
+            yield lineno, len(raw), line, False
 
 
 #: Largest results file a reader accepts (bytes): a full run is a few MiB.
@@ -360,5 +351,3 @@ def _headerless_warnings(p: Path, out: ResultsFile, lines: list[int]) -> None:
             "measured is unknown (a record copied from another file?); they are read, "
             "but compare them with care", 600))
 
-
-# ---------------------------------------------------------------------- writing

@@ -4,30 +4,11 @@
 >>> summary = run_benchmark(RunConfig(backends=["numpy"], cases=["calib_gemm"], scale="quick",
 ...                                   out="results.jsonl"))            # doctest: +SKIP
 
-Cells run side by side (:mod:`xlinalg.bench._sidebyside`): each (case, size,
-dtype) is measured on every selected backend in rotated rounds (A B C, B C A,
-C A B, ...), each backend in its own worker process, all kept alive through the
-run; drift and neighbouring jobs then hit every backend alike, and each ratio
-between two backends comes with an interval from the paired rounds. The fence
-self-check runs in every worker before the first cell (its result is in the
-header); before each visit the other workers must have gone idle; at the end
-of the run every cell is measured a second time in fresh worker processes, the
-record that stands spans both passes, and a cell whose passes disagree is
-measured a third time (``stall`` in its record). Each finished cell is
-appended to the results file at once.
-
-Isolation (default): one worker process per backend
-(:mod:`xlinalg.bench._worker`). A cell that passes ``time_limit`` has its
-worker killed — the only way to stop a LAPACK call or a CUDA kernel — and is
-recorded as ``timeout``; a worker that dies (the out-of-memory killer, a
-segfault) is recorded as ``crash``; a new worker serves the next cell. The
-cost is one interpreter start and the backend's import per backend (and per
-killed worker): about a second for torch or JAX.
-
-Without isolation (``isolate=False``) cells run in the calling process one
-backend after the other (no rounds, no verdicts): the fairness settings are
-applied and restored around each backend, and the time limit is a best-effort
-``SIGALRM`` that cannot interrupt a C call.
+Isolated runs go side by side (:mod:`._sidebyside`: one worker process per
+backend, rotated rounds, later passes in fresh processes); ``isolate=False`` runs
+the cells in this process one backend after the other, with a best-effort
+``SIGALRM`` time limit and no verdicts. docs/benchmark.md, "Side by side" and
+"Nothing lost", describes both.
 """
 
 from __future__ import annotations
@@ -36,7 +17,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +51,10 @@ class BenchUsageError(ValueError):
     The message is one line and lists the valid choices (and how to install an
     unavailable backend).
     """
+
+
+#: RunConfig fields a results file's header does not record.
+_NOT_RECORDED = ("out", "resume", "overwrite", "retry_failed", "retry_noisy")
 
 
 @dataclass
@@ -171,27 +156,12 @@ class RunConfig:
         return self.timer or TimerConfig.for_scale(self.scale)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "backends": list(self.backends or []),
-            "cases": list(self.cases or []),
-            "dtype": self.dtype,
-            "scale": self.scale,
-            "sizes": list(self.sizes) if self.sizes else None,
-            "threads": self.threads,
-            "allow_tf32": self.allow_tf32,
-            "time_limit": self.time_limit,
-            "isolate": self.isolate,
-            "seed": self.seed,
-            "case_files": [str(p) for p in self.case_files],
-            "memory_limit": self.memory_limit,
-            "timer": self.timer_config().to_dict(),
-            "check": self.check,
-            "memory": self.memory,
-            "calibrate": self.calibrate,
-            "margin": self.margin,
-            "recheck": self.recheck,
-            "stall_factor": self.stall_factor,
-        }
+        """The run settings a header records (``out`` and the resume flags are not)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_RECORDED}
+        return {**d, "backends": list(self.backends or []), "cases": list(self.cases or []),
+                "sizes": list(self.sizes) if self.sizes else None,
+                "case_files": [str(p) for p in self.case_files],
+                "timer": self.timer_config().to_dict()}
 
 
 @dataclass

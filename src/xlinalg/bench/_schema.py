@@ -1,30 +1,18 @@
-"""What a results file may hold: the JSON Schema of its records, in one place.
+"""What a results file may hold: the record types, their JSON Schema, strict parsing.
 
-Results files are data from strangers (shared, downloaded, edited). Readers
-(``report``, ``compare``, ``--resume``) parse every line with
-:func:`parse_line` and check it with :func:`record_problem` before any other
-code sees it, so that a wrong type (``"time": "fast"``, ``"case": 7``) is a
-one-line ``file:line: what is wrong`` error, never a traceback further on.
-
-The records are declared once, as types: :class:`ResultRecord` and
-:class:`HeaderRecord` (typed dicts, read by the code that reads records), with
-the constraints JSON adds to a type (a name is not empty, a time is not
-negative) as :data:`typing.Annotated` metadata. The JSON Schema that checks a
-file (:data:`RESULT_PROPERTIES`, :data:`HEADER_PROPERTIES`) is generated from
-them at import (:func:`json_schema`). Extending a record: add the field to its
-type. Unknown fields are allowed (a newer writer may add some), known fields
-must have their declared type. The validator is :mod:`jsonschema` (Draft
-2020-12), imported on first use.
-
-Parsing refuses what Python's :mod:`json` would accept but no writer of ours
-produces: ``NaN``/``Infinity`` literals, numbers that overflow a float,
-integer literals over :data:`MAX_INT_DIGITS` digits (Python's int-str limit
-would raise deep inside), duplicate keys, and nesting deeper than
-:data:`MAX_DEPTH`.
+The records are declared once, as typed dicts (:class:`ResultRecord`,
+:class:`HeaderRecord`) with the constraints JSON adds as :data:`typing.Annotated`
+metadata (:class:`JS`); the JSON Schema that checks a file is generated from them
+at import (:func:`json_schema`) and checked with :mod:`jsonschema` on first use.
+Extending a record: add the field to its type (unknown fields are allowed).
+:func:`parse_line` refuses what no writer of ours produces: ``NaN`` literals,
+overflowing numbers, integers over :data:`MAX_INT_DIGITS` digits, duplicate keys,
+nesting over :data:`MAX_DEPTH` (docs/benchmark.md, "Nothing lost").
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import types
@@ -41,6 +29,9 @@ __all__ = [
     "RESULT_STATUSES",
     "RecordError",
     "ResultRecord",
+    "SideBySide",
+    "TimeStats",
+    "conforms",
     "json_schema",
     "parse_line",
     "record_problem",
@@ -116,7 +107,6 @@ class TimeStats(TypedDict, total=False):
     warmup_calls: Count
     calibration_blocks: Count
     noisy: Flag
-    stalled: Flag
     warnings: list[LongText]
     clock: Text
     raw_s: Nums
@@ -189,9 +179,9 @@ class Stall(TypedDict, total=False):
 
 
 class LoadAverage(TypedDict, total=False):
-    min: Num
-    max: Num
-    mean: Num
+    min: float
+    max: float
+    mean: float
     samples: Count
 
 
@@ -206,6 +196,7 @@ class SideBySide(TypedDict, total=False):
     wall_s: NonNeg
     cpu_s: NonNeg
     effective_cores: NonNeg
+    settle_s: NonNeg
     load_avg_1min: LoadAverage | None
 
 
@@ -238,7 +229,6 @@ class ResultRecord(_ResultRequired, total=False):
     compute_dtype: Name
     skip_reason: Text
     cell_wall_s: NonNeg
-    calibration: Flag
     time: TimeStats
     throughput: Throughput | None
     check: CheckResult
@@ -250,7 +240,6 @@ class ResultRecord(_ResultRequired, total=False):
     verdict: RecordedVerdict | None
     ratios: dict[str, Interval | None] | None
     stall: Stall | None
-    stalled: Flag
     side_by_side: SideBySide | None
 
 
@@ -367,6 +356,19 @@ def _validator(kind: str) -> Any:
         Draft202012Validator.check_schema(schema)
         v = _VALIDATORS.setdefault(kind, Draft202012Validator(schema))
     return v
+
+
+@functools.cache
+def _type_validator(record_type: Any) -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(json_schema(record_type))
+
+
+def conforms(value: Any, record_type: Any) -> bool:
+    """Whether `value` is a valid `record_type` (a type of a record's part, e.g.
+    :class:`SideBySide`), by the schema generated from it."""
+    return bool(_type_validator(record_type).is_valid(value))
 
 
 def _short(value: Any) -> str:

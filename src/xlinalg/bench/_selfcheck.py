@@ -1,20 +1,10 @@
 """The fence self-check: an operation's time must grow with its work.
 
-A fence that does not wait (a missing ``block_until_ready``, a CUDA launch timed
-without a synchronize, a Dask graph that is built but never computed) makes the
-time of a matmul the same at every size: only the dispatch is measured. Timing
-the same operation at a small and a large size and requiring the large one to
-take clearly longer catches that (the research notes' "scaling probe").
-
-On a loaded machine the small size's time is not its work: a library with a
-thread pool (torch's OpenMP, MKL) wakes its sleeping workers for each call, and
-while other processes hold the cores each wake-up waits for a scheduler time
-slice, tens of milliseconds, as long as the large matmul itself (measured in
-docs/performance.md). So the verdict uses each size's fastest sample
-(interference only ever adds time), and a ratio below the threshold is measured
-once more with the large size doubled (8x the work) before the fence is declared
-broken: a fixed per-call delay cannot hide that growth, while a fence that does
-not wait times a dispatch at any size and fails both attempts.
+A fence that does not wait times only the dispatch, the same at every size. The
+fastest samples of a small and a large matmul must differ by the work; a short
+ratio is measured once more with 8x the work before the fence is called broken
+(a loaded machine's thread-pool wake-ups can make the small size as slow as the
+large one). docs/benchmark.md, "Side by side", step 10.
 """
 
 from __future__ import annotations

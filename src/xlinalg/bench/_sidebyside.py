@@ -1,35 +1,11 @@
 """One cell measured on every backend side by side, in rotated rounds.
 
-A *group* is one (case, size, dtype) on every selected backend. Each backend
-has its own client (in a run: a worker process, :class:`._workerproc.WorkerClient`).
-The group is measured as follows:
-
-1. **begin** — every client prepares its cell: inputs, reference, first call,
-   warm-up and the calibration of the calls per sample (``number``); it answers
-   "ready" (or at once with a record when the cell is skipped or fails).
-2. **rounds** — round ``r`` visits the ready backends in the order
-   :func:`._stats.rotation` gives (A B C, B C A, C A B, ...); a visit is
-   ``blocks_per_round`` samples back to back (each a block of ``number`` calls
-   closed by the fence) and returns their per-call times with the worker's wall
-   and CPU time. The round's value is the fastest block: a block the
-   scheduler interrupted only ever takes longer. The load average is read
-   between rounds. Before each visit the other workers of the group must have
-   gone idle (:class:`Settle`): a library's thread pool keeps spinning after a
-   call returns (OpenBLAS's threads for up to ~0.1 s), and on a machine with
-   few cores those spinning threads take a core from the next backend.
-3. **stop** — after ``min_samples`` rounds with ``min_run_time`` of samples
-   per backend (fixed by the timer, never by the width of an interval: the
-   next pass in fresh processes is the evidence that narrows it), when a CPU
-   worker is starved (kept less than ``STARVED_CORES`` busy: no verdict is
-   drawn then), when the time budget (``max_run_time`` per backend) is spent,
-   or at ``max_samples`` rounds.
-4. **finish** — every client checks its result and measures memory, and
-   returns its record (whose ``time`` is the statistics of its round samples).
-
-A client that passes the time limit or dies is recorded as failed (its kind:
-``timeout`` or ``crash``) and leaves the rounds; the others go on.
-
-:func:`measure_group` takes the clients, the clock and the load reader as
+A *group* is one (case, size, dtype) on every selected backend, each through its
+own client (a worker process, :class:`._workerproc.WorkerClient`): **begin**
+(prepare and calibrate), **rounds** in rotated order with settling between visits,
+**stop** (fixed by the timer), **finish** (check, memory, record); the passes at
+the end of the run. The design and its measurements: docs/benchmark.md, "Side by
+side". :func:`measure_group` takes the clients, the clock and the load reader as
 arguments, so the tests drive it with fakes and a synthetic clock.
 """
 
@@ -41,14 +17,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ._findings._fields import compute_dtype, is_calibration, median, peak_of
+from ._findings._fields import compute_dtype, is_calibration, median, peak_of, processor_class
 from ._passes import group_verdict, merge_passes
 from ._stats import (
     DEFAULT_LEVEL,
     STARVED_CORES,
     all_pairs,
     effective_cores,
-    on_gpu,
     passes_disagree,
     rotation,
     starved,
@@ -347,10 +322,6 @@ def _annotate(res: GroupResult, names: Sequence[str], wall: Mapping[str, float],
 
 
 # ---------------------------------------------------------------------- the run
-def _processor(backend: str) -> str:
-    return "gpu" if on_gpu(backend) else "cpu"
-
-
 class Peaks:
     """This run's calibrated peaks (the best GFLOP/s and GB/s of its calibration cells,
     per processor and dtype: the peak each declares), and the marking of rates above them."""
@@ -365,7 +336,7 @@ class Peaks:
             return
         key, table = ("gflops", self.gflops) if peak_of(rec) == "arithmetic" else ("gbs", self.gbs)
         v = (rec.get("throughput") or {}).get(key)
-        k = (_processor(str(rec.get("backend"))), str(rec.get("dtype")))
+        k = (processor_class(str(rec.get("backend"))), str(rec.get("dtype")))
         if isinstance(v, (int, float)) and v > 0:
             table[k] = max(table.get(k, 0.0), float(v))
 
@@ -377,7 +348,7 @@ class Peaks:
             return
         # against the peak of the dtype the cell computes in (a cell of a float64 run
         # that casts computes in float32, bfloat16, ...: no float64 peak applies to it)
-        k = (_processor(str(rec.get("backend"))), compute_dtype(rec))
+        k = (processor_class(str(rec.get("backend"))), compute_dtype(rec))
         above = {}
         for key, table in (("gflops", self.gflops), ("gbs", self.gbs)):
             v, peak = thr.get(key), table.get(k)

@@ -1,24 +1,8 @@
 """Statistics of side-by-side measurements: rotation, paired ratios with intervals,
-verdicts, stopping, stalls.
+verdicts, passes, stalls, and ``compare``'s unpaired interval.
 
 Everything here is pure (numbers in, numbers out, no clock, no process), so the
-tests drive it with synthetic data.
-
-- :func:`rotation`: the order of the backends in round ``r`` (A B C, B C A, C A B, ...):
-  each backend is first, middle and last equally often, so drift and neighbours
-  hit every backend alike.
-- :func:`paired_ratio`: the ratio of two backends' times from the rounds they
-  shared: the median of the per-round ratios, and a percentile bootstrap
-  interval of that median (seeded: the same data give the same interval).
-- :func:`verdict`: the runner's verdict of a group, by the one rule
-  (:func:`._verdict.decide`) over its paired intervals.
-- :func:`combine_passes`: a pair's interval over several passes (fresh worker
-  processes): Student's t over the per-pass ratios; :func:`passes_disagree`:
-  which pairs need more passes.
-- :func:`stall_factor`, :func:`classify_stall`: how far a cell's median is from
-  its own recheck, and what a remeasurement says about it.
-- :func:`ratio_interval`: the unpaired interval of ``median(new)/median(old)``
-  (``xlinalg compare``).
+tests drive it with synthetic data; the methods are docs/benchmark.md, "Side by side".
 """
 
 from __future__ import annotations
@@ -29,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ._findings._fields import is_gpu
 from ._verdict import MARGIN, decide, positive, verdict_text
 
 __all__ = [
@@ -41,7 +26,6 @@ __all__ = [
     "combine_passes",
     "effective_cores",
     "exp_or_limit",
-    "on_gpu",
     "paired_ratio",
     "p_beyond",
     "passes_disagree",
@@ -63,16 +47,10 @@ N_BOOT = 2000
 STARVED_CORES = 0.5
 
 
-def on_gpu(backend: str) -> bool:
-    """Whether `backend` computes on a GPU (its host process waits by design)."""
-    from ..backends import BACKEND_NAMES, get_backend
-
-    return backend in BACKEND_NAMES and bool(get_backend(backend).gpu)
-
-
 def starved(backend: str, cores: float | None) -> bool:
-    """A CPU backend that kept fewer than :data:`STARVED_CORES` cores busy."""
-    return cores is not None and cores < STARVED_CORES and not on_gpu(backend)
+    """A CPU backend that kept fewer than :data:`STARVED_CORES` cores busy (a GPU
+    backend's host process waits by design)."""
+    return cores is not None and cores < STARVED_CORES and not is_gpu(backend)
 
 
 def rotation(backends: Sequence[str], round_index: int) -> list[str]:
@@ -226,22 +204,11 @@ def combine_passes(
     level: float = DEFAULT_LEVEL,
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """One interval per pair from the pairs of several passes (each pass: the
-    rounds of one set of worker processes, at another time of the run).
-
-    The unit of independent evidence is the pass, as in pyperf (its values come
-    from 20 processes) and asv: rounds within a pass share the state of their
-    processes (thread placement, memory layout, a neighbour's job), so a library
-    that runs at 0.9 ms in one process and at 1.8 ms in the next has paired
-    rounds that agree within a pass and an interval that says nothing about the
-    next run. Over ``k >= 2`` passes the ratio is the geometric mean of the
-    passes' ratios (each pass weighs the same) and the interval is Student's t
-    prediction interval over the per-pass log ratios, ``mean ± t(k-1) * se *
-    sqrt(2)`` (where another run of ``k`` passes will find the ratio: its mean
-    varies as much as this one), where ``se² = max(s², w²) / k``: ``s²`` is the variance between the passes and ``w²`` the mean
-    within-pass variance of a pass's ratio (from its bootstrap interval), a
-    floor so that passes which happen to agree do not make an interval tighter
-    than one process's own rounds allow. One pass: its own interval. Ratios of
-    hostile times (0 or inf) have no log: the interval then spans the passes.
+    rounds of one set of worker processes): over ``k >= 2`` passes the geometric
+    mean of their ratios with Student's t prediction interval ``mean ± t(k-1) * se
+    * sqrt(2)``, ``se² = max(s², w²) / k`` (between-pass variance, floored by the
+    mean within-pass one: docs/benchmark.md, "Side by side", step 7); one pass: its
+    own interval; ratios of hostile times (0 or inf): the span of the passes.
 
     Each result has ``ratio, lo, hi, rounds, level, passes`` (the per-pass
     ratios) and ``method``: ``"t over passes"``, ``"one pass"`` or ``"span"``.

@@ -1,20 +1,9 @@
 """The results file: JSON Lines, one record per line, appended and synced at once.
 
-Layout::
-
-    {"type": "header", "schema_version": 1, "run_id": ..., "created": ..., "env": {...}, "run": {...}}
-    {"type": "result", "schema_version": 1, "run_id": ..., "key": "solve|numpy|float64|5", ...}
-    ...
-
-Each run (and each ``--resume`` of it) appends a header first, then one
-``result`` line per finished cell, written with a single ``write`` call,
-flushed and ``fsync``-ed before the next cell starts: a crash or Ctrl-C loses
-nothing already measured, and at worst leaves a truncated last line, which
-readers tolerate with a warning (and ``--resume`` cuts away).
-
-Only JSON is written and read — no pickles, nothing that is executed. Non-finite
-floats are stored as ``null``. Reading, and what a reader rejects, is
-:mod:`._resultsfile`.
+A run (and each ``--resume``) appends a header, then one ``result`` line per
+finished cell, written in one ``write``, flushed and ``fsync``-ed, under an
+exclusive ``flock``; non-finite floats are stored as ``null``. What that buys:
+docs/benchmark.md, "Nothing lost". Reading is :mod:`._resultsfile`.
 """
 
 from __future__ import annotations
@@ -58,7 +47,7 @@ RESUME_RUN_KEYS: tuple[str, ...] = (
     "check", "memory", "margin", "recheck", "stall_factor",
 )
 RESUME_ENV_KEYS: tuple[str, ...] = (
-    "xlinalg", "python.version", "python.implementation", "numpy", "packages", "host",
+    "xlinalg", "python.version", "python.implementation", "numpy", "packages",
     "machine_id", "cpu.model", "cpu.usable_cores",
 )
 

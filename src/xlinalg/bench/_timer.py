@@ -1,32 +1,13 @@
 """Timing one operation: warm-up, calibrated blocks, a fence inside every block.
 
-The model is ``torch.utils.benchmark.Timer.blocked_autorange`` with the
-warm-up accounting JAX's benchmarking guide asks for:
-
-1. **First call** — timed on its own, fence included, and reported apart
-   (``first_call_s``): it holds compilation (``jax.jit``, ``torch.compile``),
-   lazy initialisation, first-touch page faults and cache misses.
-2. **Warm-up** — more calls until ``warmup_time`` has passed (at least
-   ``min_warmup_calls``); they also give a first estimate of the per-call time.
-3. **Calibration** — the number of calls per sample (``number``) grows until one
-   sample lasts at least ``min_sample_time``, so timer resolution and the
-   cost of the fence are amortised (timeit, asv and pyperf do the same).
-4. **Samples** — blocks of ``number`` calls, each closed by the *fence* on
-   the block's results *inside* the timed region, until ``min_run_time`` has
-   been spent and at least ``min_samples`` blocks exist (bounded by
-   ``max_samples`` and ``max_run_time``).
-
-A block measures pipelined throughput, like torch's Timer: the calls are issued
-back to back and the fence waits for all of them once. The statistics are
-computed on per-call times (block time / ``number``): median, quartiles,
-IQR, min, max, mean. ``IQR/median`` above ``noise_threshold`` sets
-:attr:`Measurement.noisy` (torch.utils.benchmark warns at 10 %).
-
-The garbage collector is disabled inside timed blocks (as :mod:`timeit` does).
-
-Device clocks: on CUDA backends a :class:`DeviceClock` (CUDA events on the
-current stream, from ``Backend.bench.device_clock()``) can time each block on the device as well; the host time stays
-the primary figure because it is the one a user of the library experiences.
+The model is ``torch.utils.benchmark.Timer.blocked_autorange`` with a first call
+reported apart (``first_call_s``), a warm-up, the calls per sample grown until a
+sample lasts ``min_sample_time``, and samples closed by the fence inside the timed
+region (docs/benchmark.md, "How a cell is timed"). Statistics are over per-call
+times (block time / ``number``); the garbage collector is off inside timed blocks
+(as :mod:`timeit` does). A :class:`DeviceClock` (CUDA events,
+``Backend.bench.device_clock()``) can time each block on the device as well; the
+host time stays the primary figure.
 """
 
 from __future__ import annotations
@@ -343,36 +324,29 @@ class Timer:
     # ------------------------------------------------------------------ blocks
     def _block(self, number: int) -> tuple[float, float | None]:
         """Run `number` calls and the fence; return (host seconds, device seconds)."""
-        stmt, fence, clock = self.stmt, self.fence, self.clock
-        dev = self.device_clock
+        stmt, fence, clock, dev = self.stmt, self.fence, self.clock, self.device_clock
+        outs: list[Any] = [None] * number if self.fence_all else []
+        last = None
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            if self.fence_all:
-                outs: list[Any] = [None] * number
-                if dev is not None:
-                    dev.start()
-                t0 = clock()
+            if dev is not None:
+                dev.start()
+            t0 = clock()
+            if outs:  # fence_all: every result goes to the fence
                 for i in range(number):
                     outs[i] = stmt()
                 fence(*outs)
-                t1 = clock()
-                last = outs[-1]
-                del outs
             else:
-                last = None
-                if dev is not None:
-                    dev.start()
-                t0 = clock()
                 for _ in range(number):
                     last = stmt()
                 fence(last)
-                t1 = clock()
+            t1 = clock()
             device_s = dev.stop() if dev is not None else None
         finally:
             if gc_was_enabled:
                 gc.enable()
-        self.last_result = last
+        self.last_result = outs[-1] if outs else last
         return t1 - t0, device_s
 
     # ------------------------------------------------------------------ driver

@@ -1,17 +1,11 @@
 """The one verdict, and the one way a ratio, an interval and a spread are written.
 
-Whatever says which backend is faster, or whether a time moved, reads the
-interval of a ratio of two times through :func:`reading`, names the fastest
-through :func:`decide` and words it through :func:`verdict_text`: the runner as
-it records a group's verdict (:mod:`._stats`), the report, the terminal table
-and the study's findings (:mod:`._findings`, from the records), and ``xlinalg
-compare`` (:mod:`._compare`, new time over old). Numbers are written by
-:func:`fmt_number`, :func:`fmt_ratio`, :func:`fmt_interval` and :func:`fmt_spread` only.
-
-An interval of a ratio is kept in a record as ``{"lo", "ratio", "hi"}``
-(``record["ratios"][other]``); a speed-up adds whom it is over,
-``{"over", "ratio", "lo", "hi"}`` (``record["verdict"]["speedup"]``, and the
-verdict that :func:`xlinalg.bench._findings.verdict` draws from the records).
+Whatever says which backend is faster, or whether a time moved (the runner's
+record, the report, the terminal, the study's findings, ``compare``), reads an
+interval through :func:`reading`, names the fastest through :func:`decide`, words
+it through :func:`verdict_text` and writes numbers through :func:`fmt_number`,
+:func:`fmt_ratio`, :func:`fmt_interval` and :func:`fmt_spread` only
+(docs/benchmark.md, "Side by side", step 5, and the record fields there).
 """
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ def _remote_sampler(fd: int) -> Any:
                 if op == "exit" or req is None:
                     raise SystemExit(0)
                 break  # "finish"
-            k = max(1, int(getattr(timer.config, "blocks_per_round", 1)))
+            k = max(1, timer.config.blocks_per_round)
             w0, c0 = time.perf_counter(), time.process_time()
             got = []
             for _ in range(k):

@@ -106,8 +106,8 @@ def has_tag(r: dict[str, Any], tag: str) -> bool:
 
 
 def is_calibration(r: dict[str, Any]) -> bool:
-    """A calibration cell: its case is tagged ``calibration`` (or the record says so)."""
-    return has_tag(r, "calibration") or r.get("calibration") is True
+    """A calibration cell: its case is tagged ``calibration``."""
+    return has_tag(r, "calibration")
 
 
 def section_of(r: dict[str, Any]) -> str:

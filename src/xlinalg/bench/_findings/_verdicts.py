@@ -49,7 +49,7 @@ def shaky(r: dict[str, Any]) -> str:
     """``"stalled"``, ``"noisy"`` or ``""``: how far a cell's own time can be trusted."""
     t = r.get("time") or {}
     st = r.get("stall")
-    if (isinstance(st, dict) and st.get("stalled")) or r.get("stalled") or t.get("stalled"):
+    if isinstance(st, dict) and st.get("stalled"):
         return "stalled"
     return "noisy" if t.get("noisy") else ""
 
@@ -144,19 +144,9 @@ def verdict(by: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def no_verdict_reason(recorded: Any) -> str | None:
-    """Why the runner drew no verdict for a group (``verdict.no_verdict``; in files
-    written before it, a starved worker or a text saying "no verdict"), else None."""
-    if not isinstance(recorded, dict):
-        return None
-    why = recorded.get("no_verdict")
-    if isinstance(why, str) and why:
-        return why
-    text = recorded.get("text")
-    if isinstance(text, str) and text.startswith("no verdict"):
-        return text.removeprefix("no verdict").lstrip(": ") or "the runner drew none"
-    if recorded.get("starved"):
-        return "a worker was starved (the machine was oversubscribed)"
-    return None
+    """Why the runner drew no verdict for a group (``verdict.no_verdict``), else None."""
+    why = recorded.get("no_verdict") if isinstance(recorded, dict) else None
+    return why if isinstance(why, str) and why else None
 
 
 #: False-discovery rate of the winners a run names (Benjamini-Hochberg over its groups).
