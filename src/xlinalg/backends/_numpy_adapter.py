@@ -206,16 +206,23 @@ class NumPyAdapter(Adapter):
 
     def _solve_one(self, a: Any, b: Any, vector: bool, errors: str, lap: Any) -> Any:
         """One matrix: LAPACK's gesv (getrf + getrs) and the rule (:func:`_gesv_ruled`)."""
-        x, piv, scale = _gesv_ruled(lap, a, b)
-        if piv is None:
-            return x
-        fin = bool(np.isfinite(scale).all() and np.isfinite(b).all())
-        sing = fin and bool((np.abs(piv) <= _singular.tolerance(np, a.dtype, a.shape[0]) * scale).any())
+        x, sing = self.solve_one_masked(a, b, lap)
         if sing and errors == "raise":
             self._raise_singular(np.True_, ())
+        return x
+
+    def solve_one_masked(self, a: Any, b: Any, lap: Any) -> tuple[Any, bool]:
+        """``(x, singular)`` of one matrix `a` (n, n) and `b` (n,) or (n, K) of its dtype,
+        from one LAPACK gesv (`lap`: :func:`lapack_for`): `x` as ``solve(a, b,
+        errors="nan")`` gives it, `singular` the rule's verdict (solve_ex's mask)."""
+        x, piv, scale = _gesv_ruled(lap, a, b)
+        if piv is None:
+            return x, False
+        fin = bool(np.isfinite(scale).all() and np.isfinite(b).all())
+        sing = fin and bool((np.abs(piv) <= _singular.tolerance(np, a.dtype, a.shape[0]) * scale).any())
         if sing or not fin:  # NaN or inf in a or b: never singular, NaN (rule 2)
-            return np.full(x.shape, np.nan, dtype=x.dtype)
-        return x  # finite input, an overflowing solution (1e-310 * I): kept
+            return np.full(x.shape, np.nan, dtype=x.dtype), sing
+        return x, False  # finite input, an overflowing solution (1e-310 * I): kept
 
     def _loop_pays(self, a: Any, bm: Any, dt: np.dtype) -> bool:
         """Whether a stack is solved one ``gesv`` a member (:meth:`_solve_loop`): where
