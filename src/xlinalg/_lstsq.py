@@ -4,7 +4,11 @@ All three go through :func:`xlinalg.svd`/:func:`xlinalg.svdvals` (NaN or inf
 input raises their ``LinAlgError``; Dask's tall-and-skinny matrices run its TSQR
 SVD, lazily) with the array API standard's tolerance by default:
 ``max(M, N) * eps`` relative to the largest singular value (JAX's own ``pinv``
-would use ten times that, NumPy's ``pinv`` 1e-15).
+would use ten times that, NumPy's ``pinv`` 1e-15). Where the library has one
+LAPACK call for it, both paths make that call instead (:func:`_own_call`):
+NumPy's ``gelsd`` gufunc for lstsq and its SVD gufunc for pinv/matrix_rank, on
+NumPy and on torch-cpu tensors NumPy can view; torch's ``gelsd`` for CPU tensors
+that need gradients. CUDA, JAX, traces and NaN/inf input run the SVD above.
 """
 
 from __future__ import annotations
@@ -568,9 +572,10 @@ def matrix_rank(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -
 def lstsq(a: Array, b: Array, /, *, rcond: Any = None, xp: Namespace | None = None) -> LstsqResult:
     """Solve ``a @ x = b`` in the least-squares sense (minimizing the 2-norm of the residual).
 
-    The minimum-norm solution from the SVD of `a` (NumPy's ``gelsd`` answer), on
-    every backend, batched; on Dask a tall matrix in several chunks runs Dask's
-    tall-and-skinny SVD (TSQR), lazily.
+    The minimum-norm solution (LAPACK's ``gelsd`` answer) on every backend,
+    batched: ``gelsd`` itself on NumPy and torch-cpu, the SVD of `a` elsewhere; on
+    Dask a tall matrix in several chunks runs Dask's tall-and-skinny SVD (TSQR),
+    lazily.
 
     Parameters
     ----------
