@@ -421,19 +421,14 @@ def _lstsq_group(name: str, np_fast: Any) -> dict[type, Any]:
     )
 
 
-#: the libraries whose own LAPACK call (NumPy's gelsd and SVD, on torch-cpu through
-#: NumPy's views where it can, else torch's gelsd) both paths make; JAX's fast path
-#: is the checked path's SVD computation, CUDA's and the traces' the checked path's
-_OWN_CALL_LIBRARIES = frozenset({"NumPy", "PyTorch"})
-
-
 def _own_call(table: dict[type, Any], ad: Adapter, *args: Any) -> Any:
     """The checked path's answer by its library's own call: the fast path of `table`
-    on validated input (the same answer whichever path ran), MISSING where it refuses
-    (NaN or inf, CUDA, a trace, another type): then the SVD written once runs."""
-    if ad.library not in _OWN_CALL_LIBRARIES or (f := table.get(type(args[0]))) is None:
-        return MISSING
-    return f(*args)
+    on validated input (the same answer whichever path ran: NumPy's gelsd and SVD, on
+    torch-cpu through NumPy's views where it can, else torch's gelsd; JAX's is the
+    SVD's computation in one jax.jit), MISSING where it refuses (NaN or inf, CUDA, a
+    trace, another type): then the SVD written once runs."""
+    f = table.get(type(args[0]))
+    return MISSING if f is None else f(*args)
 _PINV_FAST = _lstsq_group("pinv", _np_pinv_fast)
 _RANK_FAST = _lstsq_group("matrix_rank", _np_rank_fast)
 _LSTSQ_FAST = _lstsq_group("lstsq", _np_lstsq_fast)
