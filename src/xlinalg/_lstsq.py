@@ -277,8 +277,8 @@ def _torch_lstsq_paths(torch: Any) -> dict[str, Any]:
     def view(x: Any) -> Any:
         """The NumPy view of a CPU tensor outside autograd and traces (None: none):
         NumPy's LAPACK call on it costs a fraction of torch's dispatch of a small one."""
-        if (x.requires_grad or x.device.type != "cpu" or x.layout is not strided or x.is_conj()
-                or x.is_neg() or not plain(x)):
+        if (not plain(x) or x.requires_grad or x.device.type != "cpu" or x.layout is not strided
+                or x.is_conj() or x.is_neg()):
             return None
         try:
             return x.numpy()

@@ -91,8 +91,8 @@ def _torch_solve_ex_fast(torch: Any) -> Any:
     from_numpy = torch.from_numpy
 
     def view(x: Any) -> Any:  # (the adapter's numpy_view; autograd: the checked path)
-        if (x.requires_grad or x.device.type != "cpu" or x.layout is not strided or x.is_conj() or x.is_neg()
-                or not plain(x)):
+        if (not plain(x) or x.requires_grad or x.device.type != "cpu" or x.layout is not strided or x.is_conj()
+                or x.is_neg()):
             return None
         return x.numpy()
 
