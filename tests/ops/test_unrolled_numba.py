@@ -216,6 +216,41 @@ def test_first_call_loads_from_disk_cache(tmp_path: pathlib.Path) -> None:
     assert hits[1][0] >= 1, hits  # then loaded
 
 
+def test_warm_first_call_makes_the_first_call_a_disk_cache_load(tmp_path: pathlib.Path) -> None:
+    """``warm_first_call`` (the study's Q4 first-call column): with numba's disk cache
+    cold, a child process compiles the kernel into it and this process then *loads* it
+    on its first call (numba's counters: a cache hit, no miss); a kernel already in the
+    process is dropped, so the next call loads it again. Arrays that another kernel
+    solves (array-api-strict) are left alone (False, no child)."""
+    code = textwrap.dedent(
+        """
+        import numpy as np, xlinalg as xl
+        from xlinalg import _unrolled as U
+        from xlinalg._kernels import _numba
+        a = (np.eye(2) * 3 + 1)[None].astype(np.float32)
+        b = np.ones((1, 2, 1), np.float32)
+        assert not _numba.cached_on_disk(2, "float32")
+        assert U.warm_first_call(a, b)  # compiled in a child process
+        assert not _numba.is_compiled(2, "float32")
+        x = xl.solve(a, b, method="unrolled")
+        np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-6)
+        d = _numba._DISPATCHERS[(2, "float32")]
+        print(sum(d.stats.cache_hits.values()), sum(d.stats.cache_misses.values()))
+        assert U.warm_first_call(a, b)  # in the process now: dropped, loaded again next
+        assert not _numba.is_compiled(2, "float32")
+        xl.solve(a, b, method="unrolled")
+        d = _numba._DISPATCHERS[(2, "float32")]
+        print(sum(d.stats.cache_hits.values()), sum(d.stats.cache_misses.values()))
+        import array_api_strict as s
+        assert not U.warm_first_call(s.asarray(a), s.asarray(b))
+        """
+    )
+    env = {**__import__("os").environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert [tuple(int(v) for v in line.split()) for line in out.stdout.split("\n") if line] == [(1, 0), (1, 0)]
+
+
 @pytest.mark.parametrize("backend", ["numpy", "torch-cpu", "jax-cpu"])
 def test_solve_ex_mask_without_sync(backend: str) -> None:
     """(x, singular) together; under jax.jit too (no host read possible there)."""

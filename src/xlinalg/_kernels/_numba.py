@@ -111,6 +111,24 @@ def _function_source(n: int) -> str:
 TILE, CHUNK = 32, 1024
 
 
+def _all_finite(values: list[str], out: str) -> list[str]:
+    """Statements setting `out` to "every one of `values` is finite": a balanced sum of
+    ``v - v`` (0 exactly for a finite v, NaN for NaN and ±inf, and a sum with a NaN
+    term is NaN), compared with 0 once; the same verdict as ``(v - v == 0) & ...``
+    with half the operations (no compare and no ``and`` per value)."""
+    terms = [f"({v} - {v})" for v in values]
+    lines: list[str] = []
+    level = 0
+    while len(terms) > 1:
+        pairs = []
+        for i in range(0, len(terms) - 1, 2):
+            pairs.append(f"{out}_{level}_{i // 2}")
+            lines.append(f"{pairs[-1]} = {terms[i]} + {terms[i + 1]}")
+        terms = pairs + terms[len(pairs) * 2:]
+        level += 1
+    return [*lines, f"{out} = {terms[0]} == 0"]
+
+
 def _tiled_source(n: int, tile: int = TILE, chunk: int = CHUNK) -> str:
     """``solve_t_n{n}``: the same schedule and singular rule as :func:`_function_source`
     (the same operations in the same order: bitwise the same results), for real
@@ -134,8 +152,7 @@ def _tiled_source(n: int, tile: int = TILE, chunk: int = CHUNK) -> str:
     keep = ([f.lower[i][k] for k in range(n) for i in range(k + 1, n)]
             + [f.upper[k][j] for k in range(n) for j in range(k + 1, n)] + list(f.recip))
     sw = [s for k in range(n) for (_i, s) in f.swaps[k]]
-    rule = [f"fa{i} = " + " & ".join(f"({v} - {v} == 0)" for v in a0[i]) for i in range(n)]
-    rule.append("fa = " + " & ".join(f"fa{i}" for i in range(n)))
+    rule = _all_finite([v for row in a0 for v in row], "fa")
     # the singular rule, decided by the schedule (_schedule._factor) as in _function_source
     rule += [f"tsg[j] = {f.zero}", "tfa[j] = fa"]
     rule += [f"tf[{m}, j] = {v}" for m, v in enumerate(keep)] + [f"ts[{m}, j] = {s}" for m, s in enumerate(sw)]
@@ -150,8 +167,8 @@ def _tiled_source(n: int, tile: int = TILE, chunk: int = CHUNK) -> str:
                   [names[v] for v in f.recip], "")
     brows = [e2.let(f"b{r}", f"tb[{r}, j]") for r in range(n)]
     xrows = _apply(e2, f2, brows)
-    apply_lines = [*e2.lines, ind + "tfb[j] = tfb[j] & " + " & ".join(f"({v} - {v} == 0)" for v in brows),
-                   ind + "tfx[j] = tfx[j] & " + " & ".join(f"({v} - {v} == 0)" for v in xrows),
+    apply_lines = [*e2.lines, *(ind + line for line in _all_finite(brows, "fb")), ind + "tfb[j] = tfb[j] & fb",
+                   *(ind + line for line in _all_finite(xrows, "fx")), ind + "tfx[j] = tfx[j] & fx",
                    *(ind + f"tx[{r}, j] = {xrows[r]}" for r in range(n))]
     lines = [
         f"def solve_t_n{n}(a, b, x, bad, st, one, nan, tol):",
@@ -287,7 +304,8 @@ def cached_on_disk(n: int, dtype_name: str) -> bool:
     Answered once per process and (n, dtype), without importing numba.
 
     numba keeps, per function, an index ``<module>.<function>-<line>.py<ver>.nbi``
-    in ``__pycache__`` next to the source, or under ``NUMBA_CACHE_DIR``: a pickled
+    under ``NUMBA_CACHE_DIR`` where it is set (then only there), else in ``__pycache__``
+    next to the source: a pickled
     numba version, then the source's SHA-256 and the compiled signatures. The
     index counts only when it was written by the installed numba for this very
     file (numba ignores it otherwise, and compiles) and names a signature of this
@@ -306,9 +324,9 @@ def cached_on_disk(n: int, dtype_name: str) -> bool:
     except (importlib.metadata.PackageNotFoundError, OSError):
         return False
     signature = f"array({dtype_name}, 3d, C)".encode()
-    dirs = [os.path.join(os.path.dirname(GENERATED_FILE), "__pycache__")]
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        dirs.insert(0, os.environ["NUMBA_CACHE_DIR"])
+    # numba reads and writes NUMBA_CACHE_DIR alone where it is set (its first cache
+    # locator), else the ``__pycache__`` next to the source
+    dirs = [os.environ.get("NUMBA_CACHE_DIR") or os.path.join(os.path.dirname(GENERATED_FILE), "__pycache__")]
     for d in dirs:
         for root, _sub, files in os.walk(d):
             for name in files:
@@ -323,6 +341,41 @@ def cached_on_disk(n: int, dtype_name: str) -> bool:
                 if numba_version.encode() in data[:64] and stamp in data and signature in data:
                     return True
     return False
+
+
+#: a child process's compile of one kernel into numba's disk cache (:func:`warm_disk_cache`)
+_WARM_CHILD = (
+    "import sys, numpy as np\n"
+    "from xlinalg._kernels._numba import _dispatcher\n"
+    "_dispatcher(int(sys.argv[1]), np.dtype(sys.argv[2]))\n"
+)
+
+
+def warm_disk_cache(n: int, dtype_name: str, timeout: float = 600.0) -> bool:
+    """Make numba's disk cache hold the (n, dtype) kernel, compiling it in a child
+    process where it does not (a cold compile: seconds, docs/performance.md), and
+    drop the kernel from this process: the next call here then *loads* it from the
+    disk cache, whatever earlier calls in this process did. A benchmark's first
+    call is then the same on every run ("warm cache"). Returns whether the disk
+    cache holds the kernel now (False: numba missing, or the child failed)."""
+    import subprocess
+    import sys
+
+    if numba_problem() is not None:
+        return False
+    dtype = np.dtype(dtype_name)
+    cached_on_disk.cache_clear()  # (this process may have written it since it was asked)
+    if not cached_on_disk(n, dtype.name):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        try:
+            subprocess.run([sys.executable, "-c", _WARM_CHILD, str(n), dtype.name], env=env,
+                           capture_output=True, timeout=timeout, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        cached_on_disk.cache_clear()
+    with _LOCK:
+        _DISPATCHERS.pop((n, dtype.name), None)
+    return cached_on_disk(n, dtype.name)
 
 
 def _threads_for(nb: int, n: int) -> int:

@@ -40,7 +40,7 @@ from ._selection import (
     selection,
     use_unrolled,
 )
-from ._solve import kernel_mask, solve_adapter, solve_unrolled
+from ._solve import kernel_mask, solve_adapter, solve_unrolled, warm_first_call
 
 #: backend id -> the layout the unrolled solver uses there by default (the
 #: backend's ``unrolled.layout``: the one measured fastest; docs/unrolled.md)
@@ -64,6 +64,7 @@ __all__ = [
     "solve_unrolled",
     "torch_compile_available",
     "use_unrolled",
+    "warm_first_call",
 ]
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _dispatch, _validate
 from .._kernels._build import Kernel
-from .._kernels._numba import numba_problem
+from .._kernels._numba import numba_problem, warm_disk_cache
 from .._kernels._schedule import LAYOUTS, MAX_N
 from .._lib import _singular
 from .._lib._errors import LinAlgError
@@ -135,6 +135,26 @@ def _numpy_views(ad: Adapter, a: Any, b: Any) -> tuple[np.ndarray, np.ndarray] |
         return None
     vb = ad.numpy_view(b)
     return None if vb is None else (va, vb)
+
+
+def warm_first_call(a: Any, b: Any) -> bool:
+    """Prepare the first ``xl.solve(a, b, method="unrolled")`` of arrays like `a` and
+    `b` in this process to be the same on every run (a benchmark's first-call column):
+    where numba's kernel solves them (NumPy arrays; torch and JAX CPU arrays, eager),
+    its (n, dtype) kernel is put in numba's disk cache (compiled in a child process
+    where it is not) and dropped from this process, so that the first call loads it
+    from the warm disk cache. Returns whether that is what the first call does; False
+    where another kernel solves them (their compilers: ``jax.jit``, ``torch.compile``)
+    or numba is missing."""
+    ad, a, b = _dispatch.adapter2(a, b, "a", "b", None)
+    if ad.numpy_arrays:  # NumPy's own kernel (its compiler: numba, where installed)
+        numba_solves = numba_problem() is None and a.dtype.kind in "fc"
+        views = (a, b) if numba_solves else None
+    else:  # torch and JAX CPU arrays, eager: the same kernel on views of their memory
+        views = _numpy_views(ad, a, b)
+    if views is None:
+        return False
+    return warm_disk_cache(int(views[0].shape[-1]), views[0].dtype.name)
 
 
 def _block(ab: np.ndarray, bb: np.ndarray, vector: bool, errors: str, layout: str) -> np.ndarray:

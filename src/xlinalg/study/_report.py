@@ -92,6 +92,40 @@ def _loop_blocks(records: list[dict[str, Any]]) -> list[Block]:
     return out
 
 
+def _bandwidth_blocks(records: list[dict[str, Any]], peaks: dict[str, Any]) -> list[Block]:
+    """Q4's batched small solves against the memory wall: every such cell's share of
+    the machine's streaming bandwidth (:func:`._findings.bandwidth_shares`)."""
+    shares = F.bandwidth_shares(records, peaks)
+    if not shares:
+        return []
+    backends = sorted({d["backend"] for d in shares})
+    piv: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+    keys: dict[tuple[str, str, str], Any] = {}
+    for d in shares:
+        k = (d["case"], d["size"], d["dtype"])
+        piv.setdefault(k, {})[d["backend"]] = d
+        keys[k] = d["size_key"]
+
+    def cell(d: dict[str, Any] | None) -> str:
+        if d is None:
+            return "-"
+        rate = f"{d['gbs']:.3g} GB/s" if d["gbs"] is not None else "rate unknown"
+        if d["share"] is None:
+            return f"{rate} (no streaming peak measured)"
+        return f"{100 * d['share']:.1f}%\n{rate}, {_fmt_time(d['median_s'])}"
+
+    rows = [[case, size, dt] + [cell(by.get(b)) for b in backends]
+            for (case, size, dt), by in sorted(piv.items(), key=lambda kv: (kv[0][0], kv[0][2], keys[kv[0]]))]
+    return [
+        ("p", "The memory wall: each batched small-solve cell (Q4, not the Python loops) "
+              "as a share of this machine's memory bandwidth: the bytes a solve must move "
+              "(read a and b, write x) over the cell's median time, against the run's "
+              "streaming peak (an add into a preallocated output; \"Environment and this "
+              "machine's peaks\"). 100% would be a solve as fast as streaming its data once."),
+        ("table", ["case", "count x n", "dtype", *backends], rows),
+    ]
+
+
 def _label_key(label: str) -> list[tuple[float, str]]:
     """A size label as it sorts for a reader: "1000x5" before "1000x20"."""
     return [(int(p), "") if p.isascii() and p.isdigit() and len(p) < 40 else (float("inf"), p)
@@ -171,6 +205,7 @@ def report_parts(records: list[dict[str, Any]], env: dict[str, Any], peaks: dict
     contents), the article side by side, the question."""
     question: list[Block] = [("h", 2, "The question: many small systems (Q1-Q4)", "question")]
     question += _loop_blocks(records)
+    question += _bandwidth_blocks(records, peaks)
     question += [("img", p) for p in plots.get("question", [])]
     return [
         ReportPart(("Summary", "summary"),

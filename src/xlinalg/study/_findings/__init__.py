@@ -22,7 +22,7 @@ from ...bench._findings import (
 from ._article import ARTICLE_SETUP, ARTICLE_TABLES, article_rows, compare_text, cross_dtype_drift
 from ._claims import claims
 from ._setup import ARTICLE_NUMPY, ARTICLE_TORCH_CPU, SECTION_TITLES
-from ._solves import crossovers, loop_vs_batched, side, sweep_records
+from ._solves import bandwidth_shares, crossovers, loop_vs_batched, side, sweep_records
 from ._summary import WORKLOADS, machine_line, summary
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "SECTION_TITLES",
     "WORKLOADS",
     "article_rows",
+    "bandwidth_shares",
     "claims",
     "compare_text",
     "cross_dtype_drift",

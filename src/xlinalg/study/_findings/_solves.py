@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ...bench._findings._fields import good, has_tag, median, section_of, size_key
+from ...bench._findings._fields import device_class, good, has_tag, median, section_of, size_key
 from ...bench._findings._verdicts import quartiles
 
-__all__ = ["crossovers", "loop_vs_batched", "side", "sweep_records"]
+__all__ = ["bandwidth_shares", "crossovers", "loop_vs_batched", "side", "sweep_records"]
 
 
 def loop_vs_batched(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -47,6 +47,32 @@ def loop_vs_batched(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "loop_q": quartiles(lp), "method_q": quartiles(r),
                     "speedup": median(lp) / median(r)})  # type: ignore[operator]
     out.sort(key=lambda d: (d["method"], d["backend"], d["dtype"], d["size_key"]))
+    return out
+
+
+def bandwidth_shares(records: list[dict[str, Any]], peaks: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every batched small-solve cell of Q4 (each case but the Python loops, tagged
+    ``loop``) against the memory wall: the bytes a solve must move (read `a` and `b`,
+    write `x`: the case's ``bytes``) over the cell's median time, and that rate's
+    share of the machine's streaming peak for the cell's processor class (the
+    calibration's add into a preallocated output, :func:`calibrate_peaks`). A cell
+    that ran but whose rate or peak is unknown has ``share`` None; cells that did not
+    run are left out."""
+    out = []
+    for r in records:
+        if section_of(r) != "Q4" or has_tag(r, "loop") or not good(r):
+            continue
+        tp = r.get("throughput") or {}
+        gbs = tp.get("gbs")
+        pc = (peaks.get("by_class") or {}).get(device_class(r), peaks)
+        peak = ((pc.get("gbs") or {}).get("any") or (None, ""))[0]
+        rate = float(gbs) if isinstance(gbs, (int, float)) and not isinstance(gbs, bool) else None
+        share = rate / peak if rate is not None and isinstance(peak, (int, float)) and peak > 0 else None
+        out.append({"case": r["case"], "backend": r["backend"], "dtype": str(r["dtype"]),
+                    "size": str(r["size_label"]), "size_key": size_key(r),
+                    "median_s": median(r), "bytes": tp.get("bytes"), "gbs": rate,
+                    "peak_gbs": peak, "share": share})
+    out.sort(key=lambda d: (d["case"], d["dtype"], d["size_key"], d["backend"]))
     return out
 
 
