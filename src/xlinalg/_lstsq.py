@@ -4,11 +4,7 @@ All three go through :func:`xlinalg.svd`/:func:`xlinalg.svdvals` (NaN or inf
 input raises their ``LinAlgError``; Dask's tall-and-skinny matrices run its TSQR
 SVD, lazily) with the array API standard's tolerance by default:
 ``max(M, N) * eps`` relative to the largest singular value (JAX's own ``pinv``
-would use ten times that, NumPy's ``pinv`` 1e-15). Where the library has one
-LAPACK call for it, both paths make that call instead (:func:`_own_call`):
-NumPy's ``gelsd`` gufunc for lstsq and its SVD gufunc for pinv/matrix_rank, on
-NumPy and on torch-cpu tensors NumPy can view; torch's ``gelsd`` for CPU tensors
-that need gradients. CUDA, JAX, traces and NaN/inf input run the SVD above.
+would use ten times that, NumPy's ``pinv`` 1e-15).
 """
 
 from __future__ import annotations
@@ -25,10 +21,7 @@ from ._fastpath import (
     NP_FLOAT,
     jax_finite,
     jax_maker,
-    np_finite,
-    np_loud,
     np_maker,
-    np_quiet,
     torch_finite,
     torch_float,
     torch_maker,
@@ -182,60 +175,18 @@ def _np_rank_fast(x: Any) -> Any:
 _NP_INT = np.asarray(0).dtype
 
 
-def _rcond_value(rcond: Any, eps: float, m: int, n: int) -> float | None:
-    """lstsq's relative cutoff: ``max(M, N) * eps`` by default, `eps` for a negative
-    `rcond`; None for an `rcond` the checked path refuses (it names it)."""
-    if rcond is None:
-        return eps * max(m, n)
-    if isinstance(rcond, bool) or not isinstance(rcond, (int, float)):
-        return None
-    return eps if rcond < 0 else float(rcond)
-
-
-try:  # the gufunc behind numpy.linalg.lstsq (LAPACK's gelsd), stacks and all
-    from numpy.linalg import _umath_linalg
-
-    _NP_GELSD: Any = _umath_linalg.lstsq
-except (ImportError, AttributeError):  # pragma: no cover - another NumPy layout
-    _NP_GELSD = None
-#: dtype char -> (signature, solution dtype to cast to, real dtype to cast to): as
-#: numpy.linalg.lstsq calls it (single precision computed in double, then cast back)
-_NP_GELSD_SIG = {
-    "f": ("ddd->ddid", np.float32, np.float32), "d": ("ddd->ddid", None, None),
-    "F": ("DDd->Ddid", np.complex64, np.float32), "D": ("DDd->Ddid", None, None),
-}
-
-
-def _np_lstsq_fast(a: Any, b: Any, rcond: Any = None) -> Any:
-    """NumPy's gelsd (numpy.linalg.lstsq's gufunc, the minimum-norm solution with the
-    cutoff ``rcond * s_max``) on a non-empty finite `a` (..., M, N) and `b` (M,),
-    (M, K) or (..., M, K) with `a`'s batch, of one dtype; its residuals where it gives
-    them (rank N and M > N), else ``||b - a x||²`` per column (xlinalg's residuals are
-    always computed). MISSING for anything else: the checked path."""
-    dt = a.dtype
-    if (dt is not b.dtype and dt != b.dtype) or _NP_GELSD is None or (how := _NP_GELSD_SIG.get(dt.char)) is None:
+def _np_lstsq_fast(a: Any, b: Any) -> Any:
+    if ((dt := a.dtype) is not b.dtype and dt != b.dtype) or dt not in NP_FLOAT or a.ndim != 2:
         return MISSING
-    if dt not in NP_FLOAT or a.ndim < 2 or not b.ndim:  # (byte order: NP_FLOAT holds the native ones)
-        return MISSING
-    m, n = a.shape[-2:]
+    m, n = a.shape
     vector = b.ndim == 1
-    bm = b[..., None] if vector else b
-    if (bm.shape[-2] != m or (bm.ndim > 2 and bm.shape[:-2] != a.shape[:-2]) or not a.size or not bm.size
-            or (r := _rcond_value(rcond, _EPS[dt], m, n)) is None or not np_finite(a) or not np_finite(bm)):
-        return MISSING  # (NaN or inf: the checked path's SVD raises "did not converge")
-    token = np_quiet()
-    try:
-        x, res, rank, s = _NP_GELSD(a, bm, r, signature=how[0])
-        if m <= n or (rank != n).any():  # gelsd gave no residuals (NaN): the checked path's formula
-            d = bm - a @ x
-            res = (d.conj() * d).real.sum(-2) if dt.kind == "c" else (d * d).sum(-2)
-    finally:
-        np_loud(token)
-    if not np_finite(s):
+    if not m or not n or not (vector or b.ndim == 2) or b.shape[0] != m or not b.size:
         return MISSING
-    if how[1] is not None:
-        x, res, s = x.astype(how[1]), res.astype(how[2]), s.astype(how[2])
-    rank = rank.astype(_NP_INT) if type(rank) is np.ndarray else _NP_INT.type(rank)
+    if (out := _np_svd(a, False)) is MISSING:
+        return MISSING
+    u, s, vh = out
+    x, res, rank = _lstsq_body(np, _np_amax, _np_cast, a, b[..., None] if vector else b, u, s, vh,
+                               _EPS[dt] * max(m, n), dt.kind == "c", _NP_INT)
     return LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rank, s)
 
 
@@ -271,24 +222,7 @@ def _torch_lstsq_paths(torch: Any) -> dict[str, Any]:
             return MISSING
         return (u, s, vh) if torch_finite(torch, s) else MISSING
 
-    strided = torch.strided
-    from_numpy = torch.from_numpy
-
-    def view(x: Any) -> Any:
-        """The NumPy view of a CPU tensor outside autograd and traces (None: none):
-        NumPy's LAPACK call on it costs a fraction of torch's dispatch of a small one."""
-        if (not plain(x) or x.requires_grad or x.device.type != "cpu" or x.layout is not strided
-                or x.is_conj() or x.is_neg()):
-            return None
-        try:
-            return x.numpy()
-        except (RuntimeError, TypeError):  # a dtype NumPy has not
-            return None
-
     def pinv(x: Any) -> Any:
-        if x.dtype in ok and (xn := view(x)) is not None:
-            r = _np_pinv_fast(xn)
-            return r if r is MISSING else from_numpy(r)
         if (out := usv(x)) is MISSING:
             return MISSING
         u, s, vh = out
@@ -297,9 +231,6 @@ def _torch_lstsq_paths(torch: Any) -> dict[str, Any]:
     def rank(x: Any) -> Any:
         if x.dtype not in ok or not plain(x) or not x.numel():
             return MISSING
-        if (xn := view(x)) is not None:
-            r = _np_rank_fast(xn)
-            return r if r is MISSING else from_numpy(np.asarray(r))
         try:
             s = svdvals(x)
         except Exception:  # a shape or layout it refuses: named by the checked path
@@ -308,41 +239,18 @@ def _torch_lstsq_paths(torch: Any) -> dict[str, Any]:
             return MISSING
         return _rank_body(ops, amax, cast, s, max(x.shape[-2:]) * eps[x.dtype], it)
 
-    native = torch.linalg.lstsq
-
-    def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
-        # torch's gelsd (the minimum-norm solution, cutoff rcond * s_max, with autograd)
-        # on the CPU only: on CUDA torch has "gels" alone (full rank only), and the
-        # checked path's SVD keeps xlinalg's answer there
-        if (a.dtype not in ok or a.dtype is not b.dtype or a.ndim < 2 or not b.ndim or not plain(a)
-                or not plain(b) or a.layout is not strided or b.layout is not strided
-                or a.device.type != "cpu" or b.device.type != "cpu"):
+    def lstsq(a: Any, b: Any) -> Any:
+        if a.dtype is not b.dtype or a.ndim != 2 or (not (vector := b.ndim == 1) and b.ndim != 2):
             return MISSING
-        m, n = a.shape[-2:]
-        vector = b.ndim == 1
-        bm = b.unsqueeze(-1) if vector else b
-        if (bm.shape[-2] != m or (bm.ndim > 2 and bm.shape[:-2] != a.shape[:-2]) or not a.numel()
-                or not bm.numel() or (r := _rcond_value(rcond, eps[a.dtype], m, n)) is None):
+        m, n = a.shape
+        if b.shape[0] != m or not b.numel() or (out := usv(a)) is MISSING:
             return MISSING
-        if (an := view(a)) is not None and (bn := view(b)) is not None:
-            out = _np_lstsq_fast(an, bn, rcond)
-            return out if out is MISSING else LstsqResult(*(from_numpy(np.asarray(v)) for v in out))
-        if a.ndim > 2 and bm.ndim == 2:  # one right-hand side for the stack: torch wants its batch
-            bm = bm.expand(*a.shape[:-2], m, bm.shape[-1])
+        u, s, vh = out
         try:
-            # (NaN or inf: LAPACK refuses it loudly; the checked path's SVD raises)
-            if not torch_finite(torch, a) or not torch_finite(torch, bm):
-                return MISSING
-            x, res, rk, s = native(a, bm, rcond=r, driver="gelsd")
-        except Exception:  # a layout or device it refuses: named by the checked path
+            x, res, rk = _lstsq_body(ops, amax, cast, a, b[..., None] if vector else b, u, s, vh,
+                                     eps[a.dtype] * max(m, n), a.is_complex(), it)
+        except Exception:  # `b` on another device, or not dense: named by the checked path
             return MISSING
-        if not torch_finite(torch, s):
-            return MISSING
-        if not res.numel():  # gelsd's residuals only for rank N and M > N: ||b - a x||² per column
-            d = torch.baddbmm(bm, a, x, alpha=-1) if a.ndim == 3 else bm - torch.matmul(a, x)
-            res = torch.linalg.vecdot(d, d, dim=-2)
-            if res.is_complex():
-                res = res.real
         return LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rk, s)
 
     return {"pinv": pinv, "matrix_rank": rank, "lstsq": lstsq}
@@ -398,8 +306,8 @@ def _jax_lstsq_paths(jax: Any, jnp: Any) -> dict[str, Any]:
 
         return fast
 
-    def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
-        if rcond is not None or a.ndim != 2 or not (b.ndim == 1 or b.ndim == 2) or b.shape[0] != a.shape[0] or not a.size or not b.size:
+    def lstsq(a: Any, b: Any) -> Any:
+        if a.ndim != 2 or not (b.ndim == 1 or b.ndim == 2) or b.shape[0] != a.shape[0] or not a.size or not b.size:
             return MISSING
         if not jax_finite(a):  # its SVD may not return (pinv above): the checked path
             return MISSING
@@ -421,14 +329,6 @@ def _lstsq_group(name: str, np_fast: Any) -> dict[type, Any]:
     )
 
 
-def _own_call(table: dict[type, Any], ad: Adapter, *args: Any) -> Any:
-    """The checked path's answer by its library's own call: the fast path of `table`
-    on validated input (the same answer whichever path ran: NumPy's gelsd and SVD, on
-    torch-cpu through NumPy's views where it can, else torch's gelsd; JAX's is the
-    SVD's computation in one jax.jit), MISSING where it refuses (NaN or inf, CUDA, a
-    trace, another type): then the SVD written once runs."""
-    f = table.get(type(args[0]))
-    return MISSING if f is None else f(*args)
 _PINV_FAST = _lstsq_group("pinv", _np_pinv_fast)
 _RANK_FAST = _lstsq_group("matrix_rank", _np_rank_fast)
 _LSTSQ_FAST = _lstsq_group("lstsq", _np_lstsq_fast)
@@ -483,8 +383,6 @@ def pinv(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -> Array
     if 0 in tuple(x.shape):
         _cutoff_check(rtol)
         return keep_subclass(xpn.zeros((*x.shape[:-2], n, m), dtype=x.dtype, device=ad.device(x)), x)
-    if rtol is None and (r := _own_call(_PINV_FAST, ad, x)) is not MISSING:
-        return keep_subclass(r, x) if ad.numpy_arrays else r
     u, s, vh = svd(x, full_matrices=False)
     keep = s > _cutoff(ad, x, s, rtol, "pinv")
     sinv = xpn.where(keep, 1.0 / xpn.where(keep, s, xpn.ones_like(s)), xpn.zeros_like(s))
@@ -546,8 +444,6 @@ def matrix_rank(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -
     if 0 in tuple(x.shape):
         _cutoff_check(rtol)
         return keep_subclass(xpn.zeros(tuple(x.shape[:-2]), dtype=it, device=ad.device(x)), x)
-    if rtol is None and (r := _own_call(_RANK_FAST, ad, x)) is not MISSING:
-        return keep_subclass(r, x) if ad.numpy_arrays else r
     s = svdvals(x)
     rank = xpn.sum(xpn.astype(s > _cutoff(ad, x, s, rtol, "matrix_rank"), it), axis=-1)
     return keep_subclass(rank, x) if ad.numpy_arrays else rank
@@ -567,10 +463,9 @@ def matrix_rank(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -
 def lstsq(a: Array, b: Array, /, *, rcond: Any = None, xp: Namespace | None = None) -> LstsqResult:
     """Solve ``a @ x = b`` in the least-squares sense (minimizing the 2-norm of the residual).
 
-    The minimum-norm solution (LAPACK's ``gelsd`` answer) on every backend,
-    batched: ``gelsd`` itself on NumPy and torch-cpu, the SVD of `a` elsewhere; on
-    Dask a tall matrix in several chunks runs Dask's tall-and-skinny SVD (TSQR),
-    lazily.
+    The minimum-norm solution from the SVD of `a` (NumPy's ``gelsd`` answer), on
+    every backend, batched; on Dask a tall matrix in several chunks runs Dask's
+    tall-and-skinny SVD (TSQR), lazily.
 
     Parameters
     ----------
@@ -613,8 +508,8 @@ def lstsq(a: Array, b: Array, /, *, rcond: Any = None, xp: Namespace | None = No
     >>> [round(v, 6) for v in xl.to(res.solution, "numpy").tolist()], int(res.rank)
     ([1.0, 1.0], 2)
     """
-    if (xp is None and (t := type(a)) is type(b) and (f := _LSTSQ_FAST.get(t)) is not None
-            and (r := f(a, b, rcond)) is not MISSING):
+    if (xp is None and rcond is None and (t := type(a)) is type(b) and (f := _LSTSQ_FAST.get(t)) is not None
+            and (r := f(a, b)) is not MISSING):
         return r
     ad, a, b = adapter2(a, b, "a", "b", xp)
     for nm, v in (("a", a), ("b", b)):
@@ -648,8 +543,6 @@ def lstsq(a: Array, b: Array, /, *, rcond: Any = None, xp: Namespace | None = No
         rank = xpn.zeros(tuple(a.shape[:-2]), dtype=_default_int(ad, a), device=ad.device(a))
         s = xpn.zeros((*a.shape[:-2], k), dtype=rdt, device=ad.device(a))
         return keep_subclass(LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rank, s), a, b)
-    if type(b) is type(a) and (out := _own_call(_LSTSQ_FAST, ad, a, b, rcond)) is not MISSING:
-        return keep_subclass(out, a, b) if ad.numpy_arrays else out
     u, s, vh = svd(a, full_matrices=False)
     eps = _eps(ad, a)
     r = eps * max(m, n) if rcond is None else (eps if rcond < 0 else float(rcond))
