@@ -172,16 +172,16 @@ class NumPyAdapter(Adapter):
             x = loop(a, bm.astype(dt, copy=False), errors)
             return x[..., 0] if vector else x
         if a.nbytes > _CHUNK_BYTES and a.shape[:-2] == bm.shape[:-2] and type(a) is type(bm) is np.ndarray:
-            # a large stack, one chunk of members at a time: the rule's working copies
-            # (docs/performance.md, "peak memory") stay a chunk's, not the stack's
+            # a chunk of members at a time: the rule's copies stay a chunk's (performance.md)
             a3, b3 = a.reshape(-1, *a.shape[-2:]), bm.reshape(-1, *bm.shape[-2:])
-            x = np.empty(b3.shape, dtype=dt)
-            step = max(1, _CHUNK_BYTES // a3[0].nbytes)
-            parts = [(i, self._solve_ruled(a3[i:i + step], b3[i:i + step], dt, x[i:i + step])[1:])
-                     for i in range(0, len(a3), step)]
-            rep, bad = (None if all(p[k] is None for _, p in parts) else np.concatenate(
-                [np.zeros(min(step, len(a3) - i), bool) if p[k] is None else p[k] for i, p in parts]
-            ).reshape(a.shape[:-2]) for k in (0, 1))
+            x, step = np.empty(b3.shape, dtype=dt), max(1, _CHUNK_BYTES // a3[0].nbytes)
+            masks: list[Any] = [None, None]  # rep, bad over the flat batch, made when first set
+            for i in range(0, len(a3), step):
+                for k, m in enumerate(self._solve_ruled(a3[i:i + step], b3[i:i + step], dt, x[i:i + step])[1:]):
+                    if m is not None:
+                        masks[k] = np.zeros(len(a3), bool) if masks[k] is None else masks[k]
+                        masks[k][i:i + step] = m
+            rep, bad = (None if m is None else m.reshape(a.shape[:-2]) for m in masks)
             x = x.reshape(bm.shape)
         else:
             x, rep, bad = self._solve_ruled(a, bm, dt)
