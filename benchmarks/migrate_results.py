@@ -15,6 +15,13 @@ printed: each repeated a document case that measures the same thing under its
 own name. A record of a case that is neither registered nor retired gets the
 fields of a case that declares nothing (section ``Other``).
 
+Files written before the runner derived a record's rates from its own time hold,
+in each record merged from several passes, the first pass's ``gflops``/``gbs``
+beside a median over every pass: the two did not divide. Those rates are made
+again from the record's time (:func:`xlinalg.bench._findings.rates_at`, what the
+runner does today), and the marks against the run's peaks (``above_peak``) again
+from the file's calibration cells.
+
 A file is rewritten only when something changes (aside, then renamed over it;
 an xz file stays xz), so migrating a migrated file changes no byte. Exit
 status: 0, or 1 with ``--check`` when a file would change, 2 when a file cannot
@@ -56,16 +63,39 @@ def declared(case: str, dtype: str) -> dict[str, Any]:
         return {**UNDECLARED, "compute_dtype": dtype}
 
 
+def _rerated(records: list[Any]) -> dict[int, dict[str, Any]]:
+    """Each result record's ``throughput`` at its own time, marked against the peaks
+    of the file's calibration cells (:class:`xlinalg.bench._sidebyside.Peaks`), by
+    position in `records`."""
+    from xlinalg.bench._findings._fields import rates_at
+    from xlinalg.bench._sidebyside import Peaks
+
+    new: dict[int, dict[str, Any]] = {}
+    for i, rec in enumerate(records):
+        if isinstance(rec, dict) and rec.get("type") == "result" \
+                and isinstance(rec.get("throughput"), dict) and isinstance(rec.get("time"), dict):
+            new[i] = {**rec, "throughput": rates_at(rec["throughput"], rec["time"])}
+    peaks = Peaks()
+    for rec in new.values():
+        peaks.learn(rec)
+    for rec in new.values():
+        peaks.mark(rec)
+    return {i: rec["throughput"] for i, rec in new.items()}
+
+
 def migrate_lines(lines: Iterable[str]) -> tuple[list[str], Counter[str]]:
     """The lines of a migrated file, and what changed (``"filled <case>"``,
-    ``"dropped <case>"``: counts of records)."""
+    ``"dropped <case>"``, ``"re-rated <case>"``: counts of records)."""
     out: list[str] = []
     changed: Counter[str] = Counter()
-    for line in lines:
+    lines = list(lines)
+    parsed = [json.loads(x) if x.strip() else None for x in lines]
+    rates = _rerated(parsed)
+    for pos, line in enumerate(lines):
         if not line.strip():
             out.append(line)
             continue
-        rec = json.loads(line)
+        rec = parsed[pos]
         if not isinstance(rec, dict) or rec.get("type") != "result":
             out.append(line)
             continue
@@ -75,11 +105,16 @@ def migrate_lines(lines: Iterable[str]) -> tuple[list[str], Counter[str]]:
             continue
         missing = [k for k in FIELDS if k not in rec]
         add = {k: v for k, v in declared(case, str(rec.get("dtype"))).items() if k in missing}
-        if not add:  # (a case not registered here has no doc to write in)
+        rerate = pos in rates and json.dumps(rates[pos]) != json.dumps(rec["throughput"])
+        if not add and not rerate:  # (a case not registered here has no doc to write in)
             out.append(line)
             continue
-        rec.update(add)
-        changed[f"filled {case}"] += 1
+        if add:
+            rec.update(add)
+            changed[f"filled {case}"] += 1
+        if rerate:
+            rec["throughput"] = rates[pos]
+            changed[f"re-rated {case}"] += 1
         out.append(dumps_record(rec) + ("\n" if line.endswith("\n") else ""))
     return out, changed
 
@@ -121,8 +156,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path}: already today's schema")
         for what, n in sorted(changed.items()):
             verb, case = what.split(" ", 1)
-            why = (f" ({RETIRED[case][1]}; measure {RETIRED[case][0]} instead)"
-                   if verb == "dropped" else " (the case's declared fields written in)")
+            why = {"dropped": f" ({RETIRED.get(case, ('', ''))[1]}; measure "
+                              f"{RETIRED.get(case, ('', ''))[0]} instead)",
+                   "filled": " (the case's declared fields written in)",
+                   "re-rated": " (rates made again from the record's own time)"}[verb]
             print(f"{path}: {verb} {n} record(s) of {case}{why}")
     return 1 if args.check and would else 0
 

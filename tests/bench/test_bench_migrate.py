@@ -80,3 +80,30 @@ def test_a_file_that_cannot_be_read_is_an_error(tmp_path: Path, capsys) -> None:
     p.write_text("{not json\n")
     assert M.main([str(p)]) == 2
     assert f"migrate_results: error: {p}:" in capsys.readouterr().err
+
+
+def test_stale_rates_are_made_again_from_the_records_time(tmp_path: Path, capsys) -> None:
+    # a record merged from passes by an older runner kept its first pass's rates
+    # beside a median over every pass; the file's calibration cell gives the peak
+    fields = {"section": "A1", "tags": ["gemm"], "units": "GFLOP/s", "peak": "arithmetic",
+              "compute_dtype": "float64", "case_doc": "d"}
+    calib = _cell("calib_gemm", 64, **{**fields, "section": "Calibration", "tags": ["calibration"]},
+                  throughput={"rate_of": "best sample", "flops": 4e9, "gflops": 1.0})
+    calib["time"] = {"median_s": 2.0, "min_s": 1.0, "raw_s": [1.0, 2.0, 3.0]}
+    stale = _cell("a1_gemm", [8, 8, 8], **fields,
+                  throughput={"flops": 6e9, "gflops": 9.0, "above_peak": {"gflops": {}}})
+    stale["time"] = {"median_s": 2.0, "min_s": 1.0, "raw_s": [1.0, 2.0, 3.0]}
+    fast = _cell("a2_fc", [8, 8, 8], **fields, throughput={"flops": 10e9, "gflops": 5.0})
+    fast["time"] = {"median_s": 2.0, "min_s": 2.0, "raw_s": [2.0]}
+    p = _write(tmp_path / "r.jsonl", [HEADER, calib, stale, fast])
+    assert M.main([str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "re-rated 1 record(s) of calib_gemm" in out
+    recs = {r["case"]: r for r in read_results(p).records}
+    assert recs["calib_gemm"]["throughput"]["gflops"] == pytest.approx(4.0)  # its best sample
+    assert recs["a1_gemm"]["throughput"] == {"flops": 6e9, "gflops": pytest.approx(3.0)}
+    # 5 GFLOP/s over a 4 GFLOP/s peak: marked, as the runner marks it
+    assert recs["a2_fc"]["throughput"]["above_peak"]["gflops"]["rate"] == pytest.approx(5.0)
+    before = p.read_bytes()
+    assert M.main([str(p)]) == 0  # once
+    assert p.read_bytes() == before

@@ -587,6 +587,33 @@ def test_a_long_series_is_bootstrapped_in_bounded_memory(monkeypatch):
     np.testing.assert_array_equal(blocks, one)  # the same draws, in blocks
 
 
+@pytest.mark.parametrize("rate_of", [None, "best sample"])
+def test_merged_rates_are_those_of_the_merged_time(rate_of):
+    # a record merged from passes gets its GFLOP/s and GB/s from its own time over
+    # every pass's rounds (the best sample for a calibration's peak), not the first
+    # pass's rates: the report prints both side by side and they must divide
+    p1 = _pass({"a": {"cost": lambda i: 1.0}, "b": {"cost": lambda i: 2.0}})
+    p2 = _pass({"a": {"cost": lambda i: 0.5}, "b": {"cost": lambda i: 2.0}})
+    for p in (p1, p2):
+        med = p["a"]["time"]["median_s"]
+        p["a"]["throughput"] = {"flops": 3e9, "gflops": 3.0 / med, "bytes": 4e9, "gbs": 4.0 / med,
+                                "above_peak": {"gbs": {"rate": 9.0, "peak": 1.0}},
+                                "cache_resident": True}
+        if rate_of:
+            p["a"]["throughput"]["rate_of"] = rate_of
+    m = merge_passes([p1, p2], margin=1.05, level=0.95, seed=0)
+    t, thr = m["a"]["time"], m["a"]["throughput"]
+    at = t["min_s"] if rate_of else t["median_s"]
+    assert at != p1["a"]["time"]["median_s"]  # the merge moved the time...
+    assert thr["gflops"] == pytest.approx(3.0 / at)  # ... and the rates with it
+    assert thr["gbs"] == pytest.approx(4.0 / at)
+    assert "above_peak" not in thr  # the marks judged the old rate
+    assert "cache_resident" not in thr
+    assert thr.get("rate_of") == rate_of
+    assert "throughput" not in m["b"] or m["b"]["throughput"] == p1["b"].get("throughput")
+
+
+
 def test_a_first_pass_read_back_from_a_file_is_merged_only_when_usable():
     from xlinalg.bench._passes import usable_first_pass
 

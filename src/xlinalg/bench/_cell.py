@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._cases import Case, Ctx, format_size, get_case
+from ._findings._fields import rates_at
 from ._memory import measure_memory, release_memory
 from ._resultsfile import cell_key
 from ._timer import Measurement, Timer, TimerConfig
@@ -386,23 +387,17 @@ def execute_cell(
             )
             m = sampler(timer) if sampler is not None else timer.run()
             rec["time"] = m.to_dict()
-            med = m.median
             thr: dict[str, Any] = {}
             if "calibration" in case.tags:
                 # a peak is the best the machine does (STREAM and LINPACK report the
                 # best of their repetitions): the rate of the fastest sample
-                med = m.min
                 thr["rate_of"] = "best sample"
             if case.flops is not None:
-                fl = float(case.flops(size))
-                thr["flops"] = fl
-                thr["gflops"] = fl / med / 1e9 if med > 0 else None
+                thr["flops"] = float(case.flops(size))
             if case.bytes is not None:
                 itemsize = 2 if dtype in ("float16", "bfloat16") else np.dtype(dtype).itemsize
-                by = float(case.bytes(size, itemsize))
-                thr["bytes"] = by
-                thr["gbs"] = by / med / 1e9 if med > 0 else None
-            rec["throughput"] = thr
+                thr["bytes"] = float(case.bytes(size, itemsize))
+            rec["throughput"] = rates_at(thr, rec["time"])
             # 6: correctness of the last timed result
             if ref is not None:
                 res = _result_to_numpy(backend, timer.last_result)

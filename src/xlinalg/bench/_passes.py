@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._findings._fields import raw_times
+from ._findings._fields import rates_at, raw_times
 from ._schema import SideBySide, TimeStats, conforms
 from ._stats import all_pairs, as_reading, combine_passes, effective_cores, starved, verdict
 from ._timer import NOISE_THRESHOLD, Stats
@@ -172,6 +172,8 @@ def merge_passes(passes: Sequence[Mapping[str, dict[str, Any]]], *, margin: floa
                        for x in sbs],
         }
         merged["time"] = _merged_time(recs)
+        if isinstance(merged.get("throughput"), Mapping):  # the rates at the merged time
+            merged["throughput"] = rates_at(merged["throughput"], merged["time"])
         merged["ratios"] = {o: pairs[(b, o)] for o in good if (b, o) in pairs}
         out[b] = merged
     excluded = {b: out[b].get("status") for b in names if b not in good}

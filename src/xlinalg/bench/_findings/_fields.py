@@ -46,6 +46,7 @@ __all__ = [
     "median_or_inf",
     "peak_of",
     "processor_class",
+    "rates_at",
     "raw_times",
     "section_of",
     "section_order",
@@ -187,6 +188,27 @@ def median(r: Mapping[str, Any] | None) -> float | None:
 def raw_times(r: Mapping[str, Any]) -> list[float]:
     """A record's per-call times (``time.raw_s``), those that are positive finite numbers."""
     return [float(x) for x in (r.get("time") or {}).get("raw_s") or [] if positive(x)]
+
+
+def rates_at(thr: Mapping[str, Any], time: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's ``throughput`` `thr` (the ``flops`` and ``bytes`` one call does,
+    and ``rate_of``) with its rates, ``gflops`` and ``gbs``, at the record's `time`:
+    its median, or its best sample where ``rate_of`` says so (a calibration's peak).
+    The one place a rate is made, for a pass's record and for the record merged from
+    several passes (whose median is over every pass's rounds). Marks against the
+    run's peaks (``above_peak``, ``cache_resident``) belong to the rate they judged
+    and are left out: the run makes them again for the new rate."""
+    t = time.get("min_s" if thr.get("rate_of") == "best sample" else "median_s")
+    out: dict[str, Any] = {}
+    for k, v in thr.items():
+        if k in ("above_peak", "cache_resident", "gflops", "gbs"):
+            continue
+        out[k] = v
+        rate = {"flops": "gflops", "bytes": "gbs"}.get(k)
+        if rate is not None:
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+            out[rate] = float(v) / t / 1e9 if ok and positive(t) else None
+    return out
 
 
 def median_or_inf(r: dict[str, Any]) -> float:
