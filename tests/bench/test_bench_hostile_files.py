@@ -273,6 +273,19 @@ def test_report_of_two_files_names_the_run_of_each_cell_and_warns_on_superseded(
     assert sum(1 for r in rows if r.endswith("| run 2 |")) == 1
 
 
+def test_report_says_when_each_resume_of_a_file_began(tmp_path):
+    # cells a --resume measured are of that later time: the run's line says when
+    objs = _lines(SAMPLE)
+    later = dict(objs[0], created="2026-12-07T08:53:30+00:00", resumed=True)
+    f = _write(tmp_path / "r.jsonl", [objs[0], *objs[1:3], later, *objs[3:]])
+    other = _write(tmp_path / "o.jsonl", [dict(o, run_id="b" * 32) for o in objs[:2]])
+    out = tmp_path / "rep"
+    assert main(["report", str(f), str(other), "--out", str(out), "--no-plots"]) == 0
+    lines = [ln for ln in (out / "report.md").read_text().splitlines() if ln.startswith("- run ")]
+    assert f"created {objs[0]['created']}, resumed at 2026-12-07T08:53:30+00:00, " in lines[0]
+    assert "resumed at" not in lines[1]  # a file without a resume
+
+
 def test_report_of_one_file_has_no_run_column(tmp_path):
     out = tmp_path / "rep"
     assert main(["report", str(SAMPLE), "--out", str(out), "--no-plots"]) == 0

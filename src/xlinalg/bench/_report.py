@@ -221,8 +221,11 @@ def _run_line(f: ResultsFile, i: int, shown: int) -> str:
     timed = [r for r in rs if F.good(r)]
     noisy = sum(1 for r in timed if F.shaky(r))
     gone = f" ({len(rs) - shown} superseded by a later file)" if shown < len(rs) else ""
+    # cells measured by a --resume are of that later time: say when each resume began
+    later = [str(h.get("created", "?")) for h in f.headers[1:]]
+    resumed = f", resumed at {', '.join(later)}" if later else ""
     return (f"{_run_label(i)}: {f.path}: {', '.join(dts)}, created "
-            f"{hdr['created'] if hdr else '?'}, {len(rs)} cells, {shown} shown in this "
+            f"{hdr['created'] if hdr else '?'}{resumed}, {len(rs)} cells, {shown} shown in this "
             f"report{gone}, {noisy} of {len(timed)} timed cells noisy or stalled; "
             f"calibration GEMM: {', '.join(gemm) if gemm else 'not in this run'}")
 
