@@ -232,8 +232,10 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
     # flags is at most alpha; the intervals are at the matching level 1 - alpha R / m
     # (R flagged; Benjamini-Yekutieli's false-coverage rate), so a cell is flagged
     # exactly when its interval lies beyond the threshold
-    ps = sorted(r["p"] for r in compared)
-    flagged = max([i for i, p in enumerate(ps, 1) if p <= alpha * i / m], default=0)
+    from scipy.stats import false_discovery_control
+
+    flagged = int((false_discovery_control([r["p"] for r in compared]) <= alpha).sum()
+                  if compared else 0)
     level = 1.0 - alpha * max(1, flagged) / m
     for r in compared:
         se, df, lr = r["se"], r["df"], r["log_ratio"] - (shift[0] if removed and shift else 0.0)
