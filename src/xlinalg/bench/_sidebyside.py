@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ._findings._fields import compute_dtype, is_calibration, median, peak_of, processor_class
-from ._passes import group_verdict, merge_passes
+from ._passes import group_verdict, merge_passes, pass_pairs
 from ._stats import (
     DEFAULT_LEVEL,
     STARVED_CORES,
@@ -397,19 +397,10 @@ def _later_pass_cell(cell: dict[str, Any], rec: dict[str, Any],
     return {**cell, "timer": t, "check": False, "memory": False}
 
 
-def _pass_pairs(passes: Sequence[Mapping[str, dict[str, Any]]]) -> list[dict[tuple[str, str], dict[str, Any]]]:
-    """Each pass's paired ratios (from its rounds) of the backends good in every pass."""
-    good = [b for b in passes[0] if all(
-        b in p and p[b].get("status") in ("ok", "unchecked")
-        and isinstance(p[b].get("side_by_side"), Mapping) for p in passes)]
-    return [all_pairs({b: p[b]["side_by_side"].get("round_s") or [] for b in good})
-            for p in passes]
-
-
 def disagreeing(passes: Sequence[Mapping[str, dict[str, Any]]], *, stall: float) -> bool:
     """Whether a group's passes disagree: the intervals of a pair do not overlap
     between two passes, or a backend's medians lie more than `stall` apart."""
-    if passes_disagree(_pass_pairs(passes)):
+    if passes_disagree(pass_pairs(passes, level=DEFAULT_LEVEL, seed=0)[1]):
         return True
     for b in passes[0]:
         meds = [m for p in passes if (m := median(p.get(b))) is not None]
