@@ -15,6 +15,7 @@ from statistics import NormalDist
 from typing import Any
 
 from ._findings._fields import median, raw_times
+from ._resultsfile import get_path
 from ._units import format_time
 from ._verdict import BELOW_MARGIN, BEYOND, reading
 
@@ -364,14 +365,6 @@ def _why_not(o: Mapping[str, Any], n: Mapping[str, Any]) -> str:
             v = get_path(r, "time", "median_s")
             out.append(f"{side} has no positive finite median time (got {v!r})")
     return "; ".join(out) or "no comparable times"
-
-
-def get_path(d: Any, *path: str) -> Any:
-    for p in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(p)
-    return d
 
 
 def header_differences(old: Mapping[str, Any] | None,
