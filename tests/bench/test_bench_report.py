@@ -651,15 +651,26 @@ def test_run_drift_reads_the_stream_by_its_rate_not_its_time():
     assert S.cross_dtype_drift(loops) is None
 
 
-def test_best_rates_leave_out_rates_above_the_peak():
+def test_rates_above_the_peak_are_never_the_machines():
+    n = 2**23
+    stream = _rec("calib_stream", "numpy", n, 3 * 8 * n / 12e9, nbytes=3 * 8 * n)  # 12 GB/s
+    gemm = _rec("calib_gemm", "numpy", 1024, 2 * 1024**3 / 20e9, flops=2 * 1024**3)  # 20 GFLOP/s
     ok = _rec("a1_gemm", "numpy", [64, 64, 64], 1e-4, flops=2 * 64**3, nbytes=3 * 8 * 64**2)
-    hot = _rec("a5_broadcast", "numpy", [128, 1024, 1], 1e-6, nbytes=2 * 8 * 128 * 1024, seed=1)
-    hot["throughput"].update(cache_resident=True,
-                             above_peak={"gbs": {"rate": hot["throughput"]["gbs"], "peak": 12.0}})
-    c = next(c for c in S.claims([ok, hot], {}, {}) if "bandwidth" in c["claim"])
+    hot = _rec("a5_broadcast", "torch-cpu", [128, 1024, 1], 1e-6, nbytes=2 * 8 * 128 * 1024,
+               seed=1)  # 2 TB/s: the data sat in a cache
+    # a float64 run's A12 cell computing in float32: no float32 peak bounds it
+    low = _rec("a12_precision_float32", "numpy", [64, 64, 64], 2 * 64**3 / 35e9,
+               flops=2 * 64**3)
+    failed = _rec("calib_gemm", "jax-cpu", 1024, None, status="failed")
+    records = [stream, gemm, ok, hot, low, failed]
+    peaks = F.calibrate_peaks(records)
+    assert [F.rates_above_peak(r, peaks) for r in records] == [[], [], [], ["gbs"], [], []]
+    same = dict(low, compute_dtype="float64")  # the same rate in float64: above 20 GFLOP/s
+    assert F.rates_above_peak(same, peaks) == ["gflops"]
+    c = next(c for c in S.claims(records, {}, peaks) if "bandwidth" in c["claim"])
     assert f"{hot['throughput']['gbs']:.1f} GB/s" not in c["evidence"]
-    assert f"{ok['throughput']['gbs']:.1f} GB/s" in c["evidence"]
-    assert "1 rate(s) above the run's calibrated peak left out" in c["evidence"]
+    assert "numpy: best 35.0 GFLOP/s, 12.0 GB/s" in c["evidence"]
+    assert "1 rate(s) above this machine's peak left out" in c["evidence"]
 
 
 def test_calibration_of_a_busier_run_does_not_cap_faster_gemm_cells():

@@ -19,7 +19,7 @@ import pytest
 from xlinalg.bench import RunConfig, TimerConfig, read_results, run_benchmark
 from xlinalg.bench._compare import compare_records, header_differences
 from xlinalg.bench._passes import merge_passes, parallelism_note
-from xlinalg.bench._sidebyside import Peaks, Settle, measure_group, process_cpu_ns
+from xlinalg.bench._sidebyside import Settle, measure_group, process_cpu_ns
 from xlinalg.bench._stats import (
     classify_stall,
     combine_passes,
@@ -682,42 +682,6 @@ def test_threads_give_every_backend_the_same_cores(tmp_path):
     hdr = read_results(out).headers[0]
     assert set(hdr["run"]["fence_selfcheck"]) == set(recs)
     assert all(v["ok"] for v in hdr["run"]["fence_selfcheck"].values())
-
-
-# ---------------------------------------------------------------------- peaks
-def test_rates_above_the_calibrated_peak_are_cache_resident():
-    from xlinalg.bench import get_case
-
-    def calib(case, backend, **throughput):  # as the runner records it: with its case's fields
-        return {"case": case, "backend": backend, "dtype": "float64", "status": "ok",
-                **get_case(case).describe("float64"), "throughput": throughput}
-
-    p = Peaks()
-    p.learn(calib("calib_stream", "numpy", gbs=10.0))
-    p.learn(calib("calib_stream", "jax-cpu", gbs=12.0))
-    p.learn(calib("calib_gemm", "numpy", gflops=20.0))
-    p.learn({**calib("calib_gemm", "numpy", gflops=99.0), "status": "failed"})  # not a peak
-    hot = {"case": "a5_broadcast", "backend": "torch-cpu", "dtype": "float64",
-           "throughput": {"gbs": 125.0, "gflops": 5.0}}
-    p.mark(hot)
-    assert hot["throughput"]["cache_resident"] is True
-    assert hot["throughput"]["above_peak"] == {"gbs": {"rate": 125.0, "peak": 12.0}}
-    cool = {"case": "a5_broadcast", "backend": "numpy", "dtype": "float64",
-            "throughput": {"gbs": 11.0}}
-    p.mark(cool)
-    assert "cache_resident" not in cool["throughput"]
-    other = {"case": "a5_broadcast", "backend": "numpy", "dtype": "float32",
-             "throughput": {"gbs": 125.0}}  # no float32 peak measured: nothing to say
-    p.mark(other)
-    assert "above_peak" not in other["throughput"]
-    # a float64 run's A12 cell computes in float32: the float64 peak does not bound it
-    low = {"case": "a12_precision_float32", "backend": "numpy", "dtype": "float64",
-           "compute_dtype": "float32", "throughput": {"gflops": 35.0}}
-    p.mark(low)
-    assert "above_peak" not in low["throughput"]
-    same = dict(low, compute_dtype="float64", throughput={"gflops": 35.0})
-    p.mark(same)
-    assert same["throughput"]["above_peak"] == {"gflops": {"rate": 35.0, "peak": 20.0}}
 
 
 # ---------------------------------------------------------------------- compare

@@ -17,7 +17,6 @@ from ._cases import (
     case_names,
     format_size,
     get_case,
-    load_case_file,
     register_case,
     unregister_case,
 )
@@ -78,7 +77,6 @@ __all__ = [
     "fence_selfcheck",
     "format_size",
     "get_case",
-    "load_case_file",
     "load_case_files",
     "load_study",
     "make_cell",

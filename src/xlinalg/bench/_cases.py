@@ -11,12 +11,8 @@ the backend's rounding, not the cast.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,7 +37,6 @@ __all__ = [
     "format_size",
     "get_case",
     "group_case_names",
-    "load_case_file",
     "register_case",
     "section_order",
     "unregister_case",
@@ -448,31 +443,3 @@ def group_case_names(group: str) -> list[str]:
     if group not in OPT_IN_GROUPS:
         raise ValueError(f"unknown case group {group!r}; groups: {', '.join(OPT_IN_GROUPS)}")
     return [n for n, c in _CASES.items() if c.group == group]
-
-
-_loaded_files: dict[str, Any] = {}
-
-
-def load_case_file(path: str | os.PathLike[str]) -> list[str]:
-    """Import a Python file that registers cases; return the names it added.
-
-    The file is run as a module (it is code the user chose to run, like a
-    ``conftest.py``); nothing is ever loaded from a results file.
-    """
-    p = Path(path).resolve()
-    if not p.is_file():
-        raise ValueError(f"case file {str(path)!r} does not exist")
-    key = str(p)
-    if key in _loaded_files:
-        return _loaded_files[key]
-    before = set(_CASES)
-    mod_name = f"_xlinalg_case_file_{len(_loaded_files)}_{p.stem}"
-    spec = importlib.util.spec_from_file_location(mod_name, p)
-    if spec is None or spec.loader is None:
-        raise ValueError(f"cannot import case file {str(path)!r}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = module
-    spec.loader.exec_module(module)
-    added = [n for n in _CASES if n not in before]
-    _loaded_files[key] = added
-    return added

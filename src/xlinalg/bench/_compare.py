@@ -15,6 +15,7 @@ from statistics import NormalDist
 from typing import Any
 
 from ._findings._fields import median, raw_times
+from ._resultsfile import get_path
 from ._units import format_time
 from ._verdict import BELOW_MARGIN, BEYOND, reading
 
@@ -232,8 +233,10 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
     # flags is at most alpha; the intervals are at the matching level 1 - alpha R / m
     # (R flagged; Benjamini-Yekutieli's false-coverage rate), so a cell is flagged
     # exactly when its interval lies beyond the threshold
-    ps = sorted(r["p"] for r in compared)
-    flagged = max([i for i, p in enumerate(ps, 1) if p <= alpha * i / m], default=0)
+    from scipy.stats import false_discovery_control
+
+    flagged = int((false_discovery_control([r["p"] for r in compared]) <= alpha).sum()
+                  if compared else 0)
     level = 1.0 - alpha * max(1, flagged) / m
     for r in compared:
         se, df, lr = r["se"], r["df"], r["log_ratio"] - (shift[0] if removed and shift else 0.0)
@@ -362,14 +365,6 @@ def _why_not(o: Mapping[str, Any], n: Mapping[str, Any]) -> str:
             v = get_path(r, "time", "median_s")
             out.append(f"{side} has no positive finite median time (got {v!r})")
     return "; ".join(out) or "no comparable times"
-
-
-def get_path(d: Any, *path: str) -> Any:
-    for p in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(p)
-    return d
 
 
 def header_differences(old: Mapping[str, Any] | None,

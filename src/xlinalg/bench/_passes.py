@@ -19,7 +19,8 @@ from ._stats import all_pairs, as_reading, combine_passes, effective_cores, star
 from ._timer import NOISE_THRESHOLD, Stats
 from ._verdict import verdict_text
 
-__all__ = ["PARALLELISM_FACTOR", "group_verdict", "merge_passes", "parallelism_note", "usable_first_pass"]
+__all__ = ["PARALLELISM_FACTOR", "group_verdict", "merge_passes", "parallelism_note", "pass_pairs",
+           "usable_first_pass"]
 
 #: Effective cores differing by more than this factor between backends: the
 #: verdict says the libraries did not use the same parallelism.
@@ -119,6 +120,17 @@ def _merged_load(loads: Sequence[Any]) -> dict[str, Any] | None:
             "mean": sum(float(x["mean"]) * int(x["samples"]) for x in got) / n, "samples": n}
 
 
+def pass_pairs(passes: Sequence[Mapping[str, Mapping[str, Any]]], *, level: float,
+               seed: int) -> tuple[list[str], list[dict[tuple[str, str], dict[str, Any]]]]:
+    """The backends good in every pass of a group, and each pass's paired ratios of
+    them (:func:`._stats.all_pairs` of its rounds)."""
+    good = [b for b in passes[0] if all(
+        b in p and p[b].get("status") in _GOOD and isinstance(sbs := p[b].get("side_by_side"),
+                                                                Mapping) and sbs for p in passes)]
+    return good, [all_pairs({b: p[b]["side_by_side"].get("round_s") or [] for b in good},
+                            level=level, seed=seed) for p in passes]
+
+
 def merge_passes(passes: Sequence[Mapping[str, dict[str, Any]]], *, margin: float,
                  level: float, seed: int) -> dict[str, dict[str, Any]]:
     """One record per backend of a group from its passes (each: backend -> record,
@@ -132,17 +144,13 @@ def merge_passes(passes: Sequence[Mapping[str, dict[str, Any]]], *, margin: floa
     """
     first = passes[0]
     names = list(first)
-    good = [b for b in names
-            if all(b in p and p[b].get("status") in _GOOD and p[b].get("side_by_side")
-                   for p in passes)]
+    good, per_pass_pairs = pass_pairs(passes, level=level, seed=seed)
     out: dict[str, dict[str, Any]] = {}
     for b in names:
         if b not in good:
             bad = next((p[b] for p in passes if b in p and p[b].get("status") not in _GOOD),
                        first[b])
             out[b] = dict(bad)
-    per_pass_pairs = [all_pairs({b: p[b]["side_by_side"]["round_s"] for b in good},
-                                level=level, seed=seed) for p in passes]
     pairs = combine_passes(per_pass_pairs, level=level)
     rounds: dict[str, list[float | None]] = {}
     cores: dict[str, float | None] = {}

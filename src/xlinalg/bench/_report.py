@@ -392,56 +392,24 @@ def _peaks_blocks(peaks: dict[str, Any]) -> list[Block]:
             ("ul", pk or ["no throughput measured"])]
 
 
-def _md_cell(c: Any) -> str:
-    if isinstance(c, tuple) and c and c[0] == "link":
-        return f"[{markdown(c[1])}](#{c[2]})"
-    return "<br>".join(markdown(part) for part in str(c).split("\n"))
-
-
-def render_md(blocks: list[Block], outdir: Path) -> str:
-    lines: list[str] = []
-    for b in blocks:
-        if b[0] == "h":
-            if len(b) > 3:
-                lines.append(f'<a id="{b[3]}"></a>')
-                lines.append("")
-            lines += ["#" * b[1] + " " + markdown(b[2]), ""]
-        elif b[0] == "p":
-            lines += [markdown(b[1]), ""]
-        elif b[0] == "ul":
-            lines += [f"- {markdown(x)}" for x in b[1]] + [""]
-        elif b[0] == "toc":
-            lines += [f"- [{markdown(t)}](#{a})" for t, a in b[1]] + [""]
-        elif b[0] == "details":
-            lines += [f"<details><summary>{markdown(b[1])}</summary>", ""]
-            lines.append(render_md(b[2], outdir))
-            lines += ["</details>", ""]
-        elif b[0] == "table":
-            lines.append("| " + " | ".join(_md_cell(h) for h in b[1]) + " |")
-            lines.append("|" + "---|" * len(b[1]))
-            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b[2]]
-            lines.append("")
-        elif b[0] == "img":
-            p = b[1]
-            lines += [f"![{markdown(p['title'])}]({Path(p['png']).name})", ""]
-    return "\n".join(lines)
-
-
-def _jinja_env() -> Any:
-    """The Jinja2 environment of the HTML template, autoescape on; every ``{{ value }}``
-    passes :func:`._escape.terminal` first (control characters made visible)."""
+def _jinja_env(html: bool = True) -> Any:
+    """The Jinja2 environment of the report's templates: the HTML with autoescape on and
+    every ``{{ value }}`` through :func:`._escape.terminal` first (control characters
+    made visible); the Markdown with every text through :func:`._escape.markdown`."""
     import jinja2
     from markupsafe import Markup
 
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("xlinalg.bench", "templates"),
-        autoescape=True,
-        finalize=lambda v: v if isinstance(v, Markup) else terminal(v),
-        trim_blocks=False,
+        autoescape=html,
+        finalize=(lambda v: v if isinstance(v, Markup) else terminal(v)) if html else None,
+        trim_blocks=not html,
+        lstrip_blocks=not html,
         undefined=jinja2.StrictUndefined,
     )
     env.tests["link"] = lambda c: isinstance(c, tuple) and len(c) == 3 and c[0] == "link"
     env.filters["lines"] = lambda s: str(s).split("\n")
+    env.filters["md"] = markdown
     return env
 
 
@@ -460,6 +428,12 @@ def _html_ready(blocks: list[Block]) -> list[Block]:
         else:
             out.append(b)
     return out
+
+
+def render_md(blocks: list[Block]) -> str:
+    """The report as Markdown, from the package's template ``templates/report.md``."""
+    return str(_jinja_env(html=False).get_template("report.md").render(
+        blocks=_html_ready(blocks)))[:-1]
 
 
 def render_html(blocks: list[Block]) -> str:
@@ -483,6 +457,6 @@ def write_report(results: list[str | Path], outdir: Path | None = None, plots: b
     outdir = outdir if outdir is not None else src.with_name(src.stem + "-report")
     outdir.mkdir(parents=True, exist_ok=True)
     blocks, plot_list = build_report(files[0], outdir, plots=plots, extra=files[1:], study=study)
-    write_output(outdir / "report.md", render_md(blocks, outdir))
+    write_output(outdir / "report.md", render_md(blocks))
     write_output(outdir / "report.html", render_html(blocks))
     return outdir, len(plot_list)

@@ -30,6 +30,7 @@ __all__ = [
     "ResultsWriteError",
     "ResumeMismatchError",
     "cell_key",
+    "get_path",
     "read_results",
 ]
 
@@ -66,6 +67,16 @@ class ResumeMismatchError(ResultsFileError):
 
 def _why(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
+
+
+def get_path(d: Any, *path: str, default: Any = None) -> Any:
+    """``d[path[0]][path[1]]...``, or `default` where a key is missing or a value on
+    the way is not a dict (a record's or a header's field, tolerant of their shape)."""
+    for p in path:
+        if not isinstance(d, dict) or p not in d:
+            return default
+        d = d[p]
+    return d
 
 
 def cell_key(case: str, backend: str, dtype: str, size_label: str) -> str:

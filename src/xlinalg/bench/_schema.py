@@ -336,39 +336,25 @@ def json_schema(ann: Any) -> dict[str, Any]:
     return {"type": _JSON_TYPES[ann]}
 
 
-def _root(record: Any) -> tuple[dict[str, Any], dict[str, Any], tuple[str, ...]]:
-    node = json_schema(record)
-    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **node}
-    return schema, node["properties"], tuple(node["required"])
-
-
-_RESULT_SCHEMA, RESULT_PROPERTIES, RESULT_REQUIRED = _root(ResultRecord)
-_HEADER_SCHEMA, HEADER_PROPERTIES, HEADER_REQUIRED = _root(HeaderRecord)
-_VALIDATORS: dict[str, Any] = {}
-
-
-def _validator(kind: str) -> Any:
-    v = _VALIDATORS.get(kind)
-    if v is None:
-        from jsonschema import Draft202012Validator
-
-        schema = _RESULT_SCHEMA if kind == "result" else _HEADER_SCHEMA
-        Draft202012Validator.check_schema(schema)
-        v = _VALIDATORS.setdefault(kind, Draft202012Validator(schema))
-    return v
+_RESULT, _HEADER = json_schema(ResultRecord), json_schema(HeaderRecord)
+RESULT_PROPERTIES, RESULT_REQUIRED = _RESULT["properties"], tuple(_RESULT["required"])
+HEADER_PROPERTIES, HEADER_REQUIRED = _HEADER["properties"], tuple(_HEADER["required"])
 
 
 @functools.cache
-def _type_validator(record_type: Any) -> Any:
+def _validator(record_type: Any) -> Any:
+    """The JSON Schema (draft 2020-12) validator of `record_type`, made once."""
     from jsonschema import Draft202012Validator
 
-    return Draft202012Validator(json_schema(record_type))
+    schema = json_schema(record_type)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
 
 
 def conforms(value: Any, record_type: Any) -> bool:
     """Whether `value` is a valid `record_type` (a type of a record's part, e.g.
     :class:`SideBySide`), by the schema generated from it."""
-    return bool(_type_validator(record_type).is_valid(value))
+    return bool(_validator(record_type).is_valid(value))
 
 
 def _short(value: Any) -> str:
@@ -381,7 +367,8 @@ def record_problem(obj: dict[str, Any], kind: str) -> str | None:
     line naming the field, or None when it fits the schema."""
     from jsonschema.exceptions import best_match
 
-    err = best_match(_validator(kind).iter_errors(obj))
+    err = best_match(_validator(ResultRecord if kind == "result" else HeaderRecord)
+                     .iter_errors(obj))
     if err is None:
         return None
     field = ".".join(str(p) for p in err.absolute_path) or "record"

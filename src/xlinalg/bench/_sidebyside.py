@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ._findings._fields import compute_dtype, is_calibration, median, peak_of, processor_class
-from ._passes import group_verdict, merge_passes
+from ._findings._fields import median
+from ._passes import group_verdict, merge_passes, pass_pairs
 from ._stats import (
     DEFAULT_LEVEL,
     STARVED_CORES,
@@ -34,7 +34,6 @@ from ._workerproc import ClientFailure, Pool, WorkerClient, failed_record
 
 __all__ = [
     "GroupResult",
-    "Peaks",
     "Settle",
     "measure_group",
     "process_cpu_ns",
@@ -322,44 +321,6 @@ def _annotate(res: GroupResult, names: Sequence[str], wall: Mapping[str, float],
 
 
 # ---------------------------------------------------------------------- the run
-class Peaks:
-    """This run's calibrated peaks (the best GFLOP/s and GB/s of its calibration cells,
-    per processor and dtype: the peak each declares), and the marking of rates above them."""
-
-    def __init__(self) -> None:
-        self.gflops: dict[tuple[str, str], float] = {}
-        self.gbs: dict[tuple[str, str], float] = {}
-
-    def learn(self, rec: dict[str, Any]) -> None:
-        if rec.get("status") not in ("ok", "unchecked") or not is_calibration(rec) \
-                or peak_of(rec) == "none":
-            return
-        key, table = ("gflops", self.gflops) if peak_of(rec) == "arithmetic" else ("gbs", self.gbs)
-        v = (rec.get("throughput") or {}).get(key)
-        k = (processor_class(str(rec.get("backend"))), str(rec.get("dtype")))
-        if isinstance(v, (int, float)) and v > 0:
-            table[k] = max(table.get(k, 0.0), float(v))
-
-    def mark(self, rec: dict[str, Any]) -> None:
-        """``throughput.above_peak`` (and ``cache_resident`` for bytes) when a rate
-        exceeds the calibrated peak: such a rate is never the machine's best."""
-        thr = rec.get("throughput")
-        if not isinstance(thr, dict) or is_calibration(rec):
-            return
-        # against the peak of the dtype the cell computes in (a cell of a float64 run
-        # that casts computes in float32, bfloat16, ...: no float64 peak applies to it)
-        k = (processor_class(str(rec.get("backend"))), compute_dtype(rec))
-        above = {}
-        for key, table in (("gflops", self.gflops), ("gbs", self.gbs)):
-            v, peak = thr.get(key), table.get(k)
-            if isinstance(v, (int, float)) and peak and v > peak:
-                above[key] = {"rate": float(v), "peak": peak}
-        if above:
-            thr["above_peak"] = above
-        if "gbs" in above:
-            thr["cache_resident"] = True
-
-
 #: Statuses of a first-pass record whose cell gets the second pass.
 RECHECKED = ("ok", "unchecked", "wrong")
 
@@ -397,19 +358,10 @@ def _later_pass_cell(cell: dict[str, Any], rec: dict[str, Any],
     return {**cell, "timer": t, "check": False, "memory": False}
 
 
-def _pass_pairs(passes: Sequence[Mapping[str, dict[str, Any]]]) -> list[dict[tuple[str, str], dict[str, Any]]]:
-    """Each pass's paired ratios (from its rounds) of the backends good in every pass."""
-    good = [b for b in passes[0] if all(
-        b in p and p[b].get("status") in ("ok", "unchecked")
-        and isinstance(p[b].get("side_by_side"), Mapping) for p in passes)]
-    return [all_pairs({b: p[b]["side_by_side"].get("round_s") or [] for b in good})
-            for p in passes]
-
-
 def disagreeing(passes: Sequence[Mapping[str, dict[str, Any]]], *, stall: float) -> bool:
     """Whether a group's passes disagree: the intervals of a pair do not overlap
     between two passes, or a backend's medians lie more than `stall` apart."""
-    if passes_disagree(_pass_pairs(passes)):
+    if passes_disagree(pass_pairs(passes, level=DEFAULT_LEVEL, seed=0)[1]):
         return True
     for b in passes[0]:
         meds = [m for p in passes if (m := median(p.get(b))) is not None]
@@ -456,10 +408,6 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
     timer = config.timer_config()
     opts: dict[str, Any] = dict(timer=timer, failed_record=failed_record,
                                 time_limit=config.time_limit, margin=config.margin, seed=config.seed)
-    peaks = Peaks()
-    if store.previous is not None:  # resuming: the peaks measured before
-        for r in store.previous.latest().values():
-            peaks.learn(r)
     total = len(todo) * (2 if config.recheck else 1) + len(second_pass)  # the second pass
     done = 0
 
@@ -490,8 +438,6 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
 
             def append(rec: dict[str, Any]) -> None:
                 nonlocal done
-                peaks.learn(rec)
-                peaks.mark(rec)
                 emit(rec, done, total)
                 done += 1
 

@@ -31,6 +31,7 @@ from ._resultsfile import (
     ResumeMismatchError,
     _check_identity,
     _why,
+    get_path,
     read_results,
 )
 from ._schema import RESULT_REQUIRED
@@ -50,14 +51,7 @@ RESUME_ENV_KEYS: tuple[str, ...] = (
     "xlinalg", "python.version", "python.implementation", "numpy", "packages",
     "machine_id", "cpu.model", "cpu.usable_cores",
 )
-
-
-def _dig(d: Any, dotted: str) -> tuple[bool, Any]:
-    for part in dotted.split("."):
-        if not isinstance(d, dict) or part not in d:
-            return False, None
-        d = d[part]
-    return True, d
+_MISSING = object()
 
 
 def _flat(prefix: str, v: Any) -> dict[str, Any]:
@@ -80,9 +74,9 @@ def settings_differences(header: Mapping[str, Any], run: Mapping[str, Any],
     out: list[str] = []
     for part, keys in (("run", RESUME_RUN_KEYS), ("env", RESUME_ENV_KEYS)):
         for key in keys:
-            had, old = _dig(header.get(part), key)
-            has, new = _dig(now[part], key)
-            if not (had and has):
+            old = get_path(header.get(part), *key.split("."), default=_MISSING)
+            new = get_path(now[part], *key.split("."), default=_MISSING)
+            if old is _MISSING or new is _MISSING:
                 continue
             a, b = _flat(key, old), _flat(key, new)
             out.extend(f"{k}: {json.dumps(a.get(k))} in the file, {json.dumps(b.get(k))} now"

@@ -159,17 +159,15 @@ def main(argv: list[str] | None = None) -> int:
 
             resource.setrlimit(resource.RLIMIT_AS, (args.memory_limit, args.memory_limit))
         from ..backends import get_backend
-        from ._cases import load_case_file
-        from ._cell import execute_cell, exit_guard
+        from ._casefiles import load_case_files
+        from ._cell import execute_cell
         from ._env import backend_state, configure_backend
 
         get_backend(args.backend).require()
         configure_backend(args.backend, threads=args.threads, allow_tf32=args.allow_tf32)
         for mod in args.case_module:  # a study's cases (xlinalg.bench.load_study)
             importlib.import_module(mod)
-        for f in args.case_file:
-            with exit_guard():  # os._exit at import: a reason, not a silent death
-                load_case_file(f)
+        load_case_files(args.case_file)  # os._exit at import: a reason, not a silent death
         state = backend_state(args.backend, threads_requested=args.threads)
     except BaseException as exc:  # report why the worker cannot start
         _send(fd, {"event": "fatal", "error": f"{type(exc).__name__}: {exc}".splitlines()[0]})

@@ -39,7 +39,7 @@ from ._fields import (
     size_key,
     units_of,
 )
-from ._peaks import calibrate_peaks, fraction_of_peak
+from ._peaks import calibrate_peaks, fraction_of_peak, rates_above_peak
 from ._verdicts import (
     MARGIN,
     fmt_interval,
@@ -75,6 +75,7 @@ __all__ = [
     "peak_of",
     "quartiles",
     "ratio",
+    "rates_above_peak",
     "section_of",
     "section_order",
     "sections",

@@ -155,23 +155,9 @@ def sections(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 def size_key(r: dict[str, Any]) -> tuple[float, str]:
     """Sort key of a cell's size: product of its numbers, then the label."""
     s = r.get("size")
-    nums: list[float] = []
-
-    def walk(v: Any) -> None:
-        if isinstance(v, bool):
-            return
-        if isinstance(v, (int, float)):
-            nums.append(float(v))
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-
-    walk(s)
-    prod = math.prod(nums) if nums else 0.0
-    return (prod, str(r.get("size_label", "")))
+    nums = [float(v) for v in (s if isinstance(s, (list, tuple)) else [s])
+            if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return (math.prod(nums) if nums else 0.0, str(r.get("size_label", "")))
 
 
 def good(r: dict[str, Any]) -> bool:

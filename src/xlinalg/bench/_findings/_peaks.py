@@ -20,7 +20,7 @@ from ._fields import (
     units_of,
 )
 
-__all__ = ["calibrate_peaks", "fraction_of_peak"]
+__all__ = ["calibrate_peaks", "fraction_of_peak", "rates_above_peak"]
 
 
 def _peaks_of(records: list[dict[str, Any]], calibrated: bool) -> tuple[dict, dict]:
@@ -119,3 +119,14 @@ def fraction_of_peak(r: dict[str, Any], peaks: dict[str, Any]) -> tuple[str, flo
     frac = v / pk[0] if pk and pk[0] > 0 else None
     return unit, float(v), frac
 
+
+def rates_above_peak(r: dict[str, Any], peaks: dict[str, Any]) -> list[str]:
+    """The rates of cell `r` (``"gflops"``, ``"gbs"``) above the peak of its device
+    class (:func:`calibrate_peaks`): never the machine's rate (cache-resident data,
+    or a dtype lower than the one it computes in); a calibration cell sets the peak."""
+    pc = (peaks.get("by_class") or {}).get(device_class(r), peaks)
+    tp = r.get("throughput") or {}
+    pk: dict[str, Any] = {"gflops": (pc.get("gflops") or {}).get(compute_dtype(r)),
+                          "gbs": (pc.get("gbs") or {}).get("any")}
+    return [] if is_calibration(r) else [
+        u for u in pk if isinstance(tp.get(u), (int, float)) and pk[u] and tp[u] > pk[u][0]]

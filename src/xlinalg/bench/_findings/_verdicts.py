@@ -160,17 +160,15 @@ def control_fdr(rows: list[dict[str, Any]], q: float = FDR) -> None:
     groups with two or more backends (a tie counts with p = 1); otherwise it
     becomes "a real difference below the margin" with ``fdr`` saying why. Rows
     without a p-value (files from before, verdicts drawn here) are left alone."""
+    from scipy.stats import false_discovery_control
+
     judged = [w for w in rows if w.get("runner_up") is not None and not w.get("no_verdict")]
     m = len(judged)
-    ps = sorted((w["p_margin"] if not w.get("tie") and isinstance(w.get("p_margin"), float)
-                 else 1.0) for w in judged)
-    cut = 0.0
-    for i, p in enumerate(ps, 1):
-        if p <= q * i / m:
-            cut = p
-    for w in judged:
+    ps = [min(1.0, max(0.0, w["p_margin"])) if not w.get("tie") and isinstance(
+        w.get("p_margin"), float) else 1.0 for w in judged]
+    for w, adjusted in zip(judged, false_discovery_control(ps) if judged else []):
         p = w.get("p_margin")
-        if w.get("tie") or not isinstance(p, float) or p <= cut:
+        if w.get("tie") or not isinstance(p, float) or adjusted <= q:
             continue
         w["tie"] = True
         w["tied"] = [w["winner"], w["runner_up"]]

@@ -16,6 +16,7 @@ from ...bench._findings._fields import (
     section_of,
     size_key,
 )
+from ...bench._findings._peaks import rates_above_peak
 from ...bench._findings._verdicts import cells, ratio
 from ...bench._verdict import WITHIN_NOISE, fmt_interval, fmt_ratio, reading
 from ._setup import ARTICLE_NUMPY, ARTICLE_TORCH_CPU
@@ -216,7 +217,7 @@ def _claim_layout(records: list[Record]) -> Record:
     return c4
 
 
-def _claim_rates(records: list[Record]) -> Record:
+def _claim_rates(records: list[Record], peaks: dict[str, Any]) -> Record:
     """5. GPU utilisation and memory bandwidth: the achieved rates per backend."""
     c5: dict[str, Any] = {"claim": "reported GPU utilisation and memory bandwidth"}
     rates: dict[str, dict[str, float]] = defaultdict(dict)  # backend -> unit -> best
@@ -225,11 +226,10 @@ def _claim_rates(records: list[Record]) -> Record:
         if not good(r):
             continue
         tp = r.get("throughput") or {}
-        ap = tp.get("above_peak")
-        marked: dict[str, Any] = ap if isinstance(ap, dict) else {}
+        marked = rates_above_peak(r, peaks)
         for unit in ("gflops", "gbs"):
             x = tp.get(unit)
-            if unit in marked or (unit == "gbs" and tp.get("cache_resident")):
+            if unit in marked:
                 above += 1  # cache-resident or a lower compute dtype: not the machine's rate
                 continue
             if isinstance(x, (int, float)) and x > rates[r["backend"]].get(unit, 0.0):
@@ -237,7 +237,7 @@ def _claim_rates(records: list[Record]) -> Record:
     rates_text = "; ".join(f"{b}: best {d.get('gflops', 0):.1f} GFLOP/s, "
                            f"{d.get('gbs', 0):.1f} GB/s" for b, d in sorted(rates.items()))
     if above and rates_text:
-        rates_text += (f" ({above} rate(s) above the run's calibrated peak left out: "
+        rates_text += (f" ({above} rate(s) above this machine's peak left out: "
                        "cache-resident data or a lower compute dtype, never the machine's rate)")
     if any(is_gpu(b) for b in rates):
         c5.update(verdict="measured: achieved rates below (compare with the device's spec sheet)",
@@ -253,4 +253,4 @@ def claims(records: list[Record], env: dict[str, Any] | None,
     """A verdict on each of the article's claims (docs/sources.md), with the numbers."""
     env = env or {}
     return [_claim_small(records), _claim_gpu(records, env), _claim_oom(records, env),
-            _claim_layout(records), _claim_rates(records)]
+            _claim_layout(records), _claim_rates(records, peaks)]
