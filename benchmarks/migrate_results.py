@@ -19,8 +19,9 @@ Files written before the runner derived a record's rates from its own time hold,
 in each record merged from several passes, the first pass's ``gflops``/``gbs``
 beside a median over every pass: the two did not divide. Those rates are made
 again from the record's time (:func:`xlinalg.bench._findings.rates_at`, what the
-runner does today), and the marks against the run's peaks (``above_peak``) again
-from the file's calibration cells.
+runner does today); the marks an older runner wrote against its own peak
+(``above_peak``, ``cache_resident``) are dropped (the report judges every rate
+against this machine's peak).
 
 A file is rewritten only when something changes (aside, then renamed over it;
 an xz file stays xz), so migrating a migrated file changes no byte. Exit
@@ -64,23 +65,14 @@ def declared(case: str, dtype: str) -> dict[str, Any]:
 
 
 def _rerated(records: list[Any]) -> dict[int, dict[str, Any]]:
-    """Each result record's ``throughput`` at its own time, marked against the peaks
-    of the file's calibration cells (:class:`xlinalg.bench._sidebyside.Peaks`), by
-    position in `records`."""
+    """Each result record's ``throughput`` at its own time, by position in `records`
+    (without the marks an older runner wrote against its own peak: the report judges
+    rates against this machine's peak, ``_findings.rates_above_peak``)."""
     from xlinalg.bench._findings._fields import rates_at
-    from xlinalg.bench._sidebyside import Peaks
 
-    new: dict[int, dict[str, Any]] = {}
-    for i, rec in enumerate(records):
-        if isinstance(rec, dict) and rec.get("type") == "result" \
-                and isinstance(rec.get("throughput"), dict) and isinstance(rec.get("time"), dict):
-            new[i] = {**rec, "throughput": rates_at(rec["throughput"], rec["time"])}
-    peaks = Peaks()
-    for rec in new.values():
-        peaks.learn(rec)
-    for rec in new.values():
-        peaks.mark(rec)
-    return {i: rec["throughput"] for i, rec in new.items()}
+    return {i: rates_at(rec["throughput"], rec["time"]) for i, rec in enumerate(records)
+            if isinstance(rec, dict) and rec.get("type") == "result"
+            and isinstance(rec.get("throughput"), dict) and isinstance(rec.get("time"), dict)}
 
 
 def migrate_lines(lines: Iterable[str]) -> tuple[list[str], Counter[str]]:

@@ -181,9 +181,9 @@ def rates_at(thr: Mapping[str, Any], time: Mapping[str, Any]) -> dict[str, Any]:
     and ``rate_of``) with its rates, ``gflops`` and ``gbs``, at the record's `time`:
     its median, or its best sample where ``rate_of`` says so (a calibration's peak).
     The one place a rate is made, for a pass's record and for the record merged from
-    several passes (whose median is over every pass's rounds). Marks against the
-    run's peaks (``above_peak``, ``cache_resident``) belong to the rate they judged
-    and are left out: the run makes them again for the new rate."""
+    several passes (whose median is over every pass's rounds). Marks an older runner
+    wrote against its own peak (``above_peak``, ``cache_resident``) judged an old rate
+    and are left out (the report judges rates: ``rates_above_peak``)."""
     t = time.get("min_s" if thr.get("rate_of") == "best sample" else "median_s")
     out: dict[str, Any] = {}
     for k, v in thr.items():
