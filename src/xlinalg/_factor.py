@@ -46,6 +46,7 @@ from ._matrix import (
     np_square_loop,
 )
 from .backends._base import Adapter
+from .backends._jax_adapter import jax_inv_ruled
 from .backends._numpy_adapter import NUMPY
 
 __all__ = ["cholesky", "inv"]
@@ -103,10 +104,23 @@ def _inv_fast(ad: Adapter, solve: Any) -> Any:
     return fast
 
 
+def _jax_inv(jnp: Any, x: Any) -> Any:
+    """Traced (once per input signature): the checked path's program, `x` solved
+    against the identity by the singular rule's LU, the identity made in the
+    program (no argument, no cached array read); None for anything but one
+    non-empty square matrix."""
+    import jax
+
+    if x.ndim != 2 or x.shape[0] != x.shape[1] or not x.shape[0]:
+        return None
+    return jax_inv_ruled(jax, jnp, x)
+
+
 # (torch: one small CPU matrix, the checked path's own computation there, NumPy's
-# gesv and the singular rule on a zero-copy view, without its identity made per call)
+# gesv and the singular rule on a zero-copy view, without its identity made per call;
+# JAX: one compiled call of `x` alone, then the host look, as the checked path's solve)
 _INV_FAST = fast_paths("inv", np_maker(_np_inv_fast), torch_maker(torch_via_numpy(_np_inv_fast)),
-                       solve_maker(_inv_fast))
+                       jax_maker(jax_looked(_jax_inv), host_look=True), solve_maker(_inv_fast))
 
 
 @declare(
