@@ -213,11 +213,22 @@ def jax_looked(body: Callable[..., Any], *, look: int | None = None, wrap: Calla
     """The builder (for :func:`jax_maker` with ``host_look=True``) of a decomposition's
     fast path: ``body(jnp, x, *static)`` under one ``jax.jit`` (a floating `x` only:
     its dtype and shape checks run once, at trace time; `static`: hashable options
-    such as ``full_matrices``); then the host look of :func:`torch_looked`."""
+    such as ``full_matrices``); then the host look of :func:`torch_looked`.
+    `look_input`: the program itself tests `x` (one host look, not two)."""
 
     def build(jax: Any, jnp: Any) -> Any:
         def traced(x: Any, *static: Any) -> Any:
-            return body(jnp, x, *static) if x.dtype in JAX_FLOAT else None
+            if x.dtype not in JAX_FLOAT:
+                return None
+            if not look_input:
+                return body(jnp, x, *static)
+            # the look at `x` in the program: a matrix holding NaN or inf reaches
+            # LAPACK as zeros (it may loop on NaN) and its looked-at output is NaN
+            ok = jnp.all(jnp.isfinite(x))
+            out = body(jnp, jnp.where(ok, x, 0), *static)
+            if look is None:
+                return jnp.where(ok, out, jnp.nan)
+            return (*out[:look], jnp.where(ok, out[look], jnp.nan), *out[look + 1:])
 
         calls: dict[int, Any] = {}
 
@@ -226,8 +237,6 @@ def jax_looked(body: Callable[..., Any], *, look: int | None = None, wrap: Calla
             if call is None:
                 call = calls[len(static)] = jax.jit(traced, static_argnums=tuple(range(1, 1 + len(static))))
             try:
-                if look_input and not jax_finite(x):
-                    return MISSING
                 out = call(x, *static)
             except Exception:  # a shape it refuses: named by the checked path
                 return MISSING
