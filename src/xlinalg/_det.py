@@ -22,9 +22,8 @@ from ._fastpath import (
     np_loud,
     np_maker,
     np_quiet,
-    torch_finite,
-    torch_float,
     torch_maker,
+    torch_via_numpy,
 )
 from ._lib._declare import Returns, all_nan, declare
 from ._lib._subclass import keep_subclass
@@ -76,30 +75,6 @@ def _np_det_fast(x: Any, slog: bool) -> Any:
     return SlogdetResult(*out) if slog else out
 
 
-def _torch_det_fast(slog: bool) -> Any:
-    def build(torch: Any) -> Any:
-        call = torch.linalg.slogdet if slog else torch.linalg.det
-        ok = torch_float(torch)
-        compiling = torch.compiler.is_compiling  # (torch_plain's tests inline, less is_meta:
-        transforms = torch._C._are_functorch_transforms_active  # a meta tensor's look raises)
-        new = tuple.__new__
-
-        def fast(x: Any) -> Any:
-            if x.dtype not in ok or compiling() or transforms():
-                return MISSING
-            try:
-                if not torch_finite(torch, x):  # NaN for those members: the checked path
-                    return MISSING
-                out = call(x)
-            except Exception:  # a shape or layout it refuses: named by the checked path
-                return MISSING
-            return new(SlogdetResult, out) if slog else out
-
-        return fast
-
-    return build
-
-
 def _jax_det_fast(slog: bool) -> Any:
     def build(jax: Any, jnp: Any) -> Any:
         def body(x: Any) -> Any:  # NaN for members holding NaN or inf, in the program
@@ -130,7 +105,8 @@ def _jax_det_fast(slog: bool) -> Any:
 def _det_makers(slog: bool) -> tuple[FastMaker, ...]:
     return (
         np_maker(lambda x: _np_det_fast(x, slog)),
-        torch_maker(_torch_det_fast(slog)),
+        # (torch: NumPy's gufunc on a view of a small CPU matrix, as the checked path)
+        torch_maker(torch_via_numpy(lambda x: _np_det_fast(x, slog))),
         jax_maker(_jax_det_fast(slog)),
     )
 
@@ -186,6 +162,8 @@ def det(x: Array, /, *, xp: Namespace | None = None) -> Array:
         return keep_subclass(_np_det_block(x), x)
     if ad.map_gufunc is not None:  # lazy blocks (Dask): NumPy's on each
         return ad.map_gufunc(_np_det_block, "(m,m)->()", x, [(0, x.dtype)], {}, "det")
+    if (xn := ad.small_numpy_view(x)) is not None:  # (torch: NumPy's on the view, cheaper)
+        return ad.from_numpy_view(np.asarray(_np_det_block(xn)), x)
     return _nan_where_not_finite(ad, x, ad.xp.linalg.det(x))
 
 
@@ -266,6 +244,8 @@ def slogdet(x: Array, /, *, xp: Namespace | None = None) -> SlogdetResult:
             _np_slogdet_block, "(m,m)->(),()", x, [(0, x.dtype), (0, real_dtype(ad, x))], {}, "slogdet",
         )
         return SlogdetResult(sign, logabs)
+    if (xn := ad.small_numpy_view(x)) is not None:  # (torch: NumPy's on the view, cheaper)
+        return SlogdetResult(*(ad.from_numpy_view(np.asarray(v), x) for v in _np_slogdet_block(xn)))
     sign, logabs = ad.xp.linalg.slogdet(x)
     return SlogdetResult(_nan_where_not_finite(ad, x, sign), _nan_where_not_finite(ad, x, logabs))
 

@@ -26,6 +26,7 @@ from ._fastpath import (
     np_quiet,
     torch_looked,
     torch_maker,
+    torch_via_numpy,
 )
 from ._lib._declare import BadInput, Raises, declare
 from ._lib._errors import LinAlgError
@@ -193,6 +194,8 @@ def _native_eigh(ad: Adapter, x: Any, fn: str, values_only: bool) -> Any:
     xp = ad.xp
     if ad.numpy_arrays and _NP_EIGH is not None:
         return _np_eigh(x, values_only)
+    if values_only and _NP_EIGH is not None and (xn := ad.small_numpy_view(x)) is not None:
+        return ad.from_numpy_view(_np_eigh(xn, True), x)  # (torch: cheaper than its own)
     try:
         if ad.lower_triangle:  # the lower triangle, as everywhere (JAX symmetrizes by default)
             w, v = xp.linalg.eigh(x, **ad.lower_triangle)
@@ -232,10 +235,13 @@ def _jax_eigh(jnp: Any, x: Any, values_only: bool) -> Any:
 
 def _eigh_makers(values_only: bool) -> tuple[FastMaker, ...]:
     look, wrap = (None, None) if values_only else (0, EighResult)
+    np_fast = lambda x: _np_eigh_fast(x, values_only)  # noqa: E731
     return (
-        np_maker(lambda x: _np_eigh_fast(x, values_only)),
-        torch_maker(torch_looked(lambda t: t.linalg.eigvalsh if values_only else t.linalg.eigh,
-                                 look=look, wrap=wrap)),
+        np_maker(np_fast),
+        # (torch: eigvalsh by NumPy's gufunc on a view of a small CPU matrix, as the
+        # checked path; eigh by torch's own, cheaper than NumPy's with its vectors)
+        torch_maker(torch_via_numpy(np_fast) if values_only else torch_looked(lambda t: t.linalg.eigh,
+                                                                              look=0, wrap=EighResult)),
         jax_maker(jax_looked(lambda jnp, x: _jax_eigh(jnp, x, values_only), look=look, wrap=wrap),
                   host_look=True),
     )
@@ -374,6 +380,9 @@ def _np_eigvals_block(x: np.ndarray) -> np.ndarray:
 def _native_eig(ad: Adapter, x: Any, fn: str, values_only: bool) -> Any:
     if ad.numpy_arrays:
         return _np_eig(x, values_only, fn)
+    if (xn := ad.small_numpy_view(x)) is not None:  # (torch: cheaper than its own)
+        out = _np_eig(xn, values_only, fn)
+        return ad.from_numpy_view(out, x) if values_only else tuple(ad.from_numpy_view(t, x) for t in out)
     xp = ad.xp
     cdt = complex_dtype(ad, x)
     if not ad.traced(x) and not bool(xp.all(xp.isfinite(x))):
@@ -428,10 +437,10 @@ def _np_eig_fast(x: Any, values_only: bool) -> Any:
 
 def _eig_makers(values_only: bool) -> tuple[FastMaker, ...]:
     look, wrap = (None, None) if values_only else (0, EigResult)
+    np_fast = lambda x: _np_eig_fast(x, values_only)  # noqa: E731
     return (
-        np_maker(lambda x: _np_eig_fast(x, values_only)),
-        torch_maker(torch_looked(lambda t: t.linalg.eigvals if values_only else t.linalg.eig,
-                                 look=look, wrap=wrap, look_input=True)),
+        np_maker(np_fast),
+        torch_maker(torch_via_numpy(np_fast)),  # (NumPy's on a view of a small CPU matrix, as checked)
         jax_maker(jax_looked(lambda jnp, x: jnp.linalg.eigvals(x) if values_only else jnp.linalg.eig(x),
                              look=look, wrap=wrap, look_input=True), host_look=True),
     )

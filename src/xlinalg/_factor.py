@@ -30,6 +30,7 @@ from ._fastpath import (
     torch_float,
     torch_maker,
     torch_plain,
+    torch_via_numpy,
 )
 from ._lib._declare import BadInput, Raises, Returns, all_nan, declare
 from ._lib._errors import LinAlgError
@@ -45,8 +46,8 @@ from ._matrix import (
     np_square_loop,
 )
 from .backends._base import Adapter
+from .backends._jax_adapter import jax_inv_ruled
 from .backends._numpy_adapter import NUMPY
-from .backends._torch_adapter import HOST_SOLVE_MAX_N
 
 __all__ = ["cholesky", "inv"]
 
@@ -103,32 +104,23 @@ def _inv_fast(ad: Adapter, solve: Any) -> Any:
     return fast
 
 
-def _torch_inv_fast(torch: Any) -> Any:
-    """One small CPU matrix: the checked path's own computation (torch's solve takes
-    NumPy's path on a zero-copy view there, ``TorchAdapter.solve``), without its
-    identity made per call and its second view: ``x.numpy()`` itself refuses what
-    the view would not take (autograd, the lazy conjugate or negative bit, a sparse,
-    nested, meta or non-CPU tensor, a dtype NumPy has not)."""
-    compiling = torch.compiler.is_compiling
-    transforms = torch._C._are_functorch_transforms_active
-    from_numpy = torch.from_numpy
+def _jax_inv(jnp: Any, x: Any) -> Any:
+    """Traced (once per input signature): the checked path's program, `x` solved
+    against the identity by the singular rule's LU, the identity made in the
+    program (no argument, no cached array read); None for anything but one
+    non-empty square matrix."""
+    import jax
 
-    def fast(x: Any) -> Any:
-        if compiling() or transforms():
-            return MISSING
-        try:
-            xn = x.numpy()
-        except Exception:  # refused: the checked path takes it
-            return MISSING
-        if xn.ndim != 2 or xn.shape[-1] > HOST_SOLVE_MAX_N:  # (torch's own LU there)
-            return MISSING
-        r = _np_inv_fast(xn)
-        return r if r is MISSING else from_numpy(r)
-
-    return fast
+    if x.ndim != 2 or x.shape[0] != x.shape[1] or not x.shape[0]:
+        return None
+    return jax_inv_ruled(jax, jnp, x)
 
 
-_INV_FAST = fast_paths("inv", np_maker(_np_inv_fast), torch_maker(_torch_inv_fast), solve_maker(_inv_fast))
+# (torch: one small CPU matrix, the checked path's own computation there, NumPy's
+# gesv and the singular rule on a zero-copy view, without its identity made per call;
+# JAX: one compiled call of `x` alone, then the host look, as the checked path's solve)
+_INV_FAST = fast_paths("inv", np_maker(_np_inv_fast), torch_maker(torch_via_numpy(_np_inv_fast)),
+                       jax_maker(jax_looked(_jax_inv), host_look=True), solve_maker(_inv_fast))
 
 
 @declare(

@@ -33,6 +33,7 @@ from ._lib._finite import np_finite
 from .backends._base import MISSING, Adapter
 from .backends._makers import jax_maker, np_maker, torch_maker
 from .backends._speed import FastMaker
+from .backends._torch_adapter import HOST_SOLVE_MAX_N
 
 __all__ = [
     "FastMaker",
@@ -52,6 +53,7 @@ __all__ = [
     "torch_looked",
     "torch_maker",
     "torch_plain",
+    "torch_via_numpy",
 ]
 
 #: NumPy's and JAX's floating dtypes the linear-algebra kernels take as they are
@@ -131,13 +133,13 @@ def torch_float(torch: Any) -> frozenset[Any]:
     return frozenset((torch.float32, torch.float64, torch.complex64, torch.complex128))
 
 
-def torch_looked(kernel: Callable[[Any], Callable[..., Any]], *, look: int | None = None,
-                 wrap: type[tuple[Any, ...]] | None = None, look_input: bool = False) -> Callable[[Any], Any]:
+def torch_looked(kernel: Callable[[Any], Callable[..., Any]], *, look: int,
+                 wrap: type[tuple[Any, ...]]) -> Callable[[Any], Any]:
     """The builder (for :func:`torch_maker`) of a decomposition's fast path, whose
     result the contract looks at: ``kernel(torch)`` is the library's call
-    ``call(x, *args)``; output `look` of its result (None: the result itself) must
-    be finite, else the checked path runs (it raises "did not converge"); `wrap`:
-    the NamedTuple of the outputs; `look_input`: `x` itself is looked at first."""
+    ``call(x, *args)``; output `look` of its result must be finite, else the
+    checked path runs (it raises "did not converge"); `wrap`: the NamedTuple of
+    the outputs."""
 
     new = tuple.__new__
 
@@ -151,16 +153,54 @@ def torch_looked(kernel: Callable[[Any], Callable[..., Any]], *, look: int | Non
             if x.dtype not in ok or compiling() or transforms():
                 return MISSING
             try:
-                if look_input and not torch_finite(torch, x):
-                    return MISSING
                 out = call(x, *args)
-                # (a meta tensor has no values: its look raises, no test of is_meta first)
-                if not torch_finite(torch, out if look is None else out[look]):
+                v = out[look]
+                # one matrix: its few values read as Python numbers (torch_finite's
+                # test, inline); a meta tensor has no values: its look raises
+                if not (cmath.isfinite(sum(v.tolist())) if v.ndim == 1 else torch_finite(torch, v)):
                     return MISSING
             except Exception:  # a shape or layout it refuses: named by the checked path
                 return MISSING
             # (the NamedTuple made from torch's own: tuple.__new__ skips its __new__)
-            return out if wrap is None else new(wrap, out)
+            return new(wrap, out)
+
+        return fast
+
+    return build
+
+
+def torch_via_numpy(np_fast: Callable[..., Any]) -> Callable[[Any], Any]:
+    """The builder (for :func:`torch_maker`) of a fast path that computes as the
+    checked path does for one small CPU matrix (``Adapter.small_numpy_view``):
+    `np_fast`, the op's NumPy fast path, on a zero-copy view of the tensor, its
+    arrays (or NumPy scalars) handed back as tensors sharing their memory.
+    ``x.numpy()`` itself refuses what that view does not take (autograd, the lazy
+    conjugate and negative bits, sparse, nested, mkldnn and meta tensors, another
+    device, bfloat16), so none of those is read first."""
+
+    new = tuple.__new__
+    ndarray = np.ndarray
+
+    def build(torch: Any) -> Any:
+        compiling = torch.compiler.is_compiling
+        transforms = torch._C._are_functorch_transforms_active
+        from_numpy = torch.from_numpy
+
+        def fast(x: Any, *args: Any) -> Any:
+            if compiling() or transforms():
+                return MISSING
+            try:
+                xn = x.numpy()
+            except Exception:  # refused: the checked path takes it
+                return MISSING
+            if xn.ndim != 2 or max(xn.shape) > HOST_SOLVE_MAX_N:  # (torch's own kernel there)
+                return MISSING
+            r = np_fast(xn, *args)
+            if r is MISSING:
+                return r
+            if isinstance(r, tuple):
+                return new(type(r), [from_numpy(v if type(v) is ndarray else np.asarray(v)) for v in r])
+            return from_numpy(r if type(r) is ndarray else np.asarray(r))
 
         return fast
 
@@ -173,11 +213,22 @@ def jax_looked(body: Callable[..., Any], *, look: int | None = None, wrap: Calla
     """The builder (for :func:`jax_maker` with ``host_look=True``) of a decomposition's
     fast path: ``body(jnp, x, *static)`` under one ``jax.jit`` (a floating `x` only:
     its dtype and shape checks run once, at trace time; `static`: hashable options
-    such as ``full_matrices``); then the host look of :func:`torch_looked`."""
+    such as ``full_matrices``); then the host look of :func:`torch_looked`.
+    `look_input`: the program itself tests `x` (one host look, not two)."""
 
     def build(jax: Any, jnp: Any) -> Any:
         def traced(x: Any, *static: Any) -> Any:
-            return body(jnp, x, *static) if x.dtype in JAX_FLOAT else None
+            if x.dtype not in JAX_FLOAT:
+                return None
+            if not look_input:
+                return body(jnp, x, *static)
+            # the look at `x` in the program: a matrix holding NaN or inf reaches
+            # LAPACK as zeros (it may loop on NaN) and its looked-at output is NaN
+            ok = jnp.all(jnp.isfinite(x))
+            out = body(jnp, jnp.where(ok, x, 0), *static)
+            if look is None:
+                return jnp.where(ok, out, jnp.nan)
+            return (*out[:look], jnp.where(ok, out[look], jnp.nan), *out[look + 1:])
 
         calls: dict[int, Any] = {}
 
@@ -186,8 +237,6 @@ def jax_looked(body: Callable[..., Any], *, look: int | None = None, wrap: Calla
             if call is None:
                 call = calls[len(static)] = jax.jit(traced, static_argnums=tuple(range(1, 1 + len(static))))
             try:
-                if look_input and not jax_finite(x):
-                    return MISSING
                 out = call(x, *static)
             except Exception:  # a shape it refuses: named by the checked path
                 return MISSING

@@ -26,6 +26,7 @@ from ._fastpath import (
     torch_float,
     torch_looked,
     torch_maker,
+    torch_via_numpy,
 )
 from ._lib._declare import BadInput, Raises, Returns, declare, reconstructs, some_nonfinite
 from ._lib._errors import LinAlgError
@@ -118,7 +119,7 @@ _SVD_FAST = fast_paths(
 _SVDVALS_FAST = fast_paths(
     "svdvals",
     np_maker(lambda x: _np_svd_fast(x, None)),
-    torch_maker(torch_looked(lambda t: t.linalg.svdvals)),
+    torch_maker(torch_via_numpy(lambda x: _np_svd_fast(x, None))),  # (as checked: TorchAdapter.svdvals)
     jax_maker(jax_looked(lambda jnp, x: jnp.linalg.svdvals(x), look_input=True), host_look=True),
 )
 

@@ -424,3 +424,51 @@ def test_torch_fast_paths_under_vmap() -> None:
         with _CheckedOnly(name, torch.Tensor):
             checked = _torch_outcome(vmap(fn), stack)
         _torch_same(fast, checked, f"vmap({name})")
+
+
+#: the torch functions whose small CPU matrices run NumPy's gufunc on a zero-copy
+#: view (``Adapter.small_numpy_view``: sides up to 64, up to 16 matrices), on both paths
+_TORCH_ON_NUMPY = ("det", "slogdet", "eigvalsh", "eig", "eigvals", "svdvals", "inv")
+
+
+@pytest.mark.parametrize("name", _TORCH_ON_NUMPY)
+def test_torch_small_matrices_take_numpys_routine(name: str) -> None:
+    """Up to 64×64 (one matrix, or a stack of up to 16), a plain CPU tensor's result
+    is NumPy's for the same values, bit for bit, on the fast and the checked path;
+    beyond (65×65, 17 matrices), autograd and the lazy bits: torch's own kernel,
+    the fast path stepping aside. The result never shares memory with `x`."""
+    torch = pytest.importorskip("torch")
+    op = OPERATIONS[name]
+    rng = np.random.default_rng(64)
+
+    def spd(*shape: int) -> np.ndarray:
+        m = rng.standard_normal(shape)
+        return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+    cases = {"1x1": spd(1, 1), "64": spd(64, 64), "stack-16": spd(16, 3, 3), "float32": spd(4, 4).astype(np.float32),
+             "complex64": (spd(4, 4) + 1j * np.triu(spd(4, 4), 1)).astype(np.complex64),
+             "fortran": np.asfortranarray(spd(5, 5)), "65": spd(65, 65), "stack-17": spd(17, 3, 3)}
+    def numpy_result(t: Any) -> Any:  # NumPy's backend on the same values, as tensors
+        r = op.func(t.numpy())
+        if isinstance(r, tuple):
+            return type(r)(*(torch.from_numpy(np.asarray(v)) for v in r))
+        return torch.from_numpy(np.asarray(r))
+
+    for case, host in cases.items():
+        x = torch.from_numpy(host)
+        fast = _torch_outcome(op.func, x)
+        with _CheckedOnly(name, torch.Tensor):
+            checked = _torch_outcome(op.func, x)
+        _torch_same(fast, checked, f"{name}({case})")
+        assert fast[0] == "ok", (name, case, fast)
+        via_numpy = _torch_outcome(numpy_result, x)
+        small = max(host.shape[-2:]) <= 64 and int(np.prod(host.shape[:-2])) <= 16
+        if small:  # NumPy's routine: NumPy's bits
+            _torch_same(fast, via_numpy, f"{name}({case}) against NumPy's")
+        out = op.func(x)
+        for t in (tuple(out) if isinstance(out, tuple) else (out,)):
+            assert t.data_ptr() != x.data_ptr() or not t.numel(), (name, case)
+    # autograd, the conjugate bit: torch's own kernel (x.numpy() refuses them)
+    x = torch.tensor(spd(3, 3), requires_grad=True)
+    out = op.func(x)
+    assert (out[0] if isinstance(out, tuple) else out).requires_grad, name

@@ -430,6 +430,12 @@ class Adapter:
         on it (``xlinalg._unrolled._solve``) and :meth:`from_numpy_view` wraps the result."""
         return None
 
+    def small_numpy_view(self, x: Any) -> np.ndarray | None:
+        """:meth:`numpy_view` of a small array, whose decompositions run NumPy's
+        LAPACK on that view (cheaper than the library's own dispatch there:
+        docs/performance.md), else None: the library's own kernel."""
+        return None
+
     def from_numpy_view(self, arr: np.ndarray, like: Any) -> Any:
         """A NumPy result of a :meth:`numpy_view` computation as an array like `like`
         (same library and device), sharing `arr`'s memory where the library can. The

@@ -22,7 +22,7 @@ from ._base import MISSING, Adapter
 from ._numpy_adapter import NUMPY
 from ._speed import FastPaths
 
-__all__ = ["HOST_LOOK_MAX", "JaxAdapter", "jax_backend_name", "jax_cpu_only", "traced_backend_name"]
+__all__ = ["HOST_LOOK_MAX", "JaxAdapter", "jax_backend_name", "jax_cpu_only", "jax_inv_ruled", "traced_backend_name"]
 
 
 #: the largest identity JAXAdapter.eye keeps (a cache of large ones would hold memory)
@@ -367,6 +367,13 @@ def _jax_solve_ruled(jax: Any, jnp: Any, a: Any, b: Any, vector: bool) -> Any:
     bad = nan_members(jnp, sing, scale, jax.lax.stop_gradient(bm))
     x = jnp.where(bad[..., None, None], jnp.nan, x)
     return x[..., 0] if vector else x
+
+
+def jax_inv_ruled(jax: Any, jnp: Any, x: Any) -> Any:
+    """Traced body of ``inv`` of one matrix: :func:`_jax_solve_ruled` of `x` and the
+    identity, made in the program (``xlinalg.inv``'s fast path: one argument, no
+    cached identity read), the values of the checked path's solve."""
+    return _jax_solve_ruled(jax, jnp, x, jnp.eye(x.shape[-1], dtype=x.dtype), False)
 
 
 def _jax_solve_flagged(jax: Any, jnp: Any, a: Any, b: Any, vector: bool) -> tuple[Any, Any]:

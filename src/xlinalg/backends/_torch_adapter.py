@@ -172,6 +172,14 @@ class TorchAdapter(Adapter):
         except (RuntimeError, TypeError):  # a dtype NumPy has not
             return None
 
+    def small_numpy_view(self, x: Any) -> np.ndarray | None:
+        # up to 16 matrices of sides up to 64 (as solve): a decomposition's dispatch
+        # costs torch more there than NumPy's gufunc and the views cost together
+        s = x.shape
+        if len(s) < 2 or max(s[-2:]) > HOST_SOLVE_MAX_N or math.prod(s[:-2]) > HOST_SOLVE_MAX_BATCH:
+            return None
+        return self.numpy_view(x)
+
     def from_numpy_view(self, arr: np.ndarray, like: Any) -> Any:
         return self.torch.from_numpy(arr)
 
@@ -260,6 +268,8 @@ class TorchAdapter(Adapter):
         return isinstance(exc, self._linalg_error)
 
     def svdvals(self, a: Any) -> Any:
+        if (an := self.small_numpy_view(a)) is not None:  # NumPy's gufunc on the view
+            return self.torch.from_numpy(NUMPY.svdvals(an))
         try:
             s = self.torch.linalg.svdvals(a)
         except self._linalg_error as exc:
