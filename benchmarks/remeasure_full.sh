@@ -13,7 +13,7 @@
 # have five cells past the time limit), 75 stopped at the time limit (call again),
 # anything else the bench's own (docs/benchmark.md, "Exit status").
 #
-# What it costs: about 2 h in float64 and 1.6 h in float32 on the 2-core machine
+# What it costs: about 2.5 h in float64 and 2.1 h in float32 on the 2-core machine
 # (docs/benchmark.md, "What a full run costs"). A call stopped in the later passes
 # loses the later passes of the groups not yet finished (a group's record over all
 # its passes is written when its last pass ends): give a call an hour or more.
