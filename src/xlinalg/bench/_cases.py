@@ -11,6 +11,7 @@ the backend's rounding, not the cast.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -189,6 +190,14 @@ class Case:
         An opt-in group (:data:`OPT_IN_GROUPS`): the case is left out of the
         default run and runs when ``--cases`` names it or its group; empty (the
         default): in the default run.
+    timing : mapping scale -> mapping
+        :class:`~xlinalg.bench.TimerConfig` fields this case's cells take at a
+        scale in place of the scale's own (``{"full": {"min_samples": 5}}``): a
+        per-point budget for a sweep of many sizes. A timer given to the run
+        explicitly (``RunConfig.timer``) is used as it is.
+    skip_at : mapping scale -> callable ``(backend, dtype, size) -> str | None``
+        A skip rule that holds at one scale only (checked where the run is
+        planned; the cell is recorded as skipped with the reason).
     """
 
     name: str
@@ -215,6 +224,8 @@ class Case:
     compute_dtype: str = ""
     notes: Mapping[str, str] = field(default_factory=dict)
     group: str = ""
+    timing: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    skip_at: Mapping[str, Callable[[str, str, Any], str | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or any(c in self.name for c in " ,|="):
@@ -250,9 +261,41 @@ class Case:
         if self.name in OPT_IN_GROUPS:
             raise ValueError(f"case {self.name!r}: the name of an opt-in group (--cases "
                              f"{self.name} runs the group); name the case otherwise")
+        self._check_scale_rules()
         if self.compute_dtype and self.compute_dtype not in DTYPES:
             raise ValueError(f"case {self.name!r}: compute_dtype must be one of "
                              f"{', '.join(DTYPES)}, got {self.compute_dtype!r}")
+
+    def _check_scale_rules(self) -> None:
+        """`timing` and `skip_at` name known scales; `timing` known timer fields."""
+        from ._timer import TimerConfig
+
+        for what, rules in (("timing", self.timing), ("skip_at", self.skip_at)):
+            unknown = sorted(set(rules) - set(SCALES))
+            if unknown:
+                raise ValueError(f"case {self.name!r}: {what} names unknown scales {unknown}; "
+                                 f"valid: {', '.join(SCALES)}")
+        for scale, fields_ in self.timing.items():
+            try:
+                dataclasses.replace(TimerConfig.for_scale(scale), **fields_)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"case {self.name!r}: timing[{scale!r}] is not a set of timer "
+                                 f"fields ({exc})") from None
+        bad = [s for s, rule in self.skip_at.items() if not callable(rule)]
+        if bad:
+            raise ValueError(f"case {self.name!r}: skip_at[{bad[0]!r}] must be a callable "
+                             "(backend, dtype, size) -> reason or None")
+
+    def timer_at(self, scale: str, timer: Any) -> Any:
+        """`timer` (the scale's :class:`~xlinalg.bench.TimerConfig`) with this case's
+        `timing` at `scale` applied."""
+        fields_ = self.timing.get(scale)
+        return dataclasses.replace(timer, **fields_) if fields_ else timer
+
+    def skip_reason_at(self, scale: str, backend: str, dtype: str, size: Any) -> str | None:
+        """Why this cell is not run at `scale` by the case's `skip_at` rule, or None."""
+        rule = self.skip_at.get(scale)
+        return rule(backend, dtype, size) if rule is not None else None
 
     def describe(self, dtype: str) -> dict[str, Any]:
         """What every result record of this case says about it (cell run in `dtype`):

@@ -325,7 +325,7 @@ def execute_cell(
     backend_name, dtype, label = rec["backend"], rec["dtype"], rec["size_label"]
     state = backend_state or {}
     rec["backend_info"] = {k: state.get(k) for k in ("version", "device")}
-    reason = case.skip_reason(backend_name, dtype, size)
+    reason = cell.get("skip_reason") or case.skip_reason(backend_name, dtype, size)
     if reason is not None:
         rec.update(status="skipped", skip_reason=reason, cell_wall_s=0.0)
         return rec

@@ -330,15 +330,19 @@ def plan_cells(config: RunConfig) -> list[dict[str, Any]]:
             if config.sizes and name not in added
             else case.sizes_for(config.scale)
         )
+        # the case's own timer at this scale (Case.timing), unless the run was given one
+        case_timer = timer if config.timer is not None else case.timer_at(config.scale, timer)
         for size in dict.fromkeys(sizes):
-            cells.extend(
-                make_cell(
-                    case, backend, size, dtype=config.dtype, seed=config.seed, timer=timer,
+            for backend in config.backends or ():
+                cell = make_cell(
+                    case, backend, size, dtype=config.dtype, seed=config.seed, timer=case_timer,
                     check=config.check, memory=config.memory, threads=config.threads,
                     allow_tf32=config.allow_tf32,
                 )
-                for backend in config.backends or ()
-            )
+                why = case.skip_reason_at(config.scale, backend, config.dtype, size)
+                if why:  # a rule of this scale only (Case.skip_at): the worker records it
+                    cell["skip_reason"] = why
+                cells.append(cell)
     return cells
 
 

@@ -345,16 +345,19 @@ def _groups(cells: Sequence[dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:
     return list(out.values())
 
 
+def group_timer(group: Mapping[str, Mapping[str, Any]], default: TimerConfig) -> TimerConfig:
+    """The timer of a group's rounds and passes: its cells' (a case may change its
+    cells' timer at a scale, ``Case.timing``), `default` for cells without one."""
+    t = next(iter(group.values()), {}).get("timer")
+    return TimerConfig(**t) if isinstance(t, Mapping) else default
+
+
 def _later_pass_cell(cell: dict[str, Any], rec: dict[str, Any],
                      timer: TimerConfig) -> dict[str, Any]:
-    """The cell of a later pass: the calls per sample of the first, a short
-    warm-up, ``pass_rounds`` rounds, no check and no memory (done in the first)."""
-    t = dict(cell.get("timer") or {})
-    n = timer.rounds_per_pass
-    t.update(number=(rec.get("time") or {}).get("number") or t.get("number"),
-             warmup_time=min(float(t.get("warmup_time", 0.02)), 0.02),
-             min_samples=n, max_samples=n, hard_min_samples=min(n, timer.hard_min_samples),
-             min_run_time=0.0)
+    """The cell of a later pass: the calls per sample of the first, the rounds of
+    :meth:`TimerConfig.later_pass`, no check and no memory (done in the first)."""
+    t = group_timer({"": cell}, timer).later_pass().to_dict()
+    t["number"] = (rec.get("time") or {}).get("number") or t.get("number")
     return {**cell, "timer": t, "check": False, "memory": False}
 
 
@@ -432,7 +435,8 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
                     else:
                         out[b] = failed_record(cell, "crash", pool.broken[b], 0.0)
                 if live:
-                    res = measure_group(live, {b: WorkerClient(pool, b) for b in live}, **opts)
+                    res = measure_group(live, {b: WorkerClient(pool, b) for b in live},
+                                        **{**opts, "timer": group_timer(live, timer)})
                     out.update(res.records)
                 return {b: out[b] for b in group if b in out}
 
@@ -460,8 +464,8 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
             # for its life (thread placement, memory layout) and what a stretch of
             # the run shares (a neighbour's job) differ between the passes, and the
             # intervals are built from that spread (_stats.combine_passes). Every
-            # group gets timer.min_passes; a group whose passes disagree gets more,
-            # up to timer.max_passes.
+            # group gets its timer's min_passes; a group whose passes disagree gets
+            # more, up to its max_passes.
             pending = []
             for group, recs in measured:
                 ok = {b: r for b, r in recs.items() if median(r) is not None
@@ -479,7 +483,8 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
                             progress("start", group[b], done, total)
                     passes.append(measure({b: _later_pass_cell(group[b], ok[b], timer)
                                            for b in ok}))
-                    if k < timer.min_passes or (k < timer.max_passes and disagreeing(
+                    gt = group_timer(group, timer)
+                    if k < gt.min_passes or (k < gt.max_passes and disagreeing(
                             passes, stall=config.stall_factor)):
                         later.append((group, recs, ok, passes))
                         continue

@@ -17,7 +17,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 __all__ = [
@@ -70,11 +70,12 @@ class TimerConfig:
         others at its end); a group whose passes disagree gets more, up to
         ``max_passes``. The intervals come from the spread between passes.
     pass_rounds : int or None
-        Side by side: rounds of each later pass (None: half ``min_samples``,
-        at least ``hard_min_samples``: more passes of fewer rounds are more
-        independent evidence for the same time, as pyperf's 20 processes); the
-        first pass has ``min_samples`` rounds (more when ``min_run_time`` asks),
-        ``max_run_time`` per backend is the time budget of a cell.
+        Side by side: rounds of each later pass (:meth:`later_pass`). None:
+        the first pass's rules (``min_samples`` rounds, more while a backend
+        has sampled less than ``min_run_time``); a number: exactly that many
+        (more passes of fewer rounds are more independent evidence for the same
+        time, as pyperf's 20 processes). ``max_run_time`` per backend is the
+        time budget of a pass either way.
     blocks_per_round : int
         Side by side: blocks each backend runs back to back in a round; the
         round's value is the fastest of them (a block the scheduler interrupted
@@ -104,19 +105,28 @@ class TimerConfig:
             return cls(warmup_time=0.02, min_sample_time=0.005, min_run_time=0.05,
                        min_samples=7, max_samples=50, max_run_time=3.0)
         if scale == "full":
-            return cls(warmup_time=0.2, min_sample_time=0.02, min_run_time=1.0,
-                       min_samples=10, max_samples=200, max_run_time=30.0)
+            # the documents' sizes measured as the default run measures a cell (its
+            # rounds and budget; longer warm-up and blocks for the larger sizes), later
+            # passes of 4 rounds, up to 6 passes (docs/benchmark.md, "What a full run
+            # costs"); a case may change its cells' timer at a scale (Case.timing)
+            return cls(warmup_time=0.2, min_sample_time=0.02, max_samples=40,
+                       max_run_time=3.0, pass_rounds=4)
         # the default run (the README's main job) must end in a coffee break: the rounds
         # and budget of --quick, whose run-to-run stability docs/benchmark.md measures,
         # and 4 passes for every group (no extra pass for disagreeing ones: 25 of 34
         # groups took 6, 19 minutes in all; docs/benchmark.md, "Passes")
         return cls(max_samples=40, max_run_time=3.0, max_passes=4)
 
-    @property
-    def rounds_per_pass(self) -> int:
-        """Rounds of a later pass (at least ``hard_min_samples``)."""
-        n = (self.min_samples + 1) // 2 if self.pass_rounds is None else self.pass_rounds
-        return max(int(n), self.hard_min_samples)
+    def later_pass(self) -> TimerConfig:
+        """The timer of a later pass: a short warm-up, and ``pass_rounds`` rounds
+        when set (the time budget may stop it after ``hard_min_samples``), else the
+        first pass's round rules."""
+        short = replace(self, warmup_time=min(self.warmup_time, 0.02))
+        if self.pass_rounds is None:
+            return short
+        n = max(int(self.pass_rounds), 1)
+        return replace(short, min_samples=n, max_samples=n, min_run_time=0.0,
+                       hard_min_samples=min(n, self.hard_min_samples))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -130,6 +130,34 @@ _systems_case(
     skip_if=_numba_skip,
 )
 
+#: The sweep's points where the backends the documents do not choose between are timed
+#: at the full scale: its ends and every 50 (12 of its 100 points; the quick, default
+#: and earlier default sizes, 10, 50, 100, 200 and 500, are all among them).
+def _sweep_anchor(n: int) -> bool:
+    return n in (5, 10) or n % 50 == 0
+
+
+def _sweep_subset(backend: str, dtype: str, n: Any) -> str | None:
+    """At the full scale, a backend that declares itself outside the documents'
+    choice (``Backend.bench.opt_in``: Dask, NumPy plus a scheduler; array-api-strict,
+    NumPy underneath) is timed at the sweep's anchor points only: it was never the
+    fastest at any of the 100 points in either committed full run."""
+    be = backend_object(backend)
+    why = be.bench.opt_in if be is not None else ""
+    if not why or _sweep_anchor(int(n)):
+        return None
+    return (f"{backend} is timed at n = 5, 10 and every 50 of the full sweep only: {why}; "
+            "it was never the fastest at any point of the committed full runs")
+
+
+#: The sweep's points at the full scale: one point of a curve that its neighbours check
+#: (the question's "one run per point", docs/sources.md), not a verdict each: a first
+#: pass of 5 rounds (0.1 s sampled per backend at least), 3 later passes of 3 rounds,
+#: no extra passes (the passes of 93-95 of the 100 points disagreed in the committed
+#: full runs: the rule that adds passes cannot tell the points apart). Cost:
+#: docs/benchmark.md, "What a full run costs".
+_SWEEP_FULL_TIMING = {"min_samples": 5, "min_run_time": 0.1, "pass_rounds": 3, "max_passes": 4}
+
 register_case(
     Case(
         name="q3_solve_sweep", section="Q3", units="GFLOP/s", tags=("sweep",),
@@ -146,6 +174,8 @@ register_case(
         reference=np.linalg.solve,
         flops=lambda n: 2.0 / 3.0 * n**3 + 2.0 * n**2,
         bytes=lambda n, itemsize: itemsize * (n * n + 2 * n),
+        timing={"full": _SWEEP_FULL_TIMING},
+        skip_at={"full": _sweep_subset},
     )
 )
 

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Re-measure a committed full run with today's runner, across as many calls as it takes.
+#
+#   benchmarks/remeasure_full.sh [--dtype float32] [--hours H]
+#
+# Each call resumes benchmarks/results/cpu-full[-float32].partial.jsonl (git ignores
+# it) with `xlinalg bench --full --resume`, the committed run's command
+# (docs/question.md, "Where these numbers come from"), and stops it cleanly with
+# SIGTERM after H hours (default 2.5): every finished group is in the file, and the
+# next call goes on from there. Only a finished run replaces the committed file:
+# it is compressed (xz -9) into cpu-full[-float32].jsonl.xz and the partial file is
+# removed. Exit status: 0 finished (some cells may have failed: the committed runs
+# have five cells past the time limit), 75 stopped at the time limit (call again),
+# anything else the bench's own (docs/benchmark.md, "Exit status").
+#
+# What it costs: about 2.5 h in float64 and 2.1 h in float32 on the 2-core machine
+# (docs/benchmark.md, "What a full run costs"). A call stopped in the later passes
+# loses the later passes of the groups not yet finished (a group's record over all
+# its passes is written when its last pass ends): give a call an hour or more.
+#
+# Environment: XLINALG, the command that runs xlinalg (default `python -m xlinalg`
+# with the PYTHON on PATH); XL_RESULTS, the folder of the committed runs (default
+# benchmarks/results beside this script).
+set -euo pipefail
+
+dtype=float64
+hours=2.5
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --dtype) dtype="${2:?--dtype needs float64 or float32}"; shift 2 ;;
+        --hours) hours="${2:?--hours needs a number}"; shift 2 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        *) echo "remeasure_full.sh: unknown argument '$1' (--dtype float32, --hours H)" >&2; exit 2 ;;
+    esac
+done
+case "$dtype" in
+    float64) name=cpu-full; dtype_args=() ;;
+    float32) name=cpu-full-float32; dtype_args=(--dtype float32) ;;
+    *) echo "remeasure_full.sh: --dtype must be float64 or float32, got '$dtype'" >&2; exit 2 ;;
+esac
+if ! seconds=$(awk -v h="$hours" 'BEGIN { if (h + 0 > 0 && h + 0 < 1000) printf "%d", h * 3600; else exit 1 }'); then
+    echo "remeasure_full.sh: --hours must be a positive number of hours, got '$hours'" >&2
+    exit 2
+fi
+
+here="$(cd "$(dirname "$0")" && pwd)"
+results="${XL_RESULTS:-$here/results}"
+partial="$results/$name.partial.jsonl"
+final="$results/$name.jsonl.xz"
+read -r -a xlinalg <<< "${XLINALG:-python -m xlinalg}"
+
+echo "remeasure_full.sh: $name ($dtype) into $partial, for at most $hours h" >&2
+set +e
+timeout --signal=TERM --kill-after=300 "$seconds" "${xlinalg[@]}" bench --full "${dtype_args[@]}" \
+    --backends numpy,torch-cpu,jax-cpu,dask,array-api-strict --time-limit 120 \
+    --no-report --resume --out "$partial"
+rc=$?
+set -e
+case $rc in
+    0|1)  # the run finished (1: some cells failed or were wrong, all recorded)
+        xz -9 -c "$partial" > "$final.tmp"
+        mv "$final.tmp" "$final"
+        rm -f "$partial"
+        echo "remeasure_full.sh: finished; $final replaced. Next: the report (xlinalg report" \
+             "benchmarks/results/cpu-full.jsonl.xz benchmarks/results/cpu-full-float32.jsonl.xz" \
+             "--out benchmarks/results/cpu-full-report) and docs/question.md's figures" >&2
+        exit 0 ;;
+    124|143)  # stopped by the time limit (timeout's 124, or the bench's own SIGTERM exit)
+        echo "remeasure_full.sh: stopped at the time limit; run it again to resume" >&2
+        exit 75 ;;
+    *)
+        echo "remeasure_full.sh: xlinalg bench exited $rc; $partial is kept" >&2
+        exit "$rc" ;;
+esac

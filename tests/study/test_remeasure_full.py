@@ -1,0 +1,88 @@
+"""benchmarks/remeasure_full.sh: resumes a full run, stops at its time limit, and
+replaces the committed file only with a finished run (a fake ``xlinalg`` stands in)."""
+
+from __future__ import annotations
+
+import lzma
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "remeasure_full.sh"
+
+FAKE = """#!/usr/bin/env bash
+echo "$@" >> "$FAKE_LOG"
+out=""
+while [ $# -gt 0 ]; do [ "$1" = --out ] && out="$2"; shift; done
+echo '{"type": "header"}' >> "$out"
+if [ -n "${FAKE_SLEEP:-}" ]; then trap 'exit 143' TERM; sleep "$FAKE_SLEEP" & wait; fi
+exit "${FAKE_RC:-0}"
+"""
+
+pytestmark = pytest.mark.skipif(not (shutil.which("bash") and shutil.which("timeout")
+                                     and shutil.which("xz")),
+                                reason="needs bash, coreutils timeout and xz")
+
+
+def _run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    fake = tmp_path / "fake-xlinalg"
+    fake.write_text(FAKE)
+    fake.chmod(0o755)
+    results = tmp_path / "results"
+    results.mkdir(exist_ok=True)
+    full_env = {**os.environ, "XLINALG": str(fake), "XL_RESULTS": str(results),
+                "FAKE_LOG": str(tmp_path / "log"), **env}
+    return subprocess.run(["bash", str(SCRIPT), *args], env=full_env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_a_stopped_run_is_kept_and_resumed_and_a_finished_one_replaces(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    final = results / "cpu-full.jsonl.xz"
+    final.write_bytes(b"committed")
+    stopped = _run(tmp_path, FAKE_RC="143")
+    assert stopped.returncode == 75, stopped.stderr
+    assert final.read_bytes() == b"committed"  # not replaced by an unfinished run
+    partial = results / "cpu-full.partial.jsonl"
+    assert partial.read_text().count("header") == 1
+    done = _run(tmp_path, FAKE_RC="1")  # finished, some cells failed (recorded)
+    assert done.returncode == 0, done.stderr
+    assert not partial.exists()
+    assert lzma.decompress(final.read_bytes()).decode().count("header") == 2  # both calls
+    calls = (tmp_path / "log").read_text().splitlines()
+    assert len(calls) == 2
+    for call in calls:
+        words = call.split()
+        assert words[:2] == ["bench", "--full"]
+        assert "--resume" in words
+        assert "--dtype" not in words
+        assert words[words.index("--out") + 1] == str(partial)
+        assert words[words.index("--time-limit") + 1] == "120"
+        assert words[words.index("--backends") + 1] == "numpy,torch-cpu,jax-cpu,dask,array-api-strict"
+
+
+def test_the_time_limit_stops_the_run_cleanly(tmp_path):
+    r = _run(tmp_path, "--dtype", "float32", "--hours", "0.0005", FAKE_SLEEP="60")
+    assert r.returncode == 75, r.stderr
+    assert (tmp_path / "results" / "cpu-full-float32.partial.jsonl").exists()
+    assert not (tmp_path / "results" / "cpu-full-float32.jsonl.xz").exists()
+    assert "--dtype float32" in (tmp_path / "log").read_text()
+
+
+@pytest.mark.parametrize("args", [("--dtype", "float16"), ("--hours", "-1"), ("--hours", "soon"),
+                                  ("--fast",)])
+def test_bad_arguments_are_refused(tmp_path, args):
+    r = _run(tmp_path, *args)
+    assert r.returncode == 2
+    assert "remeasure_full.sh" in r.stderr
+    assert not (tmp_path / "log").exists()
+
+
+def test_a_bench_error_is_passed_on(tmp_path):
+    r = _run(tmp_path, FAKE_RC="2")
+    assert r.returncode == 2
+    assert (tmp_path / "results" / "cpu-full.partial.jsonl").exists()
