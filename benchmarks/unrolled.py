@@ -25,6 +25,14 @@ their ratio (native / unrolled: > 1 means the unrolled solver is faster) and the
 IQRs. The first call of each (compile included) is timed apart. Every unrolled
 result is checked against ``numpy.linalg.solve`` in float64 before it is timed.
 This machine is shared: read ratios from one run, not absolute times across runs.
+
+``--wall`` (issue 39) pauses 0.1 s before every timed block, for every call alike
+(:func:`settled`): a library's threads keep spinning after its call returns (XLA's
+for ~40 ms after ``jnp.linalg.solve`` on 1e6 systems, OpenMP's for ~10 ms after
+numba's kernel), and on a 2-core machine a block timed at once would be charged for
+them. Each default call is so measured as a program that makes it in a loop sees
+it; the default call right after the library's own native call, no pause, is kept
+as an extra figure (``default_after_native_s``, printed as "right after native").
 """
 
 from __future__ import annotations
@@ -50,7 +58,7 @@ import numpy as np
 
 from xlinalg import _unrolled as U
 from xlinalg.backends import _jax as jax_backend
-from xlinalg.bench._timer import first_call, interleaved
+from xlinalg.bench._timer import calibrate, first_call, interleaved, time_block
 from xlinalg.study import _tune as T
 
 N_HEADLINE = 5
@@ -493,12 +501,50 @@ def stream_gbps(mib: int = 128, repeats: int = 10) -> float:
 #: loading the numba kernel from its disk cache (the calls are counted and reported)
 MAX_WARM_CALLS = 200
 
+#: wall(): seconds of pause before every timed block, whichever call it times. After
+#: ``jnp.linalg.solve`` returns, XLA's CPU threads keep one core busy for ~40 ms at 1e6
+#: 5x5 systems (~10 ms after numba's kernel: OpenMP's spin), and a block timed at once
+#: shares the 2 cores with them: the previous call's threads would be charged to the
+#: next one (docs/performance.md, issue 39, branch i39h). 0.1 s covers that twice over.
+SETTLE_S = 0.1
+
+
+def settled(fns: dict[str, Callable[[], Any]], repeats: int, min_time: float, pause: float = SETTLE_S,
+            after: dict[str, tuple[Callable[[], Any], str]] | None = None) -> dict[str, list[float]]:
+    """:func:`~xlinalg.bench._timer.interleaved` with `pause` seconds of sleep before
+    every block (the same for every callable): each block measures its call as a
+    program that makes it in a loop sees it, not the threads the previous block's
+    library left spinning. The order rotates every round, as there.
+
+    `after`: ``{name: (first, timed)}``: per round, once the rotation is done, one
+    call of `first` and at once (no pause) a block of the callable `timed`, recorded
+    as `name`: what `timed` costs right after `first` (the old interleaved figure)."""
+    numbers = {k: calibrate(f, min_time) for k, f in fns.items()}
+    keys = list(fns)
+    samples: dict[str, list[float]] = {k: [] for k in [*keys, *(after or {})]}
+    for r in range(repeats):
+        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            time.sleep(pause)
+            samples[k].append(time_block(fns[k], numbers[k]))
+        for name, (first, timed) in (after or {}).items():
+            time.sleep(pause)
+            first()
+            samples[name].append(time_block(fns[timed], numbers[timed]))
+    return samples
+
 
 def wall(backend: str, n: int, batch: int, dtype: str, k: int = 1) -> list[dict[str, Any]]:
     """The default call ``xl.solve(a, b)``, ``xl.solve(..., method="native")`` and the
     native batched solve for one cell, with the bytes they must move (a, b read; x
     written), the default call's first call and the number of default calls before it
-    ran the numba kernel (``method="auto"`` amortizes loading it: docs/unrolled.md)."""
+    ran the numba kernel (``method="auto"`` amortizes loading it: docs/unrolled.md).
+
+    Timed by :func:`settled`: a pause of :data:`SETTLE_S` before every block, so that
+    no call is charged for the threads of the call before it (JAX's own solve leaves
+    XLA's threads spinning for tens of ms); ``default_after_native_s`` is the default
+    call timed right after one native call of the same library, no pause (what the
+    earlier, purely interleaved timing measured: a program that calls its library's
+    own solve just before pays it)."""
     import xlinalg as xl
     from xlinalg._kernels import _numba
 
@@ -516,18 +562,20 @@ def wall(backend: str, n: int, batch: int, dtype: str, k: int = 1) -> list[dict[
     _check(case.host(default()), case.a_np, case.b_np)
     row = {"section": "wall", "backend": backend, "n": n, "batch": batch, "dtype": dtype, "k": k,
            "bytes": int(case.a_np.nbytes + 2 * case.b_np.nbytes), "default_first_s": first,
-           "kernel_after_calls": calls if _numba.is_compiled(n, dtype) else None}
-    st = interleaved({"native": case.native, "xl_native": xl_native, "default": default}, 5, 0.03)
+           "kernel_after_calls": calls if _numba.is_compiled(n, dtype) else None, "settle_s": SETTLE_S}
+    st = settled({"native": case.native, "xl_native": xl_native, "default": default}, 5, 0.03,
+                 after={"default_after_native": (case.native, "default")})
     for key, v in st.items():
         row[f"{key}_s"], row[f"{key}_iqr_rel"] = _summary(v)
-    # ratios of the rounds (the calls of a round ran back to back: a burst of load cancels)
+    # ratios of the rounds (the calls of a round ran close together: a burst of load cancels)
     row["ratio"] = statistics.median(a / d for a, d in zip(st["native"], st["default"]))
     row["ratio_xl_native"] = statistics.median(a / d for a, d in zip(st["xl_native"], st["default"]))
     return [row]
 
 
 def wall_section(cells: list[tuple[str, int, int, str, int]]) -> list[dict[str, Any]]:
-    print("The memory wall (issue 39): xl.solve(a, b) against the native batched solve and the streaming limit")
+    print("The memory wall (issue 39): xl.solve(a, b) against the native batched solve and the streaming limit"
+          f" (a pause of {SETTLE_S:g} s before every timed block)")
     rows = []
     gbps = stream_gbps()
     print(f"  streaming limit: np.add(a, b, out=c) on 128 MiB arrays, best of 10: {gbps:.1f} GB/s", flush=True)
@@ -544,8 +592,10 @@ def wall_section(cells: list[tuple[str, int, int, str, int]]) -> list[dict[str, 
         row["x_wall"] = row["default_s"] / row["wall_s"]
         row["bandwidth_fraction"] = row["wall_s"] / row["default_s"]
         after = row["kernel_after_calls"]
+        row["x_wall_after_native"] = row["default_after_native_s"] / row["wall_s"]
         print(f"  {backend:10s} n={n} {batch:>8d} x {dtype:7s} k={k}  native {row['native_s'] * 1e3:8.2f} ms"
               f"  xl native {row['xl_native_s'] * 1e3:8.2f} ms  xl.solve {row['default_s'] * 1e3:8.2f} ms"
+              f" ({row['default_after_native_s'] * 1e3:.2f} ms right after native: {row['x_wall_after_native']:.1f}x)"
               f"  ({row['ratio']:5.1f}x native, {row['ratio_xl_native']:5.1f}x xl native)"
               f"  wall {row['wall_s'] * 1e3:6.2f} ms: {row['x_wall']:4.1f}x the wall,"
               f" {row['bandwidth_fraction']:.0%} of memory bandwidth; first call {row['default_first_s']:.2f} s,"

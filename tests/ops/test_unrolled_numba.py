@@ -380,3 +380,52 @@ def test_jax_takes_the_kernels_result_without_a_copy() -> None:
     x = xl.solve(jnp.asarray(a), jnp.asarray(b), method="unrolled")
     assert isinstance(x, type(like))
     np.testing.assert_array_equal(np.asarray(x), xl.solve(a, b, method="unrolled"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_jax_default_call_reads_and_returns_in_place(monkeypatch: pytest.MonkeyPatch, dtype: str) -> None:
+    """The default call ``xl.solve(a, b)`` on jax-cpu arrays, where ``method="auto"``
+    takes the numba kernel: the kernel reads `a` and `b` in JAX's own buffers (read-only
+    NumPy views, no copy), and the JAX array returned is the kernel's output, aliased,
+    on the input's device (issue 39: it costs numpy's call plus the hand-over)."""
+    require_backend("jax-cpu")
+    import jax
+    import jax.numpy as jnp
+
+    from xlinalg._unrolled import _solve as S
+    from xlinalg.backends._jax_adapter import JaxAdapter
+
+    if dtype == "float64" and not jax.config.read("jax_enable_x64"):
+        pytest.skip("JAX's 64-bit mode is off")
+    rng = np.random.default_rng(11)
+    a_np = (rng.standard_normal((3000, 5, 5)) + 5 * np.eye(5)).astype(dtype)
+    b_np = rng.standard_normal((3000, 5, 2)).astype(dtype)
+    a, b = jnp.asarray(a_np), jnp.asarray(b_np)
+    xl.solve(a, b, method="unrolled")  # the kernel in this process: auto takes it from here
+    seen: dict[str, object] = {}
+    views, hand = S._numpy_views, JaxAdapter.from_numpy_view
+
+    def spy_views(ad: object, x: object, y: object) -> object:
+        got = seen["views"] = views(ad, x, y)  # type: ignore[arg-type]
+        return got
+
+    def spy_hand(self: JaxAdapter, arr: np.ndarray, like: object) -> object:
+        out = hand(self, arr, like)
+        seen.setdefault("hand", []).append((arr, out))  # type: ignore[union-attr]
+        return out
+
+    monkeypatch.setattr(S, "_numpy_views", spy_views)
+    monkeypatch.setattr(JaxAdapter, "from_numpy_view", spy_hand)
+    x = xl.solve(a, b)
+    va, vb = seen["views"]  # type: ignore[misc]
+    assert va.ctypes.data == a.unsafe_buffer_pointer()
+    assert not va.flags.writeable
+    assert vb.ctypes.data == b.unsafe_buffer_pointer()
+    assert not vb.flags.writeable
+    (arr, out), = seen["hand"]  # type: ignore[misc]
+    assert out is x
+    assert x.unsafe_buffer_pointer() == arr.ctypes.data
+    assert x.devices() == a.devices()
+    assert x.dtype == a.dtype
+    assert x.shape == (3000, 5, 2)
+    np.testing.assert_array_equal(np.asarray(x), xl.solve(a_np, b_np, method="unrolled"))

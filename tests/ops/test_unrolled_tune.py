@@ -17,7 +17,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import require_backend
+from conftest import benchmark_script, require_backend
 from xlinalg._kernels import _numba
 from xlinalg._unrolled import _selection
 from xlinalg.study import _tune as T
@@ -278,3 +278,26 @@ def test_a_partial_tune_replaces_only_its_cells() -> None:
     assert {c for r, c in zip(merged, cells) if r.get("fresh")} == {("numpy", 2, 1000), ("numpy", 3, 10)}
     whole = bench.merge_crossover(old, new, partial=False)
     assert [(r["backend"], r.get("fresh", False)) for r in whole] == [("torch-cpu", False)] + [("numpy", True)] * 2
+
+
+def test_the_wall_pauses_before_every_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``benchmarks/unrolled.py --wall`` (issue 39) sleeps the same pause before every
+    timed block of every call, so that no block is charged for the threads the previous
+    call's library left spinning; the "right after native" figure is one call of the
+    native, then at once (no pause) a block of the default call."""
+    bench = benchmark_script("unrolled.py")
+    events: list[str] = []
+    monkeypatch.setattr(bench.time, "sleep", lambda s: events.append(f"sleep {s:g}"))
+    fns = {k: (lambda k=k: events.append(k)) for k in ("native", "xl_native", "default")}
+    got = bench.settled(fns, 3, 0.0, pause=0.25, after={"default_after_native": (fns["native"], "default")})
+    assert {k: len(v) for k, v in got.items()} == {"native": 3, "xl_native": 3, "default": 3,
+                                                   "default_after_native": 3}
+    calibration, timed = events[:3], events[3:]
+    assert calibration == ["native", "xl_native", "default"]  # (min_time 0: one call each)
+    # every block is a pause then one call; each round ends with native then default at once
+    rounds = [timed[i:i + 9] for i in range(0, len(timed), 9)]
+    assert len(rounds) == 3
+    for r, got_round in enumerate(rounds):
+        keys = ["native", "xl_native", "default"]
+        order = keys[r % 3:] + keys[:r % 3]
+        assert got_round == [e for k in order for e in ("sleep 0.25", k)] + ["sleep 0.25", "native", "default"]
