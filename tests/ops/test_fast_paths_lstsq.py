@@ -27,6 +27,7 @@ from conftest import BackendCase
 from test_fast_paths import _outcome, _same
 from xlinalg._dispatch import FAST_LINALG
 from xlinalg._fastpath import MISSING
+from xlinalg._lib._declare import OPERATIONS
 
 _RNG = np.random.default_rng(381)
 _A = _RNG.standard_normal((3, 3))
@@ -369,3 +370,90 @@ def test_own_call_is_taken(backend: BackendCase, name: str) -> None:
     fast = FAST_LINALG[name][type(arrays[0])]
     extra = (None,) if name == "lstsq" else ()
     assert fast(*arrays, *extra) is not MISSING, f"{name} on {backend.name}"
+
+
+def _torch_layouts(torch: Any) -> dict[str, Any]:
+    """Tensors whose layout makes some attribute raise (a nested tensor's shape and
+    strides, a compressed sparse one's strides) or has no values (meta): beyond
+    ``test_fast_paths``'s hostile tensors, nested tensors of vectors (two dimensions,
+    as one matrix has), ragged ones and the jagged layout, every sparse layout."""
+    import warnings
+
+    a = torch.eye(3, dtype=torch.float64) * 2 + 1
+    v = a[0].clone()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (nested and sparse tensors are "beta")
+        return {
+            "nested-matrices": torch.nested.nested_tensor([a, a]),
+            "nested-vectors": torch.nested.nested_tensor([v, v]),
+            "nested-ragged": torch.nested.nested_tensor([v, v[:2]]),
+            "jagged": torch.nested.nested_tensor([a, a], layout=torch.jagged),
+            "jagged-ragged": torch.nested.nested_tensor([v, v[:2]], layout=torch.jagged),
+            "sparse-coo": a.to_sparse(),
+            "sparse-coo-vector": v.to_sparse(),
+            "sparse-csr": a.to_sparse_csr(),
+            "sparse-csc": a.to_sparse_csc(),
+            "sparse-bsr": a.to_sparse_bsr((1, 1)),
+            "mkldnn": a.float().to_mkldnn(),
+            "meta": torch.empty((3, 3), dtype=torch.float64, device="meta"),
+        }
+
+
+@pytest.mark.parametrize("name", sorted(FAST_LINALG))
+def test_torch_fast_paths_read_no_attribute_a_layout_refuses(name: str) -> None:
+    """No fast path reads what a tensor's layout refuses (a nested tensor's shape)
+    before it knows the layout is dense: on each such tensor, as either operand,
+    every fast path gives the checked path's result or its error naming the
+    argument (the fast path out of its table: ``test_fast_paths._CheckedOnly``),
+    never torch's own error."""
+    torch = pytest.importorskip("torch")
+    from test_fast_paths import _CheckedOnly, _torch_outcome, _torch_same
+
+    op = OPERATIONS[name]
+    dense = tuple(torch.tensor(h) for h in op.sample_args())
+    op.func(*dense, **op.kwargs)  # the type is met: its fast path made
+    assert torch.Tensor in FAST_LINALG[name], name
+    for case, x in _torch_layouts(torch).items():
+        for args in ([(x,)] if op.arity == 1 else [(x, dense[1]), (dense[0], x), (x, x)]):
+            fast = _torch_outcome(op.func, *args, **op.kwargs)
+            with _CheckedOnly(name, torch.Tensor):
+                checked = _torch_outcome(op.func, *args, **op.kwargs)
+            _torch_same(fast, checked, f"{name}({case}, {len(args)} operands)")
+            assert fast[0] == "ok" or not str(fast[2]).startswith("Internal error"), (name, case, fast)
+
+
+@pytest.mark.parametrize("name", ["lstsq", "pinv", "matrix_rank", "solve_ex"])
+def test_torch_views_that_need_gradients(name: str) -> None:
+    """Transposed, strided, offset and conjugated views that require grad (torch's
+    gelsd/SVD route, not NumPy's views), beside plain ones, under grad mode,
+    ``no_grad`` and inference mode: the fast path gives the checked path's answer
+    bit for bit with the fast path out of its table, because the checked path makes
+    the same own call (``_lstsq_fast.OwnCall``), not the SVD written once."""
+    torch = pytest.importorskip("torch")
+    from test_fast_paths import _CheckedOnly, _torch_outcome, _torch_same
+
+    fn = getattr(xl, name)
+    base = {"transposed": lambda: torch.tensor(_TALL).mT, "strided": lambda: torch.tensor(np.repeat(_A, 2, 1))[:, ::2],
+            "offset": lambda: torch.tensor(np.vstack([_A, _A]))[1:4], "conj": lambda: torch.tensor(_A + 1j * _A.T).conj(),
+            "rank-deficient": lambda: torch.tensor(_DEF).mT, "stack": lambda: torch.tensor(_DEF2).mT}
+    fn(torch.tensor(_A), torch.tensor(_A[0])) if name in ("lstsq", "solve_ex") else fn(torch.tensor(_A))
+    for mode, ctx in (("grad", torch.enable_grad), ("no_grad", torch.no_grad), ("inference", torch.inference_mode)):
+        for case, make in base.items():
+            for grad in (False, True):
+                if grad and mode == "inference":
+                    continue  # (an inference tensor cannot require grad)
+                with ctx():
+                    x = make()
+                    x = x.detach().requires_grad_() if grad else x
+                    if name in ("lstsq", "solve_ex"):
+                        if name == "solve_ex":  # (a square corner: a view as well)
+                            k = min(x.shape[-2:])
+                            x = x[..., :k, :k]
+                        args: tuple[Any, ...] = (x, torch.ones(x.shape[-2], dtype=x.dtype))
+                    else:
+                        args = (x,)
+                    fast = _torch_outcome(fn, *args)
+                    with _CheckedOnly(name, torch.Tensor):
+                        checked = _torch_outcome(fn, *args)
+                _torch_same(fast, checked, f"{name}({case}, requires_grad={grad}) under {mode}")
+                assert fast[0] == "ok", (name, case, mode, fast)
