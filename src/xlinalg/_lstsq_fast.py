@@ -34,6 +34,7 @@ from ._fastpath import (
 from ._lib._typing import Array
 from ._orthogonal import _np_svd_fast
 from .backends._base import Adapter
+from .backends._numpy_adapter import NumPyAdapter
 
 
 class LstsqResult(NamedTuple):
@@ -126,12 +127,22 @@ try:  # the gufunc behind numpy.linalg.lstsq (LAPACK's gelsd), stacks and all
     _NP_GELSD: Any = _umath_linalg.lstsq
 except (ImportError, AttributeError):  # pragma: no cover - another NumPy layout
     _NP_GELSD = None
-#: dtype char -> (signature, solution dtype to cast to, real dtype to cast to): as
-#: numpy.linalg.lstsq calls it (single precision computed in double, then cast back)
+#: dtype (native byte order) -> (signature, solution dtype to cast to, real dtype to
+#: cast to): as numpy.linalg.lstsq calls it (single precision computed in double,
+#: then cast back)
 _NP_GELSD_SIG = {
-    "f": ("ddd->ddid", np.float32, np.float32), "d": ("ddd->ddid", None, None),
-    "F": ("DDd->Ddid", np.complex64, np.float32), "D": ("DDd->Ddid", None, None),
+    np.dtype("f"): ("ddd->ddid", np.float32, np.float32), np.dtype("d"): ("ddd->ddid", None, None),
+    np.dtype("F"): ("DDd->Ddid", np.complex64, np.float32), np.dtype("D"): ("DDd->Ddid", None, None),
 }
+_VECDOT = getattr(np, "vecdot", None)  # (NumPy 2)
+
+
+def _np_sq_columns(d: Any, cplx: bool) -> Any:
+    """The squared 2-norm of each column of `d` (..., M, K): shape (..., K), real."""
+    if _VECDOT is not None:  # (one pass: vecdot conjugates its first operand)
+        r = _VECDOT(d, d, axis=-2)
+        return r.real if cplx else r
+    return (d.conj() * d).real.sum(-2) if cplx else (d * d).sum(-2)
 
 
 def _np_lstsq_fast(a: Any, b: Any, rcond: Any = None) -> Any:
@@ -141,9 +152,8 @@ def _np_lstsq_fast(a: Any, b: Any, rcond: Any = None) -> Any:
     them (rank N and M > N), else ``||b - a x||²`` per column (xlinalg's residuals are
     always computed). MISSING for anything else: the checked path."""
     dt = a.dtype
-    if (dt is not b.dtype and dt != b.dtype) or _NP_GELSD is None or (how := _NP_GELSD_SIG.get(dt.char)) is None:
-        return MISSING
-    if dt not in NP_FLOAT or a.ndim < 2 or not b.ndim:  # (byte order: NP_FLOAT holds the native ones)
+    # (the table holds the native byte order only)
+    if (dt is not b.dtype and dt != b.dtype) or (how := _NP_GELSD_SIG.get(dt)) is None or a.ndim < 2 or not b.ndim:
         return MISSING
     m, n = a.shape[-2:]
     vector = b.ndim == 1
@@ -154,17 +164,24 @@ def _np_lstsq_fast(a: Any, b: Any, rcond: Any = None) -> Any:
     token = np_quiet()
     try:
         x, res, rank, s = _NP_GELSD(a, bm, r, signature=how[0])
-        if m <= n or (rank != n).any():  # gelsd gave no residuals (NaN): the checked path's formula
-            d = bm - a @ x
-            res = (d.conj() * d).real.sum(-2) if dt.kind == "c" else (d * d).sum(-2)
+        # gelsd gave no residuals (NaN) unless the rank is N and M > N: the formula
+        if m <= n or (rank != n if a.ndim == 2 else (rank != n).any()):
+            res = _np_sq_columns(bm - a @ x, dt.kind == "c")
     finally:
         np_loud(token)
     if not np_finite(s):
         return MISSING
     if how[1] is not None:
         x, res, s = x.astype(how[1]), res.astype(how[2]), s.astype(how[2])
-    rank = rank.astype(_NP_INT) if type(rank) is np.ndarray else _NP_INT.type(rank)
-    return LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rank, s)
+    if a.ndim == 2:  # NumPy scalars for the 0-d outputs, as the checked path gives them
+        rank = _NP_INT.type(rank)
+        if vector:
+            x, res = x[:, 0], res[0]
+    else:
+        rank = rank.astype(_NP_INT)
+        if vector:
+            x, res = x[..., 0], res[..., 0]
+    return LstsqResult(x, res, rank, s)
 
 
 def torch_dense(torch: Any) -> Any:
@@ -245,11 +262,13 @@ def _torch_lstsq_paths(torch: Any) -> dict[str, Any]:
         return _pinv_body(ops, amax, cast, x, u, s, vh, max(x.shape[-2:]) * eps[x.dtype], x.is_complex())
 
     def rank(x: Any) -> Any:
-        if not dense(x) or x.dtype not in ok or not plain(x) or not x.numel():
+        if not dense(x) or x.dtype not in ok:
             return MISSING
         if (xn := view(x)) is not None:
             r = _np_rank_fast(xn)
             return r if r is MISSING else from_numpy(np.asarray(r))
+        if not plain(x) or not x.numel():
+            return MISSING
         try:
             s = svdvals(x)
         except Exception:  # a shape or layout it refuses: named by the checked path
@@ -264,8 +283,12 @@ def _torch_lstsq_paths(torch: Any) -> dict[str, Any]:
         # torch's gelsd (the minimum-norm solution, cutoff rcond * s_max, with autograd)
         # on the CPU only: on CUDA torch has "gels" alone (full rank only), and the
         # checked path's SVD keeps xlinalg's answer there
-        if (not dense(a) or not dense(b) or a.dtype not in ok or a.dtype is not b.dtype or a.ndim < 2 or not b.ndim
-                or not plain(a) or not plain(b) or a.device.type != "cpu" or b.device.type != "cpu"):
+        if not dense(a) or not dense(b) or a.dtype not in ok or a.dtype is not b.dtype:
+            return MISSING
+        if (an := view(a)) is not None and (bn := view(b)) is not None:  # (its own shape checks)
+            out = _np_lstsq_fast(an, bn, rcond)
+            return out if out is MISSING else LstsqResult(*(from_numpy(np.asarray(v)) for v in out))
+        if a.ndim < 2 or not b.ndim or not plain(a) or not plain(b) or a.device.type != "cpu" or b.device.type != "cpu":
             return MISSING
         m, n = a.shape[-2:]
         vector = b.ndim == 1
@@ -273,9 +296,6 @@ def _torch_lstsq_paths(torch: Any) -> dict[str, Any]:
         if (bm.shape[-2] != m or (bm.ndim > 2 and bm.shape[:-2] != a.shape[:-2]) or not a.numel()
                 or not bm.numel() or (r := _rcond_value(rcond, eps[a.dtype], m, n)) is None):
             return MISSING
-        if (an := view(a)) is not None and (bn := view(b)) is not None:
-            out = _np_lstsq_fast(an, bn, rcond)
-            return out if out is MISSING else LstsqResult(*(from_numpy(np.asarray(v)) for v in out))
         if a.ndim > 2 and bm.ndim == 2:  # one right-hand side for the stack: torch wants its batch
             bm = bm.expand(*a.shape[:-2], m, bm.shape[-1])
         try:
@@ -386,10 +406,16 @@ class OwnCall:
         return MISSING if f is None else f(*args)
 
 
-def _lstsq_group(name: str, np_fast: Any) -> tuple[dict[type, Any], OwnCall]:
+def _np_as_is(fn: Any) -> FastMaker:
+    """:func:`np_maker` for a `fn` that gives NumPy scalars for 0-d outputs itself
+    (lstsq: the maker's pass over a NamedTuple's fields costs ~2 µs)."""
+    return FastMaker(NumPyAdapter, lambda ad, cls: fn if cls is np.ndarray else None)
+
+
+def _lstsq_group(name: str, np_fast: Any, as_is: bool = False) -> tuple[dict[type, Any], OwnCall]:
     """`name`'s fast-path table and its checked path's own call, of the same makers."""
     makers = (
-        np_maker(np_fast),
+        _np_as_is(np_fast) if as_is else np_maker(np_fast),
         torch_maker(lambda torch: _torch_lstsq_paths(torch)[name]),
         jax_maker(lambda jax, jnp: _jax_lstsq_paths(jax, jnp)[name], host_look=True),
     )
@@ -398,4 +424,4 @@ def _lstsq_group(name: str, np_fast: Any) -> tuple[dict[type, Any], OwnCall]:
 
 _PINV_FAST, _PINV_OWN = _lstsq_group("pinv", _np_pinv_fast)
 _RANK_FAST, _RANK_OWN = _lstsq_group("matrix_rank", _np_rank_fast)
-_LSTSQ_FAST, _LSTSQ_OWN = _lstsq_group("lstsq", _np_lstsq_fast)
+_LSTSQ_FAST, _LSTSQ_OWN = _lstsq_group("lstsq", _np_lstsq_fast, as_is=True)
