@@ -92,7 +92,9 @@ def _peak_rss_growth(setup: str, call: str) -> float:
 # ---------------------------------------------------------------------- the extension's rows
 #: the library's own call where it is not ``<library>.linalg.<name>``
 _NATIVE: dict[str, dict[str, tuple[str, Callable[..., Any]]]] = {
-    "numpy": {"lstsq": ("np.linalg.lstsq(a, b, rcond=None)", lambda a, b: np.linalg.lstsq(a, b, rcond=None))},
+    "numpy": {"lstsq": ("np.linalg.lstsq(a, b, rcond=None)", lambda a, b: np.linalg.lstsq(a, b, rcond=None)),
+              # (no solve_ex in NumPy or JAX: their solve, which gives no mask)
+              "solve_ex": ("np.linalg.solve(a, b)", lambda a, b: np.linalg.solve(a, b))},
     "torch": {
         "matrix_transpose": ("x.mT", lambda x: x.mT),
         "outer": ("torch.outer", lambda x1, x2: __import__("torch").outer(x1, x2)),
@@ -100,7 +102,8 @@ _NATIVE: dict[str, dict[str, tuple[str, Callable[..., Any]]]] = {
         "trace": ("torch.diagonal(x, 0, -2, -1).sum(-1)",
                   lambda x: __import__("torch").diagonal(x, 0, -2, -1).sum(-1)),
     },
-    "jax": {"lstsq": ("jnp.linalg.lstsq(a, b)", lambda a, b: __import__("jax.numpy").numpy.linalg.lstsq(a, b))},
+    "jax": {"lstsq": ("jnp.linalg.lstsq(a, b)", lambda a, b: __import__("jax.numpy").numpy.linalg.lstsq(a, b)),
+            "solve_ex": ("jnp.linalg.solve(a, b)", lambda a, b: __import__("jax.numpy").numpy.linalg.solve(a, b))},
 }
 
 #: the functions timed: every declared linear-algebra function but solve and
@@ -260,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="fewer repeats (noisier)")
     p.add_argument("--only", default="", help="comma list of row groups: solve,fence,small,extension,large,many,stacks,host,memory")
+    p.add_argument("--names", default="", help="comma list of the extension's functions to time (default: all)")
     args = p.parse_args(argv)
     repeats = 7 if args.quick else 41
     only = set(filter(None, args.only.split(",")))
@@ -369,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
             for what, native, floor in _extension_floors(lib, convert, fence):
                 add_row(f"{lib:6s} {what} (floor)", "context", None, compare(native, floor, repeats, small_t))
             for name, native, ours in _extension_calls(lib, convert, fence):
+                if args.names and name not in args.names.split(","):
+                    continue
                 add_row(f"{lib:6s} xl.{name} / {native.__doc__}", f"≤ {target:.2f}", target,
                         compare(native, ours, repeats, small_t))
 

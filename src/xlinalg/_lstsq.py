@@ -4,48 +4,41 @@ All three go through :func:`xlinalg.svd`/:func:`xlinalg.svdvals` (NaN or inf
 input raises their ``LinAlgError``; Dask's tall-and-skinny matrices run its TSQR
 SVD, lazily) with the array API standard's tolerance by default:
 ``max(M, N) * eps`` relative to the largest singular value (JAX's own ``pinv``
-would use ten times that, NumPy's ``pinv`` 1e-15).
+would use ten times that, NumPy's ``pinv`` 1e-15). Where the library has one
+LAPACK call for it, both paths make that call instead (``_lstsq_fast.OwnCall``):
+NumPy's ``gelsd`` gufunc for lstsq and its SVD gufunc for pinv/matrix_rank, on
+NumPy and on torch-cpu tensors NumPy can view; torch's ``gelsd`` for CPU tensors
+that need gradients. CUDA, JAX, traces and NaN/inf input run the SVD above.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from . import _validate
-from ._dispatch import adapter2, fast_paths
-from ._fastpath import (
-    JAX_FLOAT,
-    MISSING,
-    NP_FLOAT,
-    jax_finite,
-    jax_maker,
-    np_maker,
-    torch_finite,
-    torch_float,
-    torch_maker,
-    torch_plain,
-)
+from ._dispatch import adapter2
+from ._fastpath import MISSING
 from ._lib._declare import BadInput, Raises, declare
 from ._lib._errors import LinAlgError
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
+from ._lstsq_fast import (
+    _LSTSQ_FAST,
+    _LSTSQ_OWN,
+    _PINV_FAST,
+    _PINV_OWN,
+    _RANK_FAST,
+    _RANK_OWN,
+    LstsqResult,
+)
 from ._matmul import matmul
 from ._matrix import matrix_input, real_dtype
-from ._orthogonal import _np_svd_fast, svd, svdvals
+from ._orthogonal import svd, svdvals
 from .backends._base import Adapter
 
 __all__ = ["LstsqResult", "lstsq", "matrix_rank", "pinv"]
-
-
-class LstsqResult(NamedTuple):
-    """Result of :func:`lstsq`."""
-
-    solution: Array
-    residuals: Array
-    rank: Array
-    singular_values: Array
 
 
 def _svd_fails(fn: str) -> BadInput:
@@ -107,233 +100,6 @@ def _default_int(ad: Adapter, x: Any) -> Any:
     return ad.xp.asarray(0, device=ad.device(x)).dtype
 
 
-# ---------------------------------------------------------------------- fast paths
-# (see _fastpath.py): the checked path's computation written once against NumPy's
-# API (NumPy itself, jax.numpy inside one jax.jit, torch through `_TorchOps`), for a
-# non-empty stack of one floating dtype with the default tolerance; the SVD's S
-# looked at quickly (NaN or inf: the checked path raises "did not converge").
-# Each step is the checked path's, in its order, so the results are its results.
-_EPS = {np.dtype(c): float(np.finfo(c).eps) for c in "fd"}
-_EPS.update({np.dtype("F"): _EPS[np.dtype("f")], np.dtype("D"): _EPS[np.dtype("d")]})
-
-
-# (methods and weak Python scalars where they compute what the checked path's
-# functions compute: each NumPy function in front of its method costs ~1 µs)
-def _inverse(xp: Any, s: Any, keep: Any) -> Any:
-    """1/s where `keep`, else 0: the checked path's ``where(keep, 1/where(keep, s, 1), 0)``."""
-    return xp.where(keep, 1.0 / xp.where(keep, s, 1.0), 0.0)
-
-
-def _pinv_body(xp: Any, amax: Any, cast: Any, x: Any, u: Any, s: Any, vh: Any, scale: float, cplx: bool) -> Any:
-    keep = s > amax(s) * scale
-    sinv = _inverse(xp, s, keep)
-    v = (xp.conj(vh) if cplx else vh).swapaxes(-1, -2)
-    uh = (xp.conj(u) if cplx else u).swapaxes(-1, -2)
-    return xp.matmul(v * cast(sinv, x.dtype)[..., None, :], uh)
-
-
-def _rank_body(xp: Any, amax: Any, cast: Any, s: Any, scale: float, it: Any) -> Any:
-    return xp.sum(cast(s > amax(s) * scale, it), -1)
-
-
-def _lstsq_body(xp: Any, amax: Any, cast: Any, a: Any, bm: Any, u: Any, s: Any, vh: Any, r: float,
-                cplx: bool, it: Any) -> tuple[Any, Any, Any]:
-    keep = s > amax(s) * r
-    sinv = _inverse(xp, s, keep)
-    uh = (xp.conj(u) if cplx else u).swapaxes(-1, -2)
-    v = (xp.conj(vh) if cplx else vh).swapaxes(-1, -2)
-    x = xp.matmul(v, cast(sinv, a.dtype)[..., None] * xp.matmul(uh, bm))
-    mag = xp.abs(bm - xp.matmul(a, x))
-    return x, (mag * mag).sum(-2), xp.sum(cast(keep, it), -1)
-
-
-def _np_amax(s: Any) -> Any:
-    return s.max(-1, keepdims=True)
-
-
-def _np_cast(x: Any, dt: Any) -> Any:
-    return x if x.dtype == dt else x.astype(dt)
-
-
-def _np_svd(x: Any, values_only: bool) -> Any:
-    return _np_svd_fast(x, None if values_only else False)
-
-
-def _np_pinv_fast(x: Any) -> Any:
-    if x.dtype not in NP_FLOAT or (out := _np_svd(x, False)) is MISSING:
-        return MISSING
-    u, s, vh = out
-    return _pinv_body(np, _np_amax, _np_cast, x, u, s, vh, max(x.shape[-2:]) * _EPS[x.dtype], x.dtype.kind == "c")
-
-
-def _np_rank_fast(x: Any) -> Any:
-    if x.dtype not in NP_FLOAT or (s := _np_svd(x, True)) is MISSING:
-        return MISSING
-    return _rank_body(np, _np_amax, _np_cast, s, max(x.shape[-2:]) * _EPS[x.dtype], _NP_INT)
-
-
-_NP_INT = np.asarray(0).dtype
-
-
-def _np_lstsq_fast(a: Any, b: Any) -> Any:
-    if ((dt := a.dtype) is not b.dtype and dt != b.dtype) or dt not in NP_FLOAT or a.ndim != 2:
-        return MISSING
-    m, n = a.shape
-    vector = b.ndim == 1
-    if not m or not n or not (vector or b.ndim == 2) or b.shape[0] != m or not b.size:
-        return MISSING
-    if (out := _np_svd(a, False)) is MISSING:
-        return MISSING
-    u, s, vh = out
-    x, res, rank = _lstsq_body(np, _np_amax, _np_cast, a, b[..., None] if vector else b, u, s, vh,
-                               _EPS[dt] * max(m, n), dt.kind == "c", _NP_INT)
-    return LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rank, s)
-
-
-class _TorchOps:
-    """What the bodies above call, for torch (NumPy's names where torch's differ)."""
-
-    def __init__(self, torch: Any) -> None:
-        self.t = torch
-        for name in ("where", "conj", "matmul", "abs", "sum"):
-            setattr(self, name, getattr(torch, name))
-
-
-def _torch_lstsq_paths(torch: Any) -> dict[str, Any]:
-    ops = _TorchOps(torch)
-    ok = torch_float(torch)
-    plain = torch_plain(torch)
-    svd, svdvals = torch.linalg.svd, torch.linalg.svdvals
-    eps = {d: float(torch.finfo(d).eps) for d in ok}
-    it = torch.asarray(0).dtype
-
-    def amax(s: Any) -> Any:
-        return torch.amax(s, -1, keepdim=True)
-
-    def cast(x: Any, dt: Any) -> Any:
-        return x if x.dtype == dt else x.to(dt)
-
-    def usv(x: Any) -> Any:
-        if x.dtype not in ok or not plain(x) or not x.numel():
-            return MISSING
-        try:
-            u, s, vh = svd(x, full_matrices=False)
-        except Exception:  # a shape or layout it refuses: named by the checked path
-            return MISSING
-        return (u, s, vh) if torch_finite(torch, s) else MISSING
-
-    def pinv(x: Any) -> Any:
-        if (out := usv(x)) is MISSING:
-            return MISSING
-        u, s, vh = out
-        return _pinv_body(ops, amax, cast, x, u, s, vh, max(x.shape[-2:]) * eps[x.dtype], x.is_complex())
-
-    def rank(x: Any) -> Any:
-        if x.dtype not in ok or not plain(x) or not x.numel():
-            return MISSING
-        try:
-            s = svdvals(x)
-        except Exception:  # a shape or layout it refuses: named by the checked path
-            return MISSING
-        if not torch_finite(torch, s):
-            return MISSING
-        return _rank_body(ops, amax, cast, s, max(x.shape[-2:]) * eps[x.dtype], it)
-
-    def lstsq(a: Any, b: Any) -> Any:
-        if a.dtype is not b.dtype or a.ndim != 2 or (not (vector := b.ndim == 1) and b.ndim != 2):
-            return MISSING
-        m, n = a.shape
-        if b.shape[0] != m or not b.numel() or (out := usv(a)) is MISSING:
-            return MISSING
-        u, s, vh = out
-        try:
-            x, res, rk = _lstsq_body(ops, amax, cast, a, b[..., None] if vector else b, u, s, vh,
-                                     eps[a.dtype] * max(m, n), a.is_complex(), it)
-        except Exception:  # `b` on another device, or not dense: named by the checked path
-            return MISSING
-        return LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rk, s)
-
-    return {"pinv": pinv, "matrix_rank": rank, "lstsq": lstsq}
-
-
-def _jax_lstsq_paths(jax: Any, jnp: Any) -> dict[str, Any]:
-    it = jnp.asarray(0).dtype
-
-    def amax(s: Any) -> Any:
-        return jnp.max(s, axis=-1, keepdims=True)
-
-    def cast(x: Any, dt: Any) -> Any:
-        return x if x.dtype == dt else x.astype(dt)
-
-    def pinv_body(x: Any) -> Any:
-        if x.dtype not in JAX_FLOAT:
-            return None
-        u, s, vh = jnp.linalg.svd(x, full_matrices=False)
-        cplx = jnp.iscomplexobj(x)
-        return _pinv_body(jnp, amax, cast, x, u, s, vh, max(x.shape[-2:]) * _EPS[np.dtype(x.dtype)], cplx), s
-
-    def rank_body(x: Any) -> Any:
-        if x.dtype not in JAX_FLOAT:
-            return None
-        s = jnp.linalg.svdvals(x)
-        return _rank_body(jnp, amax, cast, s, max(x.shape[-2:]) * _EPS[np.dtype(x.dtype)], it), s
-
-    def lstsq_body(a: Any, b: Any) -> Any:
-        if a.dtype not in JAX_FLOAT or a.dtype != b.dtype:
-            return None
-        vector = b.ndim == 1
-        u, s, vh = jnp.linalg.svd(a, full_matrices=False)
-        x, res, rk = _lstsq_body(jnp, amax, cast, a, b[..., None] if vector else b, u, s, vh,
-                                 _EPS[np.dtype(a.dtype)] * max(a.shape), jnp.iscomplexobj(a), it)
-        return LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rk, s)
-
-    calls = {"pinv": jax.jit(pinv_body), "matrix_rank": jax.jit(rank_body), "lstsq": jax.jit(lstsq_body)}
-
-    def one(name: str) -> Any:
-        call = calls[name]
-        # pinv's full SVD (LAPACK gesdd) may not return on NaN or inf: such an `x`
-        # goes to the checked path, whose SVD never hands it to LAPACK
-        look = name == "pinv"
-
-        def fast(x: Any) -> Any:
-            if x.ndim < 2 or not x.size or (look and not jax_finite(x)):
-                return MISSING
-            try:
-                out = call(x)
-            except Exception:  # a shape it refuses: named by the checked path
-                return MISSING
-            return out[0] if out is not None and jax_finite(out[1]) else MISSING
-
-        return fast
-
-    def lstsq(a: Any, b: Any) -> Any:
-        if a.ndim != 2 or not (b.ndim == 1 or b.ndim == 2) or b.shape[0] != a.shape[0] or not a.size or not b.size:
-            return MISSING
-        if not jax_finite(a):  # its SVD may not return (pinv above): the checked path
-            return MISSING
-        try:
-            out = calls["lstsq"](a, b)
-        except Exception:  # a shape it refuses: named by the checked path
-            return MISSING
-        return out if out is not None and jax_finite(out.singular_values) else MISSING
-
-    return {"pinv": one("pinv"), "matrix_rank": one("matrix_rank"), "lstsq": lstsq}
-
-
-def _lstsq_group(name: str, np_fast: Any) -> dict[type, Any]:
-    return fast_paths(
-        name,
-        np_maker(np_fast),
-        torch_maker(lambda torch: _torch_lstsq_paths(torch)[name]),
-        jax_maker(lambda jax, jnp: _jax_lstsq_paths(jax, jnp)[name], host_look=True),
-    )
-
-
-_PINV_FAST = _lstsq_group("pinv", _np_pinv_fast)
-_RANK_FAST = _lstsq_group("matrix_rank", _np_rank_fast)
-_LSTSQ_FAST = _lstsq_group("lstsq", _np_lstsq_fast)
-
-
 @declare(
     "linalg", args={"x": "matrix"}, reference=_pinv_reference, dtypes="linalg",
     how="xlinalg's `svd` (reduced), then the standard's operations",
@@ -383,6 +149,8 @@ def pinv(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -> Array
     if 0 in tuple(x.shape):
         _cutoff_check(rtol)
         return keep_subclass(xpn.zeros((*x.shape[:-2], n, m), dtype=x.dtype, device=ad.device(x)), x)
+    if rtol is None and (r := _PINV_OWN(ad, x)) is not MISSING:
+        return keep_subclass(r, x) if ad.numpy_arrays else r
     u, s, vh = svd(x, full_matrices=False)
     keep = s > _cutoff(ad, x, s, rtol, "pinv")
     sinv = xpn.where(keep, 1.0 / xpn.where(keep, s, xpn.ones_like(s)), xpn.zeros_like(s))
@@ -444,6 +212,8 @@ def matrix_rank(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -
     if 0 in tuple(x.shape):
         _cutoff_check(rtol)
         return keep_subclass(xpn.zeros(tuple(x.shape[:-2]), dtype=it, device=ad.device(x)), x)
+    if rtol is None and (r := _RANK_OWN(ad, x)) is not MISSING:
+        return keep_subclass(r, x) if ad.numpy_arrays else r
     s = svdvals(x)
     rank = xpn.sum(xpn.astype(s > _cutoff(ad, x, s, rtol, "matrix_rank"), it), axis=-1)
     return keep_subclass(rank, x) if ad.numpy_arrays else rank
@@ -463,9 +233,10 @@ def matrix_rank(x: Array, /, *, rtol: Any = None, xp: Namespace | None = None) -
 def lstsq(a: Array, b: Array, /, *, rcond: Any = None, xp: Namespace | None = None) -> LstsqResult:
     """Solve ``a @ x = b`` in the least-squares sense (minimizing the 2-norm of the residual).
 
-    The minimum-norm solution from the SVD of `a` (NumPy's ``gelsd`` answer), on
-    every backend, batched; on Dask a tall matrix in several chunks runs Dask's
-    tall-and-skinny SVD (TSQR), lazily.
+    The minimum-norm solution (LAPACK's ``gelsd`` answer) on every backend,
+    batched: ``gelsd`` itself on NumPy and torch-cpu, the SVD of `a` elsewhere; on
+    Dask a tall matrix in several chunks runs Dask's tall-and-skinny SVD (TSQR),
+    lazily.
 
     Parameters
     ----------
@@ -508,8 +279,8 @@ def lstsq(a: Array, b: Array, /, *, rcond: Any = None, xp: Namespace | None = No
     >>> [round(v, 6) for v in xl.to(res.solution, "numpy").tolist()], int(res.rank)
     ([1.0, 1.0], 2)
     """
-    if (xp is None and rcond is None and (t := type(a)) is type(b) and (f := _LSTSQ_FAST.get(t)) is not None
-            and (r := f(a, b)) is not MISSING):
+    if (xp is None and (t := type(a)) is type(b) and (f := _LSTSQ_FAST.get(t)) is not None
+            and (r := f(a, b, rcond)) is not MISSING):
         return r
     ad, a, b = adapter2(a, b, "a", "b", xp)
     for nm, v in (("a", a), ("b", b)):
@@ -543,6 +314,8 @@ def lstsq(a: Array, b: Array, /, *, rcond: Any = None, xp: Namespace | None = No
         rank = xpn.zeros(tuple(a.shape[:-2]), dtype=_default_int(ad, a), device=ad.device(a))
         s = xpn.zeros((*a.shape[:-2], k), dtype=rdt, device=ad.device(a))
         return keep_subclass(LstsqResult(x[..., 0] if vector else x, res[..., 0] if vector else res, rank, s), a, b)
+    if type(b) is type(a) and (out := _LSTSQ_OWN(ad, a, b, rcond)) is not MISSING:
+        return keep_subclass(out, a, b) if ad.numpy_arrays else out
     u, s, vh = svd(a, full_matrices=False)
     eps = _eps(ad, a)
     r = eps * max(m, n) if rcond is None else (eps if rcond < 0 else float(rcond))

@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ._dispatch import adapter2 as _adapter2
+from ._dispatch import fast_paths
+from ._fastpath import (
+    JAX_FLOAT,
+    MISSING,
+    NP_FLOAT,
+    jax_maker,
+    np_maker,
+    torch_float,
+    torch_maker,
+)
 from ._lib import _singular
 from ._lib._declare import BadInput, Raises, declare
 from ._lib._subclass import keep_subclass
 from ._lib._typing import Array, Namespace
+from ._lstsq_fast import torch_dense, torch_numpy_view
 from ._solve import _JAX_SOLVE_NOTE, solve
 from ._unrolled import kernel_mask
+from .backends._jax_adapter import jax_solve_masked
+from .backends._numpy_adapter import NUMPY, lapack_for
+from .backends._torch_adapter import HOST_SOLVE_MAX_N
 
 __all__ = ["SolveExResult", "solve_ex"]
 
@@ -45,6 +59,77 @@ def _solve_ex_reference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.nd
     sing = np.broadcast_to(sing_a, batch) & fin
     x = np.where((sing | ~fin)[..., None, None], np.nan, x)
     return (x[..., 0] if vector else x), sing
+
+
+# ---------------------------------------------------------------------- fast paths
+# One system (`a` (n, n), `b` (n,) or (n, K) of its floating dtype), where the
+# checked path's `solve` runs the adapter's one-matrix solve: the same call, and the
+# rule's verdict from the pivots of that very factorization (NumPy: one LAPACK gesv;
+# torch-cpu: the same on NumPy views, as its adapter's solve does; JAX: its ruled
+# solve with the mask as a second output, one compiled call, no host read). A stack,
+# another dtype or layout, autograd, a trace: the checked path.
+def _np_one(a: Any, b: Any) -> Any:
+    """``(x, singular)`` by NumPy's gesv and the rule, or MISSING."""
+    dt = a.dtype
+    if (dt is not b.dtype and dt != b.dtype) or dt not in NP_FLOAT or a.ndim != 2 or not 0 < b.ndim <= 2:
+        return MISSING
+    n = a.shape[0]
+    if a.shape[1] != n or b.shape[0] != n or not n or not b.shape[-1] or (lap := lapack_for(dt)) is None:
+        return MISSING
+    return NUMPY.solve_one_masked(a, b, lap)
+
+
+def _np_solve_ex_fast(a: Any, b: Any) -> Any:
+    out = _np_one(a, b)
+    return out if out is MISSING else SolveExResult(out[0], np.bool_(out[1]))
+
+
+def _torch_solve_ex_fast(torch: Any) -> Any:
+    ok = torch_float(torch)
+    dense = torch_dense(torch)
+    view = torch_numpy_view(torch)
+    from_numpy = torch.from_numpy
+
+    def fast(a: Any, b: Any) -> Any:
+        # (dense first: a nested tensor's shape raises)
+        if not dense(a) or not dense(b) or a.dtype not in ok or a.ndim != 2 or a.shape[-1] > HOST_SOLVE_MAX_N:
+            return MISSING
+        if (an := view(a)) is None or (bn := view(b)) is None or (out := _np_one(an, bn)) is MISSING:
+            return MISSING
+        return SolveExResult(from_numpy(out[0]), torch.tensor(out[1]))
+
+    return fast
+
+
+def _jax_solve_ex_fast(jax: Any, jnp: Any) -> Any:
+    def body(a: Any, b: Any) -> Any:
+        if a.dtype != b.dtype or a.dtype not in JAX_FLOAT:
+            return None
+        return jax_solve_masked(jax, jnp, a, b, b.ndim == 1)
+
+    call = jax.jit(body)
+
+    def fast(a: Any, b: Any) -> Any:
+        if a.ndim != 2 or not 0 < b.ndim <= 2:
+            return MISSING
+        n = a.shape[0]
+        if a.shape[1] != n or b.shape[0] != n or not n or not b.shape[-1]:
+            return MISSING
+        try:
+            out = call(a, b)
+        except Exception:  # a shape or device it refuses: named by the checked path
+            return MISSING
+        return MISSING if out is None else SolveExResult(*out)
+
+    return fast
+
+
+_SOLVE_EX_FAST = fast_paths(
+    "solve_ex",
+    np_maker(_np_solve_ex_fast),
+    torch_maker(_torch_solve_ex_fast),
+    jax_maker(_jax_solve_ex_fast, one_device=True),
+)
 
 
 @declare(
@@ -113,6 +198,9 @@ def solve_ex(a: Array, b: Array, /, *, method: str = "auto", xp: Namespace | Non
     array([[ 1.,  1.],
            [nan, nan]])
     """
+    if (xp is None and method == "auto" and (t := type(a)) is type(b) and (f := _SOLVE_EX_FAST.get(t)) is not None
+            and (r := f(a, b)) is not MISSING):
+        return r
     a0, b0 = a, b  # the caller's arrays: an ndarray subclass is kept (keep_subclass)
     try:
         with kernel_mask() as got:

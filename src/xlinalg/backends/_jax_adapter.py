@@ -22,7 +22,8 @@ from ._base import MISSING, Adapter
 from ._numpy_adapter import NUMPY
 from ._speed import FastPaths
 
-__all__ = ["HOST_LOOK_MAX", "JaxAdapter", "jax_backend_name", "jax_cpu_only", "jax_inv_ruled", "traced_backend_name"]
+__all__ = ["HOST_LOOK_MAX", "JaxAdapter", "jax_backend_name", "jax_cpu_only", "jax_inv_ruled",
+           "jax_solve_masked", "traced_backend_name"]
 
 
 #: the largest identity JAXAdapter.eye keeps (a cache of large ones would hold memory)
@@ -346,7 +347,14 @@ HOST_LOOK_MAX = 32768
 
 def _jax_solve_ruled(jax: Any, jnp: Any, a: Any, b: Any, vector: bool) -> Any:
     """Traced body: the solution, NaN for the members the singular rule names and for
-    those with NaN or inf in `a` or `b` (``_lib/_singular.py``).
+    those with NaN or inf in `a` or `b` (``_lib/_singular.py``): :func:`jax_solve_masked`'s."""
+    return jax_solve_masked(jax, jnp, a, b, vector)[0]
+
+
+def jax_solve_masked(jax: Any, jnp: Any, a: Any, b: Any, vector: bool) -> tuple[Any, Any]:
+    """Traced body: the solution, NaN for the members the singular rule names and for
+    those with NaN or inf in `a` or `b` (``_lib/_singular.py``), and the mask of the
+    members the rule names whose input is finite (solve_ex's; unused, XLA drops it).
 
     One factorization, ``lax.linalg.lu`` (what ``jnp.linalg.solve`` runs inside):
     the rule reads its pivots and ``jax.scipy.linalg.lu_solve`` solves with its
@@ -364,9 +372,10 @@ def _jax_solve_ruled(jax: Any, jnp: Any, a: Any, b: Any, vector: bool) -> Any:
     scale = _singular.column_scale(jnp, a0)
     tol = _singular.tolerance(jnp, a.dtype, a.shape[-1])
     sing = _singular.singular_from_pivots(jnp, _singular.diagonal(jnp, lu), scale, tol)
-    bad = nan_members(jnp, sing, scale, jax.lax.stop_gradient(bm))
-    x = jnp.where(bad[..., None, None], jnp.nan, x)
-    return x[..., 0] if vector else x
+    fin = _singular.finite_members(jnp, scale, jax.lax.stop_gradient(bm))
+    x = jnp.where(jnp.logical_or(sing, jnp.logical_not(fin))[..., None, None], jnp.nan, x)
+    mask = jnp.broadcast_to(jnp.logical_and(sing, fin), x.shape[:-2])
+    return (x[..., 0] if vector else x), mask
 
 
 def jax_inv_ruled(jax: Any, jnp: Any, x: Any) -> Any:
