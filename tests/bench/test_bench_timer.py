@@ -200,7 +200,17 @@ def test_measurement_to_dict_is_json():
 
 def test_scale_presets():
     q, d, f = (TimerConfig.for_scale(s) for s in ("quick", "default", "full"))
-    assert q.min_run_time < d.min_run_time < f.min_run_time
+    assert q.min_run_time < d.min_run_time
+    # full times a cell as the default run does (its rounds and budget), with a longer
+    # warm-up and blocks for its larger sizes, later passes of pass_rounds rounds and
+    # room for more passes where they disagree (docs/benchmark.md, "What a full run costs")
+    assert (f.min_run_time, f.min_samples, f.max_samples, f.max_run_time) == (
+        d.min_run_time, d.min_samples, d.max_samples, d.max_run_time)
+    assert f.warmup_time > d.warmup_time
+    assert f.min_sample_time > d.min_sample_time
+    assert d.pass_rounds is None
+    assert f.later_pass().max_samples == f.pass_rounds == 4
+    assert f.max_passes > d.max_passes
 
 
 def test_no_device_clock_on_cpu_backends():
