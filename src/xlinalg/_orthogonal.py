@@ -283,7 +283,8 @@ def _svdvals_reference(x: np.ndarray) -> np.ndarray:
     how="the standard's `linalg.svdvals`, then a finite check",
     backends={
         "numpy": "`np.linalg.svd(..., compute_uv=False)`, then a finite check",
-        "torch-cpu": "`torch.linalg.svdvals`, then a finite check",
+        "torch-cpu": "up to 16 matrices of sides up to 64 outside autograd: NumPy's SVD gufunc on a "
+                     "zero-copy view; otherwise `torch.linalg.svdvals`; then a finite check",
         "torch-cuda": ("`torch.linalg.svdvals`, then a finite check", "reading the values synchronizes the device"),
         "cupy": ("the standard's `linalg.svdvals`, then a finite check", "reading the values synchronizes the device"),
         "dask": "NumPy's singular values on each matrix (a gufunc) when a matrix is in one chunk or fits one "
