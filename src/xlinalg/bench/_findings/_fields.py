@@ -176,6 +176,10 @@ def raw_times(r: Mapping[str, Any]) -> list[float]:
     return [float(x) for x in (r.get("time") or {}).get("raw_s") or [] if positive(x)]
 
 
+#: A throughput's amounts and the rate each gives (per second, in units of 1e9).
+_RATES = {"flops": "gflops", "bytes": "gbs"}
+
+
 def rates_at(thr: Mapping[str, Any], time: Mapping[str, Any]) -> dict[str, Any]:
     """A record's ``throughput`` `thr` (the ``flops`` and ``bytes`` one call does,
     and ``rate_of``) with its rates, ``gflops`` and ``gbs``, at the record's `time`:
@@ -190,7 +194,7 @@ def rates_at(thr: Mapping[str, Any], time: Mapping[str, Any]) -> dict[str, Any]:
         if k in ("above_peak", "cache_resident", "gflops", "gbs"):
             continue
         out[k] = v
-        rate = {"flops": "gflops", "bytes": "gbs"}.get(k)
+        rate = _RATES.get(k)
         if rate is not None:
             ok = isinstance(v, (int, float)) and not isinstance(v, bool)
             out[rate] = float(v) / t / 1e9 if ok and positive(t) else None
