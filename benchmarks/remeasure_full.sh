@@ -7,10 +7,14 @@
 # it) with `xlinalg bench --full --resume`, the committed run's command
 # (docs/question.md, "Where these numbers come from"), and stops it cleanly with
 # SIGTERM after H hours (default 2.5): every finished group is in the file, and the
-# next call goes on from there. Only a finished run replaces the committed file:
-# it is compressed (xz -9) into cpu-full[-float32].jsonl.xz and the partial file is
-# removed. Exit status: 0 finished (some cells may have failed: the committed runs
-# have five cells past the time limit), 75 stopped at the time limit (call again),
+# next call goes on from there. A stopped call also leaves the partial file
+# compressed in benchmarks/results/in-progress/ (the checkpoint), to be committed
+# when a run takes more than one working session: a fresh clone resumes from the
+# checkpoint (or from the partial file, whichever holds more). Only a finished run
+# replaces the committed file: it is compressed (xz -9) into
+# cpu-full[-float32].jsonl.xz and the partial file and checkpoint are removed.
+# Exit status: 0 finished (some cells may have failed: the committed runs have
+# five cells past the time limit), 75 stopped at the time limit (call again),
 # anything else the bench's own (docs/benchmark.md, "Exit status").
 #
 # What it costs: about 2.5 h in float64 and 2.1 h in float32 on the 2-core machine
@@ -29,7 +33,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --dtype) dtype="${2:?--dtype needs float64 or float32}"; shift 2 ;;
         --hours) hours="${2:?--hours needs a number}"; shift 2 ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
         *) echo "remeasure_full.sh: unknown argument '$1' (--dtype float32, --hours H)" >&2; exit 2 ;;
     esac
 done
@@ -46,9 +50,19 @@ fi
 here="$(cd "$(dirname "$0")" && pwd)"
 results="${XL_RESULTS:-$here/results}"
 partial="$results/$name.partial.jsonl"
+checkpoint="$results/in-progress/$name.partial.jsonl.xz"
 final="$results/$name.jsonl.xz"
 read -r -a xlinalg <<< "${XLINALG:-python -m xlinalg}"
 
+if [ -f "$checkpoint" ]; then  # a run stopped in an earlier session (or clone)
+    xz -dc "$checkpoint" > "$partial.ckpt"
+    if [ "$(wc -c < "$partial.ckpt")" -gt "$(if [ -f "$partial" ]; then wc -c < "$partial"; else echo 0; fi)" ]; then
+        mv "$partial.ckpt" "$partial"
+        echo "remeasure_full.sh: resuming from the checkpoint $checkpoint" >&2
+    else
+        rm -f "$partial.ckpt"
+    fi
+fi
 echo "remeasure_full.sh: $name ($dtype) into $partial, for at most $hours h" >&2
 set +e
 timeout --signal=TERM --kill-after=300 "$seconds" "${xlinalg[@]}" bench --full "${dtype_args[@]}" \
@@ -60,13 +74,17 @@ case $rc in
     0|1)  # the run finished (1: some cells failed or were wrong, all recorded)
         xz -9 -c "$partial" > "$final.tmp"
         mv "$final.tmp" "$final"
-        rm -f "$partial"
+        rm -f "$partial" "$checkpoint"
         echo "remeasure_full.sh: finished; $final replaced. Next: the report (xlinalg report" \
              "benchmarks/results/cpu-full.jsonl.xz benchmarks/results/cpu-full-float32.jsonl.xz" \
              "--out benchmarks/results/cpu-full-report) and docs/question.md's figures" >&2
         exit 0 ;;
     124|143)  # stopped by the time limit (timeout's 124, or the bench's own SIGTERM exit)
-        echo "remeasure_full.sh: stopped at the time limit; run it again to resume" >&2
+        mkdir -p "$(dirname "$checkpoint")"
+        xz -9 -c "$partial" > "$checkpoint.tmp"
+        mv "$checkpoint.tmp" "$checkpoint"
+        echo "remeasure_full.sh: stopped at the time limit; run it again to resume" \
+             "(checkpoint: $checkpoint, commit it to resume in another clone)" >&2
         exit 75 ;;
     *)
         echo "remeasure_full.sh: xlinalg bench exited $rc; $partial is kept" >&2

@@ -86,3 +86,27 @@ def test_a_bench_error_is_passed_on(tmp_path):
     r = _run(tmp_path, FAKE_RC="2")
     assert r.returncode == 2
     assert (tmp_path / "results" / "cpu-full.partial.jsonl").exists()
+
+
+def test_a_stopped_run_leaves_a_checkpoint_that_a_fresh_clone_resumes(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    checkpoint = results / "in-progress" / "cpu-full-float32.partial.jsonl.xz"
+    partial = results / "cpu-full-float32.partial.jsonl"
+    stopped = _run(tmp_path, "--dtype", "float32", FAKE_RC="143")
+    assert stopped.returncode == 75, stopped.stderr
+    assert lzma.decompress(checkpoint.read_bytes()) == partial.read_bytes()
+    partial.unlink()  # a fresh clone: the git-ignored partial file is not there
+    again = _run(tmp_path, "--dtype", "float32", FAKE_RC="143")
+    assert again.returncode == 75, again.stderr
+    assert "resuming from the checkpoint" in again.stderr
+    assert partial.read_text().count("header") == 2  # the checkpoint's call, then this one
+    assert lzma.decompress(checkpoint.read_bytes()).decode().count("header") == 2
+    # a partial file that holds more than the checkpoint (this clone went on) is kept
+    partial.write_text(partial.read_text() + '{"type": "header"}\n')
+    third = _run(tmp_path, "--dtype", "float32", FAKE_RC="0")
+    assert third.returncode == 0, third.stderr
+    assert "resuming from the checkpoint" not in third.stderr
+    final = results / "cpu-full-float32.jsonl.xz"
+    assert lzma.decompress(final.read_bytes()).decode().count("header") == 4
+    assert not partial.exists() and not checkpoint.exists()  # finished: neither is left
