@@ -63,6 +63,8 @@ from xlinalg.bench._sidebyside import disagreeing, group_key
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
+#: Runs of today's runner (the share of groups whose passes disagree, the time outside groups).
+DEFAULTS = (RESULTS / "cpu-default.jsonl.xz", RESULTS / "cpu-default-float32.jsonl.xz")
 
 #: The full scale's timer before this change (d60702c): every pass of every group.
 BEFORE = TimerConfig(warmup_time=0.2, min_sample_time=0.02, min_run_time=1.0, min_samples=10,
@@ -232,17 +234,21 @@ def outside_groups(records: Sequence[Mapping[str, Any]], headers: Sequence[Mappi
     return max(0.0, (max(ends) - start).total_seconds() - inside) if ends else 0.0
 
 
-def plan(header: Mapping[str, Any], before: bool) -> dict[Key, tuple[TimerConfig, list[str], int]]:
-    """Today's full-scale plan on the file's backends and dtype: group -> (timer of
-    its cells, backends timed, cells)."""
+def full_plan(header: Mapping[str, Any], before: bool = False) -> list[dict[str, Any]]:
+    """The cells of ``xlinalg bench --full`` on the file's backends and dtype, in plan order."""
     run = header.get("run") or {}
     with tempfile.TemporaryDirectory() as tmp:
         cfg = RunConfig(scale="full", backends=list(run.get("backends") or []),
                         dtype=str(run.get("dtype") or "float64"), out=str(Path(tmp) / "x.jsonl"),
                         timer=BEFORE if before else None)
-        cells = plan_cells(cfg)
+        return plan_cells(cfg)
+
+
+def plan(header: Mapping[str, Any], before: bool) -> dict[Key, tuple[TimerConfig, list[str], int]]:
+    """Today's full-scale plan on the file's backends and dtype: group -> (timer of
+    its cells, backends timed, cells)."""
     out: dict[Key, tuple[TimerConfig, list[str], int]] = {}
-    for c in cells:
+    for c in full_plan(header, before):
         k = group_key(c)
         k = (k[0], k[1], k[2])
         timer = TimerConfig(**c["timer"])
@@ -304,6 +310,38 @@ def summarize(ests: Sequence[Estimate], share: float, overhead: float) -> dict[s
                          for b, s in sorted(backends.items(), key=lambda kv: -kv[1])}}
 
 
+def chunks(full: Path, minutes: float, partial: Path | None = None,
+           defaults: Sequence[Path] = DEFAULTS) -> list[tuple[float, list[str]]]:
+    """The full run's cases cut into calls of about `minutes` each (expected cost),
+    in plan order: (expected seconds, cases) per call, a case never split. Cases
+    whose every cell `partial` holds over all its passes (or as skipped or failed)
+    are left out: a resumed run has nothing left to do for them.
+
+    ``benchmarks/remeasure_full.sh`` runs one ``--resume --cases`` call per chunk,
+    so a call measures every pass of its groups before it ends: a stop loses at
+    most the chunk under way, where one call for the whole run would lose every
+    later pass (they run after every group's first pass).
+    """
+    from xlinalg.bench._sidebyside import first_pass_only
+
+    fres = read_results(full, warn=False)
+    cost = run(full, defaults, False)["cases"]
+    latest = read_results(partial, warn=False).latest() if partial and partial.exists() else {}
+    order: dict[str, list[str]] = {}
+    for c in full_plan(fres.headers[0]):
+        order.setdefault(c["case"], []).append(c["key"])
+    out: list[tuple[float, list[str]]] = []
+    for case, keys in order.items():
+        if all(k in latest and not first_pass_only(latest[k]) for k in keys):
+            continue
+        seconds = float(cost.get(case, {}).get("expected", 0.0))
+        if out and out[-1][0] + seconds <= minutes * 60:
+            out[-1] = (out[-1][0] + seconds, [*out[-1][1], case])
+        else:
+            out.append((seconds, [case]))
+    return out
+
+
 def _print(out: Mapping[str, Any]) -> None:
     t = out["total_s"]
     print(f"groups whose passes "
@@ -326,13 +364,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--full", type=Path, default=RESULTS / "cpu-full.jsonl.xz")
     ap.add_argument("--default", type=Path, nargs="+",
-                    default=[RESULTS / "cpu-default.jsonl.xz", RESULTS / "cpu-default-float32.jsonl.xz"],
+                    default=list(DEFAULTS),
                     help="runs of today's runner (of an uninterrupted one, the time outside "
                          "its groups is measured too)")
     ap.add_argument("--before", action="store_true",
                     help="the full scale before its timer and the sweep's policy changed")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--chunks", type=float, metavar="MINUTES",
+                    help="print the run cut into calls of about MINUTES (expected seconds, "
+                         "then the comma-separated cases, one call per line), for "
+                         "benchmarks/remeasure_full.sh")
+    ap.add_argument("--partial", type=Path,
+                    help="with --chunks: leave out the cases this resumed run has finished")
     args = ap.parse_args(argv)
+    if args.chunks is not None:
+        if not (args.chunks > 0):
+            ap.error(f"--chunks needs a positive number of minutes, got {args.chunks}")
+        for seconds, cases in chunks(args.full, args.chunks, args.partial, args.default):
+            print(f"{seconds:.0f} {','.join(cases)}")
+        return 0
     out = run(args.full, args.default, args.before)
     if args.json:
         json.dump(out, sys.stdout, indent=1)

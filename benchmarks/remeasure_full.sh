@@ -64,29 +64,76 @@ if [ -f "$checkpoint" ]; then  # a run stopped in an earlier session (or clone)
     fi
 fi
 echo "remeasure_full.sh: $name ($dtype) into $partial, for at most $hours h" >&2
-set +e
-timeout --signal=TERM --kill-after=300 "$seconds" "${xlinalg[@]}" bench --full "${dtype_args[@]}" \
-    --backends numpy,torch-cpu,jax-cpu,dask,array-api-strict --time-limit 120 \
-    --no-report --resume --out "$partial"
-rc=$?
-set -e
-case $rc in
-    0|1)  # the run finished (1: some cells failed or were wrong, all recorded)
-        xz -9 -c "$partial" > "$final.tmp"
-        mv "$final.tmp" "$final"
-        rm -f "$partial" "$checkpoint"
-        echo "remeasure_full.sh: finished; $final replaced. Next: the report (xlinalg report" \
-             "benchmarks/results/cpu-full.jsonl.xz benchmarks/results/cpu-full-float32.jsonl.xz" \
-             "--out benchmarks/results/cpu-full-report) and docs/question.md's figures" >&2
-        exit 0 ;;
-    124|143)  # stopped by the time limit (timeout's 124, or the bench's own SIGTERM exit)
+deadline=$(( $(date +%s) + seconds ))
+read -r -a cost <<< "${XL_COST:-python $here/full_run_cost.py}"
+
+bench() {  # bench SECONDS [--cases LIST]: one resumed call, stopped after SECONDS
+    timeout --signal=TERM --kill-after=300 "$1" "${xlinalg[@]}" bench --full "${dtype_args[@]}" \
+        --backends numpy,torch-cpu,jax-cpu,dask,array-api-strict --time-limit 120 \
+        --no-report --resume --out "$partial" "${@:2}"
+}
+stop() {  # stopped at the time limit: keep a checkpoint to commit, exit 75
+    if [ -f "$partial" ]; then
         mkdir -p "$(dirname "$checkpoint")"
         xz -9 -c "$partial" > "$checkpoint.tmp"
         mv "$checkpoint.tmp" "$checkpoint"
-        echo "remeasure_full.sh: stopped at the time limit; run it again to resume" \
-             "(checkpoint: $checkpoint, commit it to resume in another clone)" >&2
-        exit 75 ;;
-    *)
-        echo "remeasure_full.sh: xlinalg bench exited $rc; $partial is kept" >&2
-        exit "$rc" ;;
-esac
+    fi
+    echo "remeasure_full.sh: stopped at the time limit; run it again to resume" \
+         "(checkpoint: $checkpoint, commit it to resume in another clone)" >&2
+    exit 75
+}
+left() { echo $(( deadline - $(date +%s) )); }
+todo() {  # what is left, as calls of about 20 minutes: "SECONDS CASES" per line
+    "${cost[@]}" --full "$final" --chunks 20 --partial "$partial"
+}
+
+# One call per chunk of cases (benchmarks/full_run_cost.py --chunks): a call ends
+# after every pass of its groups, so a stop loses at most the chunk under way (one
+# call for the whole run would run every later pass after every first pass, and a
+# stop would lose them all). A chunk that the time left cannot hold is not started.
+chunked=1
+if ! plan=$(todo); then
+    echo "remeasure_full.sh: could not cut the run into chunks; one call for all of it" >&2
+    chunked=0
+    plan=""
+fi
+while read -r est cases; do
+    [ -n "${cases:-}" ] || continue
+    if [ "$(left)" -lt $(( est * 13 / 10 + 60 )) ]; then
+        echo "remeasure_full.sh: $(left) s left, not enough for $cases (about $est s)" >&2
+        stop
+    fi
+    echo "remeasure_full.sh: $cases (about $est s)" >&2
+    set +e
+    bench "$(left)" --cases "$cases"
+    rc=$?
+    set -e
+    case $rc in
+        0|1) ;;  # the chunk finished (1: some cells failed or were wrong, all recorded)
+        124|143) stop ;;  # timeout's 124, or the bench's own SIGTERM exit
+        *) echo "remeasure_full.sh: xlinalg bench exited $rc; $partial is kept" >&2
+           exit "$rc" ;;
+    esac
+done <<< "$plan"
+
+# Finished when no chunk is left; else (no chunks, or cells no chunk held) the rest in one call.
+if [ "$chunked" = 0 ] || [ -n "$(todo || echo failed)" ]; then
+    [ "$(left)" -gt 0 ] || stop
+    set +e
+    bench "$(left)"
+    rc=$?
+    set -e
+    case $rc in
+        0|1) ;;
+        124|143) stop ;;
+        *) echo "remeasure_full.sh: xlinalg bench exited $rc; $partial is kept" >&2
+           exit "$rc" ;;
+    esac
+fi
+xz -9 -c "$partial" > "$final.tmp"
+mv "$final.tmp" "$final"
+rm -f "$partial" "$checkpoint"
+echo "remeasure_full.sh: finished; $final replaced. Next: the report (xlinalg report" \
+     "benchmarks/results/cpu-full.jsonl.xz benchmarks/results/cpu-full-float32.jsonl.xz" \
+     "--out benchmarks/results/cpu-full-report) and docs/question.md's figures" >&2
+exit 0

@@ -27,10 +27,23 @@ pytestmark = pytest.mark.skipif(not (shutil.which("bash") and shutil.which("time
                                 reason="needs bash, coreutils timeout and xz")
 
 
+#: benchmarks/full_run_cost.py --chunks: the lines of $FAKE_CHUNKS on its first call,
+#: nothing after (every chunk finished); a failure where FAKE_CHUNKS is unset.
+FAKE_COST = """#!/usr/bin/env bash
+echo "cost $*" >> "$FAKE_LOG"
+[ -n "${FAKE_CHUNKS:-}" ] || exit 1
+if [ ! -e "$FAKE_CHUNKS.done" ]; then cat "$FAKE_CHUNKS"; touch "$FAKE_CHUNKS.done"; fi
+"""
+
+
 def _run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     fake = tmp_path / "fake-xlinalg"
     fake.write_text(FAKE)
     fake.chmod(0o755)
+    cost = tmp_path / "fake-cost"
+    cost.write_text(FAKE_COST)
+    cost.chmod(0o755)
+    env.setdefault("XL_COST", str(cost))
     results = tmp_path / "results"
     results.mkdir(exist_ok=True)
     full_env = {**os.environ, "XLINALG": str(fake), "XL_RESULTS": str(results),
@@ -53,7 +66,7 @@ def test_a_stopped_run_is_kept_and_resumed_and_a_finished_one_replaces(tmp_path)
     assert done.returncode == 0, done.stderr
     assert not partial.exists()
     assert lzma.decompress(final.read_bytes()).decode().count("header") == 2  # both calls
-    calls = (tmp_path / "log").read_text().splitlines()
+    calls = [c for c in (tmp_path / "log").read_text().splitlines() if not c.startswith("cost ")]
     assert len(calls) == 2
     for call in calls:
         words = call.split()
@@ -109,4 +122,48 @@ def test_a_stopped_run_leaves_a_checkpoint_that_a_fresh_clone_resumes(tmp_path):
     assert "resuming from the checkpoint" not in third.stderr
     final = results / "cpu-full-float32.jsonl.xz"
     assert lzma.decompress(final.read_bytes()).decode().count("header") == 4
-    assert not partial.exists() and not checkpoint.exists()  # finished: neither is left
+    assert not partial.exists()  # finished: neither is left
+    assert not checkpoint.exists()
+
+
+def _calls(tmp_path: Path) -> list[list[str]]:
+    return [c.split() for c in (tmp_path / "log").read_text().splitlines()]
+
+
+def test_the_run_goes_chunk_by_chunk_and_ends_when_none_is_left(tmp_path):
+    chunks = tmp_path / "chunks"
+    chunks.write_text("30 calib_gemm,q1_solve_loop\n40 q3_solve_sweep\n")
+    r = _run(tmp_path, FAKE_CHUNKS=str(chunks))
+    assert r.returncode == 0, r.stderr
+    calls = _calls(tmp_path)
+    benches = [c for c in calls if c[0] == "bench"]
+    assert [c[c.index("--cases") + 1] for c in benches] == ["calib_gemm,q1_solve_loop",
+                                                             "q3_solve_sweep"]
+    cost = [c for c in calls if c[0] == "cost"]
+    assert len(cost) == 2  # the chunks, then the check that none is left (no catch-all call)
+    partial = tmp_path / "results" / "cpu-full.partial.jsonl"
+    assert cost[0][cost[0].index("--partial") + 1] == str(partial)
+    assert cost[0][cost[0].index("--full") + 1] == str(tmp_path / "results" / "cpu-full.jsonl.xz")
+    final = tmp_path / "results" / "cpu-full.jsonl.xz"
+    assert lzma.decompress(final.read_bytes()).decode().count("header") == 2
+
+
+def test_a_chunk_the_time_left_cannot_hold_is_not_started(tmp_path):
+    chunks = tmp_path / "chunks"
+    chunks.write_text("5 q1_solve_loop\n3600 q3_solve_sweep\n")
+    r = _run(tmp_path, "--hours", "0.5", FAKE_CHUNKS=str(chunks))
+    assert r.returncode == 75, r.stderr
+    benches = [c for c in _calls(tmp_path) if c[0] == "bench"]
+    assert [c[c.index("--cases") + 1] for c in benches] == ["q1_solve_loop"]
+    assert "not enough for q3_solve_sweep" in r.stderr
+    checkpoint = tmp_path / "results" / "in-progress" / "cpu-full.partial.jsonl.xz"
+    assert lzma.decompress(checkpoint.read_bytes()).decode().count("header") == 1
+    assert not (tmp_path / "results" / "cpu-full.jsonl.xz").exists()
+
+
+def test_a_chunk_stopped_by_the_time_limit_stops_the_run(tmp_path):
+    chunks = tmp_path / "chunks"
+    chunks.write_text("1 q1_solve_loop\n1 q3_solve_sweep\n")
+    r = _run(tmp_path, FAKE_CHUNKS=str(chunks), FAKE_RC="143")
+    assert r.returncode == 75, r.stderr
+    assert len([c for c in _calls(tmp_path) if c[0] == "bench"]) == 1
