@@ -310,12 +310,25 @@ def summarize(ests: Sequence[Estimate], share: float, overhead: float) -> dict[s
                          for b, s in sorted(backends.items(), key=lambda kv: -kv[1])}}
 
 
+def cut(cases: Iterable[tuple[str, float]], minutes: float) -> list[tuple[float, list[str]]]:
+    """(case, expected seconds) pairs in plan order, cut into calls of about `minutes`:
+    consecutive cases join a call while its total stays within `minutes`; a case
+    longer than that is a call of its own, never split."""
+    out: list[tuple[float, list[str]]] = []
+    for case, seconds in cases:
+        if out and out[-1][0] + seconds <= minutes * 60:
+            out[-1] = (out[-1][0] + seconds, [*out[-1][1], case])
+        else:
+            out.append((seconds, [case]))
+    return out
+
+
 def chunks(full: Path, minutes: float, partial: Path | None = None,
            defaults: Sequence[Path] = DEFAULTS) -> list[tuple[float, list[str]]]:
-    """The full run's cases cut into calls of about `minutes` each (expected cost),
-    in plan order: (expected seconds, cases) per call, a case never split. Cases
-    whose every cell `partial` holds over all its passes (or as skipped or failed)
-    are left out: a resumed run has nothing left to do for them.
+    """The full run's cases cut into calls of about `minutes` each (:func:`cut`, on
+    the expected cost from `full`), in plan order. Cases whose every cell `partial`
+    holds over all its passes (or as skipped or failed) are left out: a resumed
+    run has nothing left to do for them.
 
     ``benchmarks/remeasure_full.sh`` runs one ``--resume --cases`` call per chunk,
     so a call measures every pass of its groups before it ends: a stop loses at
@@ -330,16 +343,9 @@ def chunks(full: Path, minutes: float, partial: Path | None = None,
     order: dict[str, list[str]] = {}
     for c in full_plan(fres.headers[0]):
         order.setdefault(c["case"], []).append(c["key"])
-    out: list[tuple[float, list[str]]] = []
-    for case, keys in order.items():
-        if all(k in latest and not first_pass_only(latest[k]) for k in keys):
-            continue
-        seconds = float(cost.get(case, {}).get("expected", 0.0))
-        if out and out[-1][0] + seconds <= minutes * 60:
-            out[-1] = (out[-1][0] + seconds, [*out[-1][1], case])
-        else:
-            out.append((seconds, [case]))
-    return out
+    left = [(case, float(cost.get(case, {}).get("expected", 0.0))) for case, keys in order.items()
+            if not all(k in latest and not first_pass_only(latest[k]) for k in keys)]
+    return cut(left, minutes)
 
 
 def _print(out: Mapping[str, Any]) -> None:

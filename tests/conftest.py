@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -114,10 +115,11 @@ def require_backend(name: str) -> _registry.Backend:
 def benchmark_script(name: str) -> Any:
     """``benchmarks/<name>`` loaded as a module (the scripts are not a package)."""
     path = Path(__file__).resolve().parents[1] / "benchmarks" / name
-    spec = importlib.util.spec_from_file_location(path.stem, path)
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{path.stem}", path)
     assert spec is not None
     assert spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # a dataclass looks its module up there
     spec.loader.exec_module(mod)
     return mod
 

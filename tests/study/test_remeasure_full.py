@@ -167,3 +167,14 @@ def test_a_chunk_stopped_by_the_time_limit_stops_the_run(tmp_path):
     r = _run(tmp_path, FAKE_CHUNKS=str(chunks), FAKE_RC="143")
     assert r.returncode == 75, r.stderr
     assert len([c for c in _calls(tmp_path) if c[0] == "bench"]) == 1
+
+
+def test_the_cost_estimate_cuts_the_run_into_calls_in_plan_order():
+    from conftest import benchmark_script
+
+    cost = benchmark_script("full_run_cost.py")
+    calls = cost.cut([("calib", 100.0), ("q1", 500.0), ("q3", 1500.0), ("q4", 600.0),
+                      ("a1", 500.0), ("a2", 200.0)], 20)
+    assert calls == [(600.0, ["calib", "q1"]), (1500.0, ["q3"]), (1100.0, ["q4", "a1"]),
+                     (200.0, ["a2"])]
+    assert cost.cut([], 20) == []
