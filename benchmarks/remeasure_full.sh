@@ -18,13 +18,14 @@
 # anything else the bench's own (docs/benchmark.md, "Exit status").
 #
 # What it costs: about 2.5 h in float64 and 2.1 h in float32 on the 2-core machine
-# (docs/benchmark.md, "What a full run costs"). A call stopped in the later passes
-# loses the later passes of the groups not yet finished (a group's record over all
-# its passes is written when its last pass ends): give a call an hour or more.
+# (docs/benchmark.md, "What a full run costs"). The run goes in chunks of cases of
+# about 20 minutes, one call each (full_run_cost.py --chunks), so that a stop loses
+# at most the chunk under way; a chunk the time left cannot hold is not started.
 #
 # Environment: XLINALG, the command that runs xlinalg (default `python -m xlinalg`
-# with the PYTHON on PATH); XL_RESULTS, the folder of the committed runs (default
-# benchmarks/results beside this script).
+# with the PYTHON on PATH); XL_COST, the cost estimate that cuts the chunks (default
+# `python benchmarks/full_run_cost.py`); XL_RESULTS, the folder of the committed runs
+# (default benchmarks/results beside this script).
 set -euo pipefail
 
 dtype=float64
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --dtype) dtype="${2:?--dtype needs float64 or float32}"; shift 2 ;;
         --hours) hours="${2:?--hours needs a number}"; shift 2 ;;
-        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
         *) echo "remeasure_full.sh: unknown argument '$1' (--dtype float32, --hours H)" >&2; exit 2 ;;
     esac
 done
