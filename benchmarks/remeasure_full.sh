@@ -66,7 +66,11 @@ if [ -f "$checkpoint" ]; then  # a run stopped in an earlier session (or clone)
 fi
 echo "remeasure_full.sh: $name ($dtype) into $partial, for at most $hours h" >&2
 deadline=$(( $(date +%s) + seconds ))
-read -r -a cost <<< "${XL_COST:-python $here/full_run_cost.py}"
+if [ -n "${XL_COST:-}" ]; then
+    read -r -a cost <<< "$XL_COST"
+else
+    cost=(python "$here/full_run_cost.py")  # a path with spaces stays one word
+fi
 
 bench() {  # bench SECONDS [--cases LIST]: one resumed call, stopped after SECONDS
     timeout --signal=TERM --kill-after=300 "$1" "${xlinalg[@]}" bench --full "${dtype_args[@]}" \

@@ -178,3 +178,14 @@ def test_the_cost_estimate_cuts_the_run_into_calls_in_plan_order():
     assert calls == [(600.0, ["calib", "q1"]), (1500.0, ["q3"]), (1100.0, ["q4", "a1"]),
                      (200.0, ["a2"])]
     assert cost.cut([], 20) == []
+
+
+def test_without_an_estimate_the_run_is_one_call(tmp_path):
+    # the default estimate (benchmarks/full_run_cost.py) cannot read a committed run
+    # that is not there: one call for the whole run, as before the chunks
+    r = _run(tmp_path, XL_COST="", FAKE_RC="0")
+    assert r.returncode == 0, r.stderr
+    assert "could not cut the run into chunks" in r.stderr
+    benches = [c for c in _calls(tmp_path) if c[0] == "bench"]
+    assert len(benches) == 1
+    assert "--cases" not in benches[0]
