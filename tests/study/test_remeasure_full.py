@@ -189,3 +189,18 @@ def test_without_an_estimate_the_run_is_one_call(tmp_path):
     benches = [c for c in _calls(tmp_path) if c[0] == "bench"]
     assert len(benches) == 1
     assert "--cases" not in benches[0]
+
+
+def test_a_partial_run_of_another_processor_is_not_cut_into_chunks(tmp_path):
+    import json
+
+    from conftest import benchmark_script
+
+    cost = benchmark_script("full_run_cost.py")
+    partial = tmp_path / "p.jsonl"
+    committed = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "cpu-default.jsonl.xz"
+    header = json.loads(lzma.decompress(committed.read_bytes()).decode().splitlines()[0])
+    header["env"]["cpu"]["model"] = "Some Other CPU 9000"
+    partial.write_text(json.dumps(header) + "\n")
+    with pytest.raises(SystemExit, match="measured on 'Some Other CPU 9000'"):
+        cost.chunks(tmp_path / "no-such-run.jsonl.xz", 20, partial)
