@@ -75,7 +75,7 @@ fi
 bench() {  # bench SECONDS [--cases LIST]: one resumed call, stopped after SECONDS
     timeout --signal=TERM --kill-after=300 "$1" "${xlinalg[@]}" bench --full "${dtype_args[@]}" \
         --backends numpy,torch-cpu,jax-cpu,dask,array-api-strict --time-limit 120 \
-        --no-report --resume --out "$partial" "${@:2}"
+        --no-report --resume --out "$partial" "${@:2}" < /dev/null  # the chunk list is on stdin
 }
 stop() {  # stopped at the time limit: keep a checkpoint to commit, exit 75
     if [ -f "$partial" ]; then
@@ -88,6 +88,21 @@ stop() {  # stopped at the time limit: keep a checkpoint to commit, exit 75
     exit 75
 }
 left() { echo $(( deadline - $(date +%s) )); }
+call() {  # call [--cases LIST]: one bench call for the time left; stop or fail as it ends
+    local rc secs
+    secs=$(left)
+    [ "$secs" -gt 0 ] || stop  # (timeout 0 would mean no limit at all)
+    set +e
+    bench "$secs" "$@"
+    rc=$?
+    set -e
+    case $rc in
+        0|1) ;;  # it finished (1: some cells failed or were wrong, all recorded)
+        124|143) stop ;;  # timeout's 124, or the bench's own SIGTERM exit
+        *) echo "remeasure_full.sh: xlinalg bench exited $rc; $partial is kept" >&2
+           exit "$rc" ;;
+    esac
+}
 todo() {  # what is left, as calls of about 20 minutes: "SECONDS CASES" per line
     "${cost[@]}" --full "$final" --chunks 20 --partial "$partial"
 }
@@ -109,31 +124,12 @@ while read -r est cases; do
         stop
     fi
     echo "remeasure_full.sh: $cases (about $est s)" >&2
-    set +e
-    bench "$(left)" --cases "$cases"
-    rc=$?
-    set -e
-    case $rc in
-        0|1) ;;  # the chunk finished (1: some cells failed or were wrong, all recorded)
-        124|143) stop ;;  # timeout's 124, or the bench's own SIGTERM exit
-        *) echo "remeasure_full.sh: xlinalg bench exited $rc; $partial is kept" >&2
-           exit "$rc" ;;
-    esac
+    call --cases "$cases"
 done <<< "$plan"
 
 # Finished when no chunk is left; else (no chunks, or cells no chunk held) the rest in one call.
 if [ "$chunked" = 0 ] || [ -n "$(todo || echo failed)" ]; then
-    [ "$(left)" -gt 0 ] || stop
-    set +e
-    bench "$(left)"
-    rc=$?
-    set -e
-    case $rc in
-        0|1) ;;
-        124|143) stop ;;
-        *) echo "remeasure_full.sh: xlinalg bench exited $rc; $partial is kept" >&2
-           exit "$rc" ;;
-    esac
+    call
 fi
 xz -9 -c "$partial" > "$final.tmp"
 mv "$final.tmp" "$final"
