@@ -18,6 +18,7 @@ echo "$@" >> "$FAKE_LOG"
 out=""
 while [ $# -gt 0 ]; do [ "$1" = --out ] && out="$2"; shift; done
 echo '{"type": "header"}' >> "$out"
+if [ -n "${FAKE_READ_STDIN:-}" ]; then cat > /dev/null; fi
 if [ -n "${FAKE_SLEEP:-}" ]; then trap 'exit 143' TERM; sleep "$FAKE_SLEEP" & wait; fi
 exit "${FAKE_RC:-0}"
 """
@@ -133,7 +134,8 @@ def _calls(tmp_path: Path) -> list[list[str]]:
 def test_the_run_goes_chunk_by_chunk_and_ends_when_none_is_left(tmp_path):
     chunks = tmp_path / "chunks"
     chunks.write_text("30 calib_gemm,q1_solve_loop\n40 q3_solve_sweep\n")
-    r = _run(tmp_path, FAKE_CHUNKS=str(chunks))
+    # a bench that reads its stdin must not eat the list of chunks
+    r = _run(tmp_path, FAKE_CHUNKS=str(chunks), FAKE_READ_STDIN="1")
     assert r.returncode == 0, r.stderr
     calls = _calls(tmp_path)
     benches = [c for c in calls if c[0] == "bench"]
