@@ -38,7 +38,7 @@ import numpy as np
 
 def _engine(case: str, backend: str, size: Any, min_run_time: float) -> Callable[[], float]:
     from xlinalg.bench import TimerConfig, execute_cell, make_cell
-    from xlinalg.bench._env import backend_state
+    from xlinalg.bench._fairness import backend_state
 
     cfg = TimerConfig(warmup_time=0.05, min_sample_time=0.01, min_run_time=min_run_time,
                       min_samples=7, max_samples=1000, max_run_time=10 * min_run_time)
@@ -100,7 +100,7 @@ def main() -> None:
     import torch
     from threadpoolctl import threadpool_limits
 
-    from xlinalg.bench._env import configure_backend
+    from xlinalg.bench._fairness import configure_backend
 
     threadpool_limits(args.threads)
     torch.set_num_threads(args.threads)

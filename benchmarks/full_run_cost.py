@@ -336,17 +336,17 @@ def chunks(full: Path, minutes: float, partial: Path | None = None,
     most the chunk under way, where one call for the whole run would lose every
     later pass (they run after every group's first pass).
     """
-    from xlinalg.bench._env import _cpu_model
+    from xlinalg._machine import cpu_model
     from xlinalg.bench._sidebyside import first_pass_only
 
     latest: Mapping[str, Any] = {}
     if partial and partial.exists():
         pres = read_results(partial, warn=False)
         theirs = get_path(pres.headers[0] if pres.headers else {}, "env", "cpu", "model")
-        if theirs and theirs != _cpu_model():
+        if theirs and theirs != cpu_model():
             # --resume refuses it too; say so before a chunk is cut
             raise SystemExit(f"full_run_cost.py: {partial} was measured on {theirs!r}, this "
-                             f"machine is {_cpu_model()!r}: resume it on that processor")
+                             f"machine is {cpu_model()!r}: resume it on that processor")
         latest = pres.latest()
     fres = read_results(full, warn=False)
     cost = run(full, defaults, False)["cases"]

@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _report.run(args)
         return _compare.run(args)
     except UsageError as exc:
-        from .bench._escape import terminal
+        from ._lib._escape import terminal
 
         print(terminal(exc), file=sys.stderr)
         return ExitCode.USAGE
@@ -73,14 +73,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else ExitCode.OK
     except OSError as exc:  # the environment: disk full, read-only, a closed or full stdout
-        from .bench._escape import terminal
+        from ._lib._escape import terminal
 
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         silence_stdout()
         print(terminal(f"{command}: error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return ExitCode.USAGE
     except Exception as exc:  # a bug: still one line, with where it happened
-        from .bench._escape import terminal
+        from ._lib._escape import terminal
 
         tb = exc.__traceback__
         while tb is not None and tb.tb_next is not None:

@@ -33,7 +33,8 @@ from source_graph import PACKAGE, SRC, imports, modules
 #: The layers, bottom to top: (name, the module prefixes it holds). Each may
 #: import its own layer and those below it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    # stdlib and NumPy only: errors, declarations, shapes, comparisons, env flags
+    # stdlib and NumPy only: errors, declarations, shapes, comparisons, env flags,
+    # untrusted text escaped for each sink, times and bytes as text
     ("internals", ("xlinalg._lib", "xlinalg._version")),
     # the unrolled kernels' code generator: Python, C and numba sources of one schedule
     ("kernels", ("xlinalg._kernels",)),

@@ -56,7 +56,7 @@ NAMES = frozenset(
 #: header's ``env.numpy`` (NumPy's version: every run needs it) and the fairness
 #: record's ``dask`` (its scheduler), written, described and copied by name
 RECORD_FIELDS: dict[str, frozenset[str]] = {
-    "bench/_env.py": frozenset({"numpy"}),
+    "_machine.py": frozenset({"numpy"}),
     "bench/_schema.py": frozenset({"numpy"}),
     "bench/_cell.py": frozenset({"dask"}),
 }
@@ -274,7 +274,7 @@ def test_the_scan_leaves_other_code_alone(code: str) -> None:
 
 def test_a_record_field_is_left_alone_only_where_the_records_are_written() -> None:
     code = 'env = {"xlinalg": v, "numpy": np.__version__}'
-    assert not decisions(code, "bench/_env.py")
+    assert not decisions(code, "_machine.py")
     assert decisions(code, "bench/_report.py")
 
 

@@ -436,7 +436,7 @@ def test_singular_error_comes_from_a_worker_with_global_indices(client) -> None:
 
 def test_bench_records_the_active_client(client) -> None:
     from xlinalg.backends import _dask_cluster as _dask
-    from xlinalg.bench import _env
+    from xlinalg.bench import _fairness as _env
 
     undo = _dask.configure(threads=1)  # an active Client: used as it is
     try:

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from xlinalg.bench import _escape as E
+from xlinalg._lib import _escape as E
 
 HOSTILE = [
     "\x1b[2J\x1b]0;pwned\x07",          # ANSI clear screen, OSC window title

@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from test_bench_schema import result, run_cli, write
+from xlinalg._lib._units import format_time
 from xlinalg.bench._compare import compare_records
 from xlinalg.bench._findings._verdicts import fmt_interval, fmt_ratio, ratio, verdict
 from xlinalg.bench._stats import all_pairs, exp_or_limit, paired_ratio, ratio_interval
-from xlinalg.bench._units import format_time
 from xlinalg.study._findings._article import compare_text, fmt_ms
 
 TINY = 5e-324  # the smallest subnormal

@@ -20,7 +20,7 @@ from xlinalg.bench import (
     plan_cells,
 )
 from xlinalg.bench._cases import OPT_IN_GROUPS, case_names, default_case_names, group_case_names
-from xlinalg.bench._env import backend_state, configure_backend
+from xlinalg.bench._fairness import backend_state, configure_backend
 from xlinalg.bench._runner import validate_config
 from xlinalg.cli import main
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from xlinalg._machine import collect_env, machine_id, shareable, shareable_argv
 from xlinalg.bench import SCHEMA_VERSION, RunConfig, TimerConfig, cell_key, run_benchmark
 from xlinalg.bench._compare import header_differences
-from xlinalg.bench._env import collect_env, machine_id, shareable, shareable_argv
 from xlinalg.bench._store import dumps_record
 from xlinalg.cli import main
 
@@ -87,7 +87,7 @@ def test_blas_libraries_name_their_package_not_their_path(someone, monkeypatch):
     """NumPy and SciPy each load their own OpenBLAS: the header says which package
     ships each one, and never the path (it holds the home directory)."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
-    from xlinalg.bench import _env
+    from xlinalg import _machine as _env
 
     libs = [{"user_api": "blas", "internal_api": "openblas", "version": "0.3.30",
              "num_threads": 2, "prefix": "libscipy_openblas",

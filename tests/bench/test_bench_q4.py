@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from conftest import require_backend
+from xlinalg._lib._escape import markdown as _md_text
 from xlinalg.bench import SCHEMA_VERSION, TimerConfig, cell_key, execute_cell, get_case, make_cell
 from xlinalg.bench import _findings as F
-from xlinalg.bench._escape import markdown as _md_text
 from xlinalg.bench._store import dumps_record
 from xlinalg.study import _findings as S
 

@@ -13,10 +13,10 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+from xlinalg._lib._escape import markdown as _md_text
 from xlinalg.bench import SCHEMA_VERSION, case_names, cell_key, get_case
 from xlinalg.bench import _findings as F
 from xlinalg.bench._compare import compare_records
-from xlinalg.bench._escape import markdown as _md_text
 from xlinalg.bench._plots import MAX_WIDTH_PX
 from xlinalg.bench._store import dumps_record
 from xlinalg.study import _findings as S

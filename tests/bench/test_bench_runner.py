@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import CPU_BACKENDS, require_backend
+from xlinalg._machine import collect_env
 from xlinalg.bench import (
     BenchUsageError,
     Case,
@@ -27,7 +28,7 @@ from xlinalg.bench import (
     register_case,
     run_benchmark,
 )
-from xlinalg.bench._env import backend_state, collect_env, configure_backend
+from xlinalg.bench._fairness import backend_state, configure_backend
 
 FAST = TimerConfig(warmup_time=0.0, min_sample_time=0.001, min_run_time=0.005,
                    min_samples=3, max_samples=5, max_run_time=1.0)
@@ -434,7 +435,7 @@ def test_bench_public_surface():
     import xlinalg.bench as bench
 
     assert bench.__all__ == sorted(bench.__all__)
-    for mod in ("bench._cases", "bench._cell", "bench._env", "bench._memory", "bench._runner",
+    for mod in ("bench._cases", "bench._cell", "bench._fairness", "_machine", "bench._memory", "bench._runner",
                 "bench._selfcheck", "bench._store", "bench._resultsfile", "bench._calibration",
                 "bench._study", "study.cases", "bench._timer", "bench._worker", "bench._stats",
                 "bench._sidebyside", "bench._compare", "bench._workerproc"):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from xlinalg.bench._units import format_bytes, format_time, round_outward
+from xlinalg._lib._units import format_bytes, format_time, round_outward
 
 
 @pytest.mark.parametrize(

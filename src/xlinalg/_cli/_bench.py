@@ -38,6 +38,7 @@ def _split(text: str | None, option: str) -> list[str] | None:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     _study()
+    from .._lib._escape import terminal
     from ..backends import get_backend
     from ..bench import (
         BenchUsageError,
@@ -51,7 +52,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         read_results,
         run_benchmark,
     )
-    from ..bench._escape import terminal
     from ..bench._runner import opt_in_backends, validate_config, validate_options
 
     if args.tune:
@@ -221,8 +221,8 @@ def _dask_cluster(args: argparse.Namespace) -> Iterator[None]:
 
 def _write_report(path: Any) -> None:
     """The report beside the results file; a failure is one line, never the run's status."""
+    from .._lib._escape import terminal
     from ..bench import ResultsFileError
-    from ..bench._escape import terminal
     from ..bench._report import write_report
 
     try:
@@ -241,7 +241,7 @@ def _write_report(path: Any) -> None:
 def _print_summary(records: list[dict[str, Any]]) -> None:
     """The report's summary in the terminal: which library for which workload, one line
     each (workloads this run did not measure are left out)."""
-    from ..bench._escape import terminal
+    from .._lib._escape import terminal
 
     summary = _study().summary
     rows = [w for w in summary(records) if w["line"] != "not in this file"] if summary else []
@@ -254,8 +254,8 @@ def _print_summary(records: list[dict[str, Any]]) -> None:
 
 def _dry_run(config: Any) -> int:
     """``--dry-run``: the cells the options select (every name and size checked), then exit."""
+    from .._lib._escape import terminal
     from ..bench import BenchUsageError, get_case, plan_cells
-    from ..bench._escape import terminal
 
     try:
         cells = plan_cells(config)

@@ -97,12 +97,12 @@ def _study() -> Any:
 
 
 def _fmt_bytes(n: float | None) -> str:
-    from ..bench._units import format_bytes
+    from .._lib._units import format_bytes
 
     return format_bytes(n, missing="?")
 
 
 def _fmt_time(s: float | None) -> str:
-    from ..bench._units import format_time
+    from .._lib._units import format_time
 
     return format_time(s, missing="?")

@@ -73,8 +73,8 @@ def _load(records: Mapping[str, Mapping[str, Any]]) -> float | None:
 
 
 def _read(path: str) -> Any:
+    from .._lib._escape import terminal
     from ..bench import read_results
-    from ..bench._escape import terminal
 
     res = read_results(path, warn=False)
     for w in res.warnings:
@@ -83,6 +83,8 @@ def _read(path: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> ExitCode:
+    from .._lib._escape import terminal
+    from .._lib._units import format_time
     from ..bench import ResultsFileError
     from ..bench._compare import (
         aa_selftest,
@@ -90,8 +92,6 @@ def run(args: argparse.Namespace) -> ExitCode:
         header_differences,
         noise_from_pair,
     )
-    from ..bench._escape import terminal
-    from ..bench._units import format_time
     from ..bench._verdict import fmt_interval, fmt_number
 
     try:

@@ -11,9 +11,9 @@ from ._common import ExitCode, _console, _fmt_bytes
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    from .._lib._escape import rich_text, terminal
+    from .._machine import blas_text, collect_env
     from ..backends import BACKEND_NAMES, get_backend
-    from ..bench._env import blas_text, collect_env
-    from ..bench._escape import rich_text, terminal
 
     rows = []
     for name in BACKEND_NAMES:
@@ -88,7 +88,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 def _blas_now() -> list[dict[str, Any]]:
     import numpy as np  # noqa: F401 - load NumPy's BLAS so that threadpoolctl sees it
 
-    from ..bench._env import blas_info
+    from .._machine import blas_info
 
     with contextlib.suppress(ImportError):  # SciPy may bring its own BLAS
         import scipy.linalg  # noqa: F401

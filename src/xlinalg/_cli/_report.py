@@ -23,8 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> ExitCode:
+    from .._lib._escape import terminal
     from ..bench import ResultsFileError, read_results
-    from ..bench._escape import terminal
     from ..bench._report import merge_files, superseded_warnings, write_report
 
     paths = [args.results, *(getattr(args, "more", None) or [])]

@@ -61,7 +61,7 @@ class _Progress:
                 self.task = self.bar.add_task("benchmark", total=total)
         elif event == "start":
             if self.bar is not None:
-                from ..bench._escape import rich_markup
+                from .._lib._escape import rich_markup
 
                 desc = f"{payload['case']} {payload['backend']} {payload['size_label']}"
                 self.bar.update(self.task, description=rich_markup(desc, max_len=120))
@@ -70,7 +70,7 @@ class _Progress:
             if self.bar is not None:
                 self.bar.advance(self.task)
             elif self.enabled:
-                from ..bench._escape import terminal
+                from .._lib._escape import terminal
                 from ..bench._findings import compute_dtype, dtype_text
 
                 # A12's cells compute in their own dtype whatever the run's
@@ -142,7 +142,7 @@ def print_table(records: list[dict[str, Any]], config: Any) -> None:
     rows: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for r in records:
         rows.setdefault((r["case"], r["size_label"]), {})[r["backend"]] = r
-    from ..bench._escape import rich_text, terminal
+    from .._lib._escape import rich_text, terminal
 
     console = _console()
     fastest, said = verdicts(records)

@@ -253,7 +253,7 @@ class BenchFacet(Facet):
 
     def settings(self, state: dict[str, Any]) -> None:
         """Add the settings in effect (threads, matmul precision, ...) to `state`, the
-        backend's fairness record (``bench/_env.backend_state``)."""
+        backend's fairness record (``bench/_fairness.backend_state``)."""
 
     def thread_info(self) -> dict[str, Any]:
         """The library's own thread settings in this process (``xlinalg info``)."""

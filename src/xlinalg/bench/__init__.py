@@ -7,6 +7,7 @@ study"). Importing this package imports no array library but NumPy, and none of
 rich, threadpoolctl or psutil (they are imported where used).
 """
 
+from .._machine import collect_env
 from . import _calibration  # noqa: F401  (registers the calibration cases, before any other)
 from ._casefiles import load_case_files
 from ._cases import (
@@ -21,7 +22,6 @@ from ._cases import (
     unregister_case,
 )
 from ._cell import check_result, execute_cell, make_cell
-from ._env import collect_env
 from ._resultsfile import (
     SCHEMA_VERSION,
     ResultsFile,

@@ -309,7 +309,7 @@ def execute_cell(
     cell : dict
         From :func:`make_cell`.
     backend_state : dict, optional
-        The fairness state of the backend in this process (``_env.backend_state``),
+        The fairness state of the backend in this process (``_fairness.backend_state``),
         merged into the record.
     time_limit : float, optional
         In-process best-effort limit (see :func:`alarm`).

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from statistics import NormalDist
 from typing import Any
 
+from .._lib._units import format_time
 from ._findings._fields import median, raw_times
 from ._resultsfile import get_path
-from ._units import format_time
 from ._verdict import BELOW_MARGIN, BEYOND, reading
 
 __all__ = ["aa_selftest", "compare_records", "header_differences", "noise_from_pair"]

@@ -19,9 +19,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._lib._escape import filename, plot_text
+from .._lib._units import format_time
 from . import _findings as F
-from ._escape import filename, plot_text
-from ._units import format_time
 
 if TYPE_CHECKING:
     from ._study import Study

@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from .._lib._escape import markdown, terminal
+from .._lib._units import format_bytes as _fmt_bytes
+from .._lib._units import format_time as _fmt_time
+from .._machine import blas_text
 from . import _findings as F
-from ._env import blas_text
-from ._escape import markdown, terminal
-from ._units import format_bytes as _fmt_bytes
-from ._units import format_time as _fmt_time
 from ._verdict import fmt_spread
 
 if TYPE_CHECKING:
@@ -394,8 +394,8 @@ def _peaks_blocks(peaks: dict[str, Any]) -> list[Block]:
 
 def _jinja_env(html: bool = True) -> Any:
     """The Jinja2 environment of the report's templates: the HTML with autoescape on and
-    every ``{{ value }}`` through :func:`._escape.terminal` first (control characters
-    made visible); the Markdown with every text through :func:`._escape.markdown`."""
+    every ``{{ value }}`` through :func:`xlinalg._lib._escape.terminal` first (control characters
+    made visible); the Markdown with every text through :func:`xlinalg._lib._escape.markdown`."""
     import jinja2
     from markupsafe import Markup
 

@@ -306,7 +306,7 @@ def _validate(p: Path, lineno: int, obj: Any, out: ResultsFile) -> None:
     if version < 1:
         raise ResultsFileError(p, lineno, f"invalid schema_version {version}")
     if kind not in ("header", "result"):
-        from ._escape import terminal
+        from .._lib._escape import terminal
 
         raise ResultsFileError(p, lineno, f"unknown record type {terminal(repr(kind), 80)}")
     try:
@@ -327,8 +327,8 @@ def _check_identity(p: Path, lineno: int | None, rec: dict[str, Any]) -> None:
     key; a key that names another cell (an edited or spliced file) would pin this
     record's numbers on that cell, so the record is refused rather than trusted.
     """
+    from .._lib._escape import terminal
     from ._cases import format_size
-    from ._escape import terminal
 
     size = rec["size"]
     if isinstance(size, int) or (isinstance(size, list) and size):
@@ -352,7 +352,7 @@ def _headerless_warnings(p: Path, out: ResultsFile, lines: list[int]) -> None:
     runs = {h["run_id"] for h in out.headers}
     orphans = [(ln, r["run_id"]) for ln, r in zip(lines, out.records) if r["run_id"] not in runs]
     if orphans:
-        from ._escape import terminal
+        from .._lib._escape import terminal
 
         ids = sorted({rid for _, rid in orphans})
         out.warnings.append(terminal(

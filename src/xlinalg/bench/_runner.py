@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .._lib._escape import terminal
 from ._casefiles import load_case_files
 from ._cases import (
     DTYPES,
@@ -31,7 +32,6 @@ from ._cases import (
     get_case,
     group_case_names,
 )
-from ._escape import terminal
 from ._store import ResultStore
 from ._timer import TimerConfig
 
@@ -380,7 +380,7 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
         Propagated after the workers are stopped and the file is closed; every
         finished cell is already in the file.
     """
-    from ._env import collect_env, shareable, shareable_argv
+    from .._machine import collect_env, shareable, shareable_argv
 
     cells = plan_cells(config)
     store = ResultStore(config.out, resume=config.resume, overwrite=config.overwrite)
@@ -477,7 +477,7 @@ def _over_passes(rec: Mapping[str, Any]) -> bool:
 
 def _emit(store: ResultStore, summary: RunSummary, rec: dict[str, Any],
           progress: Progress | None, i: int, total: int) -> None:
-    from ._env import shareable
+    from .._machine import shareable
 
     full = store.append(shareable(rec))  # error messages carry paths: the file is shared
     summary.records.append(full)
@@ -512,7 +512,7 @@ def _inprocess_selfcheck(config: RunConfig) -> dict[str, Any]:
 def _run_inprocess(config: RunConfig, todo: list[dict[str, Any]], store: ResultStore,
                    summary: RunSummary, progress: Progress | None) -> None:
     from ._cell import execute_cell
-    from ._env import backend_state, configure_backend
+    from ._fairness import backend_state, configure_backend
 
     current: str | None = None
     restore: Callable[[], None] | None = None

@@ -45,7 +45,7 @@ def fence_selfcheck(
     bench worker, which passes its `state`); otherwise the backend is
     configured with its defaults and restored afterwards.
     """
-    from ._env import backend_state, configure_backend
+    from ._fairness import backend_state, configure_backend
 
     restore = configure_backend(backend) if configure else (lambda: None)
     cfg = timer or _TIMER

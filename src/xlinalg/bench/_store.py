@@ -329,7 +329,7 @@ class ResultStore:
         for h in self.previous.headers:
             diffs += [d for d in settings_differences(h, run, env) if d not in diffs]
         if diffs:
-            from ._escape import terminal
+            from .._lib._escape import terminal
 
             raise ResumeMismatchError(self.path, None, terminal(
                 "its cells were measured with other settings; resuming would mix them: "

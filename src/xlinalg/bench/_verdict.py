@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeGuard
 
-from ._units import round_outward
+from .._lib._units import round_outward
 
 __all__ = ["BELOW_MARGIN", "BEYOND", "MARGIN", "WITHIN_NOISE", "decide", "fmt_interval",
            "fmt_number", "fmt_ratio", "fmt_spread", "positive", "reading", "tie_reading",

@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         from ..backends import get_backend
         from ._casefiles import load_case_files
         from ._cell import execute_cell
-        from ._env import backend_state, configure_backend
+        from ._fairness import backend_state, configure_backend
 
         get_backend(args.backend).require()
         configure_backend(args.backend, threads=args.threads, allow_tf32=args.allow_tf32)

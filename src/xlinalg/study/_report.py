@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._lib._units import format_time as _fmt_time
 from ..bench._report import Block, anchor, cell_note, first_call
 from ..bench._study import ReportPart
-from ..bench._units import format_time as _fmt_time
 from . import _findings as F
 
 __all__ = ["report_parts"]

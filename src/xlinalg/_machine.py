@@ -1,11 +1,8 @@
-"""The environment a run happened in, and the fairness settings of each backend.
+"""What machine and software this is, described without naming anyone.
 
 :func:`collect_env` describes the machine without importing any array library
-but NumPy (versions come from package metadata), so writing a run's header is
-cheap. :func:`configure_backend` and :func:`backend_state` run inside the
-process that times a backend: they apply the fairness settings (threads,
-float32 matmul precision, JAX's 64-bit mode) and read back what is in effect,
-which every result records.
+but NumPy (versions come from package metadata), so it is cheap: the benchmark
+writes it into each results file's header and ``xlinalg info`` prints it.
 
 Results files are shared, so nothing that names a person or a machine goes in
 them (:func:`shareable`): no host name, no user name, no absolute path (the
@@ -17,22 +14,21 @@ tells two machines apart and reveals nothing about either.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import importlib.metadata
 import os
 import platform
 import re
-from collections.abc import Callable
 from typing import Any
 
 __all__ = [
     "ENV_VARS",
-    "backend_state",
     "blas_info",
+    "blas_owner",
+    "blas_text",
     "collect_env",
-    "configure_backend",
+    "cpu_model",
     "machine_id",
     "shareable",
     "shareable_argv",
@@ -70,7 +66,7 @@ _TOOLS: tuple[tuple[str, tuple[str, ...]], ...] = (
 def _distributions() -> dict[str, tuple[str, ...]]:
     """Key -> distribution names to try: every backend's, in registry order, then
     xlinalg's own dependencies."""
-    from ..backends import BACKEND_NAMES, get_backend
+    from .backends import BACKEND_NAMES, get_backend
 
     out: dict[str, tuple[str, ...]] = {}
     for name in BACKEND_NAMES:
@@ -154,7 +150,9 @@ def machine_id() -> str | None:
     return None
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The processor's model name ("AMD EPYC"), from /proc/cpuinfo; elsewhere the
+    platform's processor or machine name."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -249,7 +247,7 @@ def collect_env() -> dict[str, Any]:
     """The machine and software a run uses (stored in the results file's header)."""
     import numpy as np
 
-    from .. import __version__
+    from ._version import __version__
 
     try:
         affinity = len(os.sched_getaffinity(0))
@@ -275,7 +273,7 @@ def collect_env() -> dict[str, Any]:
         },
         "machine_id": machine_id(),  # not the host name: results files are shared
         "cpu": {
-            "model": _cpu_model(),
+            "model": cpu_model(),
             "machine": platform.machine(),
             "logical_cores": os.cpu_count(),
             "physical_cores": physical,
@@ -288,70 +286,3 @@ def collect_env() -> dict[str, Any]:
         "blas": blas_info(),
         "env_vars": {k: shareable(os.environ[k]) for k in ENV_VARS if k in os.environ},
     }
-
-
-# ---------------------------------------------------------------------- per backend
-def configure_backend(
-    backend: str,
-    *,
-    threads: int | None = None,
-    allow_tf32: bool = False,
-) -> Callable[[], None]:
-    """Apply the fairness settings in this process, before any array is made.
-
-    - The backend's own settings (``Backend.bench.configure``, in its module of
-      ``xlinalg.backends``). JAX: 64-bit mode on (float64 cases compare like for
-      like), default matmul precision "highest" (full float32) unless
-      `allow_tf32`. torch: float32 matmul precision "highest" (no TF32) unless
-      `allow_tf32`, in which case "high", and on CUDA both TF32 switches (matmul's
-      and cuDNN's, which convolutions read) set to `allow_tf32`;
-      ``torch.set_num_threads(threads)``.
-      Dask: a dask.distributed cluster when one is named or active, else the
-      threaded scheduler with `threads` workers when given (``backends/_dask_cluster.py``).
-      CuPy reads ``CUPY_TF32`` from the environment (the runner sets it for its
-      worker processes: ``Backend.bench.worker_env``).
-    - BLAS/OpenMP pools (NumPy, SciPy, torch's): ``threadpool_limits(threads)``.
-
-    Returns
-    -------
-    callable
-        Restores the previous settings (for runs inside a caller's process).
-    """
-    from ..backends import get_backend
-
-    undo: list[Callable[[], None]] = [
-        get_backend(backend).bench.configure(threads=threads, allow_tf32=allow_tf32)
-    ]
-    if threads is not None:
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:  # pragma: no cover
-            pass
-        else:
-            limiter = threadpool_limits(limits=threads)
-            undo.append(limiter.restore_original_limits)
-
-    def restore() -> None:
-        for f in reversed(undo):
-            f()
-        undo.clear()
-
-    return restore
-
-
-def backend_state(backend: str, *, threads_requested: int | None = None) -> dict[str, Any]:
-    """Version, device and the fairness settings in effect for `backend` in this process."""
-    from ..backends import get_backend
-
-    b = get_backend(backend)
-    state: dict[str, Any] = {
-        "backend": backend,
-        "version": b.bench.version(),
-        "device": b.bench.device_name(),
-        "threads": {"requested": threads_requested, "blas": blas_info()},
-        "matmul_precision": None,
-    }
-    with contextlib.suppress(AttributeError, OSError):
-        state["threads"]["affinity"] = len(os.sched_getaffinity(0))
-    b.bench.settings(state)
-    return state
