@@ -1,10 +1,6 @@
-"""The fairness settings of each backend, applied and read back in the process
-that times it.
-
-:func:`configure_backend` and :func:`backend_state` run inside the process that
-times a backend: they apply the fairness settings (threads, float32 matmul
-precision, JAX's 64-bit mode) and read back what is in effect, which every result
-records. The machine itself is described by :mod:`xlinalg._machine`.
+"""The fairness settings of each backend (threads, float32 matmul precision, JAX's
+64-bit mode), applied and read back in the process that times it: every result
+records what is in effect. The machine itself is described by :mod:`xlinalg._machine`.
 """
 
 from __future__ import annotations
@@ -15,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._machine import blas_info
+from ..backends import get_backend
 
 __all__ = ["backend_state", "configure_backend"]
 
@@ -45,8 +42,6 @@ def configure_backend(
     callable
         Restores the previous settings (for runs inside a caller's process).
     """
-    from ..backends import get_backend
-
     undo: list[Callable[[], None]] = [
         get_backend(backend).bench.configure(threads=threads, allow_tf32=allow_tf32)
     ]
@@ -56,8 +51,7 @@ def configure_backend(
         except ImportError:  # pragma: no cover
             pass
         else:
-            limiter = threadpool_limits(limits=threads)
-            undo.append(limiter.restore_original_limits)
+            undo.append(threadpool_limits(limits=threads).restore_original_limits)
 
     def restore() -> None:
         for f in reversed(undo):
@@ -69,8 +63,6 @@ def configure_backend(
 
 def backend_state(backend: str, *, threads_requested: int | None = None) -> dict[str, Any]:
     """Version, device and the fairness settings in effect for `backend` in this process."""
-    from ..backends import get_backend
-
     b = get_backend(backend)
     state: dict[str, Any] = {
         "backend": backend,

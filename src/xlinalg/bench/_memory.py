@@ -28,7 +28,7 @@ measured (a report must not compare an allocator's peak with an RSS delta):
 from __future__ import annotations
 
 import contextlib
-import sys
+import gc
 import threading
 import time
 import tracemalloc
@@ -54,8 +54,6 @@ def _read_status(field: str) -> int | None:
 
 def _reset_hwm() -> bool:
     """Reset the kernel's peak-RSS counter (Linux >= 4.0). True if it worked."""
-    if not sys.platform.startswith("linux"):
-        return False
     try:
         with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
             f.write("5")
@@ -77,10 +75,9 @@ def _rss() -> int | None:
 
 
 class _RssSampler:
-    """Polls RSS every `interval` seconds (fallback where VmHWM cannot be reset)."""
+    """Polls RSS every millisecond (fallback where VmHWM cannot be reset)."""
 
-    def __init__(self, interval: float = 0.001) -> None:
-        self.interval = interval
+    def __init__(self) -> None:
         self.peak = _rss() or 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -90,7 +87,7 @@ class _RssSampler:
             r = _rss()
             if r is not None and r > self.peak:
                 self.peak = r
-            time.sleep(self.interval)
+            time.sleep(0.001)
 
     def __enter__(self) -> _RssSampler:
         self._thread.start()
@@ -148,8 +145,6 @@ def measure_memory(backend: Backend, call: Callable[[], Any]) -> dict[str, Any]:
 def release_memory(backend: Backend | None) -> None:
     """Give memory back after a cell (and after a failure): gc, allocator caches
     (`backend` None: a cell that failed before its backend was found)."""
-    import gc
-
     gc.collect()
     if backend is not None:
         # (a failure here must not hide the cell's own outcome)

@@ -145,12 +145,8 @@ def merge_passes(passes: Sequence[Mapping[str, dict[str, Any]]], *, margin: floa
     first = passes[0]
     names = list(first)
     good, per_pass_pairs = pass_pairs(passes, level=level, seed=seed)
-    out: dict[str, dict[str, Any]] = {}
-    for b in names:
-        if b not in good:
-            bad = next((p[b] for p in passes if b in p and p[b].get("status") not in _GOOD),
-                       first[b])
-            out[b] = dict(bad)
+    out = {b: dict(next((p[b] for p in passes if b in p and p[b].get("status") not in _GOOD),
+                        first[b])) for b in names if b not in good}
     pairs = combine_passes(per_pass_pairs, level=level)
     rounds: dict[str, list[float | None]] = {}
     cores: dict[str, float | None] = {}

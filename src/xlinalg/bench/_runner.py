@@ -21,7 +21,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .._lib._env import env_flag
 from .._lib._escape import terminal
+from .._machine import collect_env, shareable, shareable_argv
+from ..backends import BACKEND_NAMES, available_backends, get_backend
+from ._calibration import CALIBRATION_CASES
 from ._casefiles import load_case_files
 from ._cases import (
     DTYPES,
@@ -32,6 +36,11 @@ from ._cases import (
     get_case,
     group_case_names,
 )
+from ._cell import execute_cell, make_cell
+from ._fairness import backend_state, configure_backend
+from ._passes import usable_first_pass
+from ._selfcheck import checked_selfcheck
+from ._sidebyside import _loadavg, first_pass_only, group_key, run_side_by_side
 from ._store import ResultStore
 from ._timer import TimerConfig
 
@@ -181,7 +190,6 @@ class RunSummary:
         return [r for r in self.records if r.get("status") in ("failed", "wrong")]
 
 
-# ---------------------------------------------------------------------- validation
 def validate_config(config: RunConfig) -> RunConfig:
     """Check names and values; fill defaults (backends, cases). Raises BenchUsageError."""
     validate_options(config)
@@ -190,8 +198,6 @@ def validate_config(config: RunConfig) -> RunConfig:
     except ValueError as exc:
         raise BenchUsageError(str(exc)) from None
     if not config.cases:
-        from ._calibration import CALIBRATION_CASES
-
         # Every case but the opt-in groups'; the calibration ones come from
         # `calibrate` (plan_cells).
         config.cases = [c for c in default_case_names() if c not in CALIBRATION_CASES]
@@ -223,8 +229,6 @@ def validate_options(config: RunConfig, *, environment: bool = True) -> RunConfi
     variables their processes read (:func:`check_environment`). Idempotent; the command
     line runs it before it starts anything (a Dask cluster; without `environment` when
     ``--scheduler``/``--dask-workers`` replace the variable). Raises BenchUsageError."""
-    from ..backends import BACKEND_NAMES, available_backends, get_backend
-
     if config.scale not in SCALES:
         raise BenchUsageError(f"unknown scale {config.scale!r}; valid scales: {', '.join(SCALES)}")
     if config.dtype not in DTYPES:
@@ -247,15 +251,13 @@ def validate_options(config: RunConfig, *, environment: bool = True) -> RunConfi
         if os.path.realpath(os.fspath(f)) == out:
             raise BenchUsageError(f"--out {os.fspath(config.out)!r} is the --case-file itself: the results "
                                   "would overwrite the cases; name another results file")
-    if config.retry_failed and not config.resume:
-        raise BenchUsageError("--retry-failed needs --resume")
-    if config.retry_noisy and not config.resume:
-        raise BenchUsageError("--retry-noisy needs --resume")
+    for flag in ("retry_failed", "retry_noisy"):
+        if getattr(config, flag) and not config.resume:
+            raise BenchUsageError(f"--{flag.replace('_', '-')} needs --resume")
 
     if not config.backends:
         config.backends = [b for b in available_backends() if not get_backend(b).bench.opt_in]
     else:
-        seen: list[str] = []
         for name in config.backends:
             if name not in BACKEND_NAMES:
                 raise BenchUsageError(
@@ -269,9 +271,7 @@ def validate_options(config: RunConfig, *, environment: bool = True) -> RunConfi
                     f"backend {name!r} is not available: {reason}; install: {b.install}; "
                     f"available here: {avail}"
                 )
-            if name not in seen:
-                seen.append(name)
-        config.backends = seen
+        config.backends = list(dict.fromkeys(config.backends))
     if environment:
         check_environment(config.backends)
     return config
@@ -280,8 +280,6 @@ def validate_options(config: RunConfig, *, environment: bool = True) -> RunConfi
 def opt_in_backends() -> dict[str, str]:
     """The available backends a run leaves out unless ``--backends`` names them, each
     with the reason (``Backend.bench.opt_in``)."""
-    from ..backends import available_backends, get_backend
-
     return {b: get_backend(b).bench.opt_in for b in available_backends()
             if get_backend(b).bench.opt_in}
 
@@ -290,9 +288,6 @@ def check_environment(backends: Sequence[str]) -> None:
     """Each environment variable the processes of `backends` read (docs/environment.md)
     parses, else BenchUsageError naming it: found before any cell runs, not as a cell
     of every backend that crashed on it."""
-    from .._lib._env import env_flag
-    from ..backends import get_backend
-
     try:
         if any(get_backend(b).bench.uses_dask_scheduler for b in backends):
             from ..backends import _dask_cluster as _dask
@@ -311,12 +306,8 @@ def check_environment(backends: Sequence[str]) -> None:
 def plan_cells(config: RunConfig) -> list[dict[str, Any]]:
     """Every cell of the run, in execution order: case, size, then backend (the
     backends of one (case, size) are measured side by side)."""
-    from ._cell import make_cell
-
     validate_config(config)
     timer = config.timer_config()
-    from ._calibration import CALIBRATION_CASES
-
     cases = list(config.cases or ())
     added = [c for c in CALIBRATION_CASES if config.calibrate and c not in cases]
     # Calibration first (whether added here or named in `cases`).
@@ -346,7 +337,6 @@ def plan_cells(config: RunConfig) -> list[dict[str, Any]]:
     return cells
 
 
-# ---------------------------------------------------------------------- the run
 Progress = Callable[[str, dict[str, Any], int, int], None]
 
 
@@ -380,8 +370,6 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
         Propagated after the workers are stopped and the file is closed; every
         finished cell is already in the file.
     """
-    from .._machine import collect_env, shareable, shareable_argv
-
     cells = plan_cells(config)
     store = ResultStore(config.out, resume=config.resume, overwrite=config.overwrite)
     summary = RunSummary(path=store.path)
@@ -412,21 +400,29 @@ def run_benchmark(config: RunConfig, *, progress: Progress | None = None) -> Run
         # every pass (the later ones with the recheck)
         total = len(todo) * (2 if config.isolate and config.recheck else 1) + len(second)
         run_info["load_at_start"] = _load_at_start(env)
+        report: Progress = progress or (lambda *_: None)
 
         def write_header(selfcheck: dict[str, Any]) -> None:
             store.write_header(env, {**run_info, "fence_selfcheck": selfcheck})
-            if progress:
-                progress("plan", {"cells": len(todo), "already_done": summary.already_done,
-                                  "second_pass": len(second)}, 0, total)
+            report("plan", {"cells": len(todo), "already_done": summary.already_done,
+                            "second_pass": len(second)}, 0, total)
+
+        # the index of a progress event: how many records are in the file so far
+        def start(cell: dict[str, Any]) -> None:
+            report("start", cell, len(summary.records), total)
+
+        def emit(rec: dict[str, Any]) -> None:
+            full = store.append(shareable(rec))  # error messages carry paths: the file is shared
+            report("result", full, len(summary.records), total)
+            summary.records.append(full)
 
         if config.isolate:
-            from ._sidebyside import run_side_by_side
-
-            run_side_by_side(config, todo, store, progress, write_header, second_pass=second,
-                             emit=lambda rec, i, n: _emit(store, summary, rec, progress, i, n))
+            run_side_by_side(config, todo, write_header, start=start, emit=emit,
+                             second_pass=second)
         else:
-            write_header(_inprocess_selfcheck(config) if todo else {})
-            _run_inprocess(config, todo, store, summary, progress)
+            # the fence self-check of every backend, in this process
+            write_header({b: checked_selfcheck(b) for b in config.backends or ()} if todo else {})
+            _run_inprocess(config, todo, start, emit)
     finally:
         store.close()
     return summary
@@ -447,24 +443,22 @@ def _side_by_side_resume(
     (cell, record) is returned so that the second pass runs for it as it would
     have in one uninterrupted run.
     """
-    from ._passes import usable_first_pass
-    from ._sidebyside import first_pass_only
-    from ._sidebyside import group_key as group
-
-    broken = {group(c) for c in todo if c["key"] not in latest}
+    broken = {group_key(c) for c in todo if c["key"] not in latest}
     if recheck:  # a first pass the second cannot be merged with: the group again, whole
-        broken |= {group(c) for c in cells if c["key"] in latest and first_pass_only(latest[c["key"]])
+        broken |= {group_key(c) for c in cells
+                   if c["key"] in latest and first_pass_only(latest[c["key"]])
                    and not usable_first_pass(latest[c["key"]])}
     left = {c["key"] for c in todo}
-    todo = [c for c in cells if c["key"] in left or group(c) in broken]
+    todo = [c for c in cells if c["key"] in left or group_key(c) in broken]
     if not recheck:
         return todo, []
     left = {c["key"] for c in todo}
-    owing = {group(c) for c in cells if c["key"] not in left and first_pass_only(latest[c["key"]])}
+    owing = {group_key(c) for c in cells
+             if c["key"] not in left and first_pass_only(latest[c["key"]])}
     # with them, the group's other first-pass records (a skipped or failed backend):
     # they get the verdict drawn from every pass too, not keep the first pass's
     second = [(c, dict(latest[c["key"]])) for c in cells
-              if c["key"] not in left and group(c) in owing
+              if c["key"] not in left and group_key(c) in owing
               and not _over_passes(latest[c["key"]])]
     return todo, second
 
@@ -475,22 +469,11 @@ def _over_passes(rec: Mapping[str, Any]) -> bool:
     return isinstance(v, Mapping) and isinstance(v.get("passes"), int)
 
 
-def _emit(store: ResultStore, summary: RunSummary, rec: dict[str, Any],
-          progress: Progress | None, i: int, total: int) -> None:
-    from .._machine import shareable
-
-    full = store.append(shareable(rec))  # error messages carry paths: the file is shared
-    summary.records.append(full)
-    if progress:
-        progress("result", full, i, total)
-
-
 def _load_at_start(env: dict[str, Any]) -> dict[str, Any] | None:
     """The 1-minute load average at the start, and whether it exceeds the usable cores
     (then multi-threaded libraries wait for the scheduler: a warning on stderr)."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # pragma: no cover - not POSIX
+    load = _loadavg()
+    if load is None:  # pragma: no cover - not POSIX
         return None
     cores = (env.get("cpu") or {}).get("usable_cores") or os.cpu_count() or 1
     over = load > cores
@@ -502,18 +485,9 @@ def _load_at_start(env: dict[str, Any]) -> dict[str, Any] | None:
     return {"load_avg_1min": load, "usable_cores": cores, "oversubscribed": over}
 
 
-def _inprocess_selfcheck(config: RunConfig) -> dict[str, Any]:
-    """The fence self-check of every backend, in this process."""
-    from ._selfcheck import checked_selfcheck
-
-    return {b: checked_selfcheck(b) for b in config.backends or ()}
-
-
-def _run_inprocess(config: RunConfig, todo: list[dict[str, Any]], store: ResultStore,
-                   summary: RunSummary, progress: Progress | None) -> None:
-    from ._cell import execute_cell
-    from ._fairness import backend_state, configure_backend
-
+def _run_inprocess(config: RunConfig, todo: list[dict[str, Any]],
+                   start: Callable[[dict[str, Any]], None],
+                   emit: Callable[[dict[str, Any]], None]) -> None:
     current: str | None = None
     restore: Callable[[], None] | None = None
     state: dict[str, Any] = {}
@@ -521,9 +495,8 @@ def _run_inprocess(config: RunConfig, todo: list[dict[str, Any]], store: ResultS
     # one backend after the other: each is configured once
     todo = sorted(todo, key=lambda c: order.index(c["backend"]) if c["backend"] in order else 0)
     try:
-        for i, cell in enumerate(todo):
-            if progress:
-                progress("start", cell, i, len(todo))
+        for cell in todo:
+            start(cell)
             if cell["backend"] != current:
                 if restore is not None:
                     restore()
@@ -531,8 +504,7 @@ def _run_inprocess(config: RunConfig, todo: list[dict[str, Any]], store: ResultS
                 restore = configure_backend(current, threads=config.threads,
                                             allow_tf32=config.allow_tf32)
                 state = backend_state(current, threads_requested=config.threads)
-            rec = execute_cell(cell, backend_state=state, time_limit=config.time_limit)
-            _emit(store, summary, rec, progress, i, len(todo))
+            emit(execute_cell(cell, backend_state=state, time_limit=config.time_limit))
     finally:
         if restore is not None:
             restore()

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._cell import execute_cell, make_cell
+from ._fairness import backend_state, configure_backend
 from ._timer import TimerConfig
 
 __all__ = ["checked_selfcheck", "fence_selfcheck"]
@@ -45,8 +47,6 @@ def fence_selfcheck(
     bench worker, which passes its `state`); otherwise the backend is
     configured with its defaults and restored afterwards.
     """
-    from ._fairness import backend_state, configure_backend
-
     restore = configure_backend(backend) if configure else (lambda: None)
     cfg = timer or _TIMER
     attempts: list[dict[str, Any]] = []
@@ -84,8 +84,6 @@ def checked_selfcheck(backend: str, **options: Any) -> dict[str, Any]:
 def _time_matmul(backend: str, n: int, dtype: str, cfg: TimerConfig,
                  state: dict[str, Any]) -> dict[str, Any]:
     """The ``time`` of a cell of ``calib_gemm`` at size `n`; a cell that fails raises."""
-    from ._cell import execute_cell, make_cell
-
     rec = execute_cell(make_cell("calib_gemm", backend, n, dtype=dtype, timer=cfg, memory=False),
                        backend_state=state)
     if rec["status"] not in ("ok", "unchecked"):

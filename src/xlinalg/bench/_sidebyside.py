@@ -12,9 +12,11 @@ arguments, so the tests drive it with fakes and a synthetic clock.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from ._findings._fields import median
@@ -23,9 +25,11 @@ from ._stats import (
     DEFAULT_LEVEL,
     STARVED_CORES,
     all_pairs,
+    classify_stall,
     effective_cores,
     passes_disagree,
     rotation,
+    stall_factor,
     starved,
 )
 from ._timer import TimerConfig
@@ -40,14 +44,14 @@ __all__ = [
     "run_side_by_side",
 ]
 
+
 class Client(Protocol):
     """One backend's side of a group (a worker process, or a fake in the tests).
 
-    Each call returns the worker's reply: ``{"event": "ready", "number": ...}``
-    from :meth:`begin`, ``{"event": "samples", "times": [...], "wall_s", "cpu_s"}``
-    from :meth:`sample`, ``{"event": "result", "record": {...}}`` from
-    :meth:`finish` — and from any of them when the cell ended early (skipped,
-    failed). They raise :class:`ClientFailure` on a time-out or a dead worker.
+    Each call returns the worker's reply (the protocol of :mod:`._worker`): "ready",
+    "samples", or "result" from :meth:`finish` and from any call when the cell ended
+    early (skipped, failed). They raise :class:`ClientFailure` on a time-out or a
+    dead worker.
     """
 
     def begin(self, cell: dict[str, Any], timeout: float | None) -> dict[str, Any]: ...
@@ -103,18 +107,16 @@ class Settle:
     """Wait until given workers have gone idle; return the seconds waited.
 
     ``settle(backends)`` samples the CPU time of the backends' processes
-    (``cpu_ns(backend)``, summed) over windows of `window` seconds until they
-    use less than `busy` of one core, or `max_wait` has passed. Clock, sleep
-    and CPU reader are injectable (the tests drive it synthetically).
+    (``cpu_ns(backend)``, summed) over windows of SETTLE_WINDOW_S until they
+    use less than SETTLE_BUSY of one core, or `max_wait` has passed. Clock,
+    sleep and CPU reader are injectable (the tests drive it synthetically).
     """
 
     def __init__(self, cpu_ns: Callable[[str], int | None], *,
                  clock: Callable[[], float] = time.perf_counter,
                  sleep: Callable[[float], None] = time.sleep,
-                 window: float = SETTLE_WINDOW_S, busy: float = SETTLE_BUSY,
                  max_wait: float = SETTLE_MAX_S) -> None:
-        self.cpu_ns, self.clock, self.sleep = cpu_ns, clock, sleep
-        self.window, self.busy, self.max_wait = window, busy, max_wait
+        self.cpu_ns, self.clock, self.sleep, self.max_wait = cpu_ns, clock, sleep, max_wait
 
     def _used(self, backends: Sequence[str]) -> int | None:
         vals = [self.cpu_ns(b) for b in backends]
@@ -128,12 +130,11 @@ class Settle:
             return 0.0
         while True:
             w0 = self.clock()
-            self.sleep(self.window)
+            self.sleep(SETTLE_WINDOW_S)
             c1 = self._used(backends)
             now = self.clock()
-            if c1 is None or (c1 - c0) * 1e-9 <= self.busy * max(now - w0, 1e-9):
-                return now - t0
-            if now - t0 >= self.max_wait:
+            if (c1 is None or (c1 - c0) * 1e-9 <= SETTLE_BUSY * max(now - w0, 1e-9)
+                    or now - t0 >= self.max_wait):
                 return now - t0
             c0 = c1
 
@@ -153,7 +154,6 @@ def measure_group(
     failed_record: FailedRecord,
     time_limit: float | None = None,
     margin: float = MARGIN,
-    level: float = DEFAULT_LEVEL,
     seed: int = 0,
     clock: Callable[[], float] = time.perf_counter,
     loadavg: Callable[[], float | None] = _loadavg,
@@ -175,7 +175,7 @@ def measure_group(
         client failed.
     time_limit : float, optional
         Seconds each backend may spend on the cell, all its requests together.
-    margin, level, seed
+    margin, seed
         Of the verdict and the intervals (:func:`._stats.verdict`).
     clock, loadavg
         Injectable for the tests.
@@ -193,12 +193,9 @@ def measure_group(
     settled = dict.fromkeys(names, 0.0)
     t_group = clock()
 
-    def remaining(b: str) -> float | None:
-        return None if time_limit is None else time_limit - spent[b]
-
     def call(b: str, what: str) -> dict[str, Any] | None:
         """One request; None when the backend is done (its record is in res.records)."""
-        left = remaining(b)
+        left = None if time_limit is None else time_limit - spent[b]
         t0 = clock()
         try:
             if left is not None and left <= 0:
@@ -208,7 +205,7 @@ def measure_group(
                      else client.sample(left) if what == "sample" else client.finish(left))
         except ClientFailure as exc:
             spent[b] += clock() - t0
-            res.records[b] = failed_record(cells[b], exc.kind, exc.message, spent[b])
+            res.records[b] = failed_record(cells[b], exc.kind, str(exc), spent[b])
             return None
         spent[b] += clock() - t0
         if reply.get("event") == "result":
@@ -218,15 +215,13 @@ def measure_group(
 
     active = [b for b in rotation(names, 0) if call(b, "begin") is not None]
     active = [b for b in names if b in active]
-    rounds: dict[str, list[float | None]] = {b: [] for b in active}
-    blocks: dict[str, list[list[float]]] = {b: [] for b in active}
-    loads: list[float] = []
+    rounds = res.rounds = {b: [] for b in active}
+    blocks = res.blocks = {b: [] for b in active}
+    loads = []  # at the start of each round and at the end; None: no load average
     t_rounds = clock()
     r = 0
     while active:
-        load = loadavg()
-        if load is not None:
-            loads.append(load)
+        loads.append(loadavg())
         order = [b for b in rotation(names, r) if b in active]
         res.orders.append(order)
         seen = set()
@@ -275,26 +270,23 @@ def measure_group(
             break
     for b in list(active):
         call(b, "finish")
-    load = loadavg()
-    if load is not None:
-        loads.append(load)
-    res.rounds = rounds
-    res.blocks = blocks
+    loads.append(loadavg())
     res.elapsed_s = clock() - t_group
-    _annotate(res, names, wall, cpu, loads, settled, margin=margin, level=level, seed=seed)
+    _annotate(res, names, wall, cpu, [x for x in loads if x is not None], settled,
+              margin=margin, seed=seed)
     return res
 
 
 def _annotate(res: GroupResult, names: Sequence[str], wall: Mapping[str, float],
               cpu: Mapping[str, float], loads: list[float], settled: Mapping[str, float], *,
-              margin: float, level: float, seed: int) -> None:
+              margin: float, seed: int) -> None:
     """Add ``side_by_side``, ``ratios`` and ``verdict`` to every record of the group."""
     good = {b: res.rounds[b] for b in res.rounds
             if res.records.get(b, {}).get("status") in ("ok", "unchecked")}
     cores = {b: effective_cores(cpu[b], wall[b]) for b in res.rounds}
     excluded = {b: res.records.get(b, {}).get("status") for b in res.rounds if b not in good}
-    v = group_verdict(good, cores, excluded, margin=margin, level=level, seed=seed)
-    pairs = all_pairs(good, level=level, seed=seed)
+    v = group_verdict(good, cores, excluded, margin=margin, level=DEFAULT_LEVEL, seed=seed)
+    pairs = all_pairs(good, level=DEFAULT_LEVEL, seed=seed)
     load = ({"min": min(loads), "max": max(loads), "mean": sum(loads) / len(loads),
              "samples": len(loads)} if loads else None)
     for b in names:
@@ -320,7 +312,6 @@ def _annotate(res: GroupResult, names: Sequence[str], wall: Mapping[str, float],
         rec["verdict"] = v
 
 
-# ---------------------------------------------------------------------- the run
 #: Statuses of a first-pass record whose cell gets the second pass.
 RECHECKED = ("ok", "unchecked", "wrong")
 
@@ -378,8 +369,6 @@ def _merged(passes: Sequence[dict[str, dict[str, Any]]], ok: Mapping[str, Any],
     """The records that stand for a group after its passes, with ``stall`` on a
     backend whose first two passes lie more than ``--stall-factor`` apart (what
     the third says of it: :func:`._stats.classify_stall`)."""
-    from ._stats import classify_stall, stall_factor
-
     meds = {b: [median(p.get(b)) for p in passes] for b in ok}
     off = [b for b, m in meds.items()
            if (f := stall_factor(m[0], m[1])) is not None and f > config.stall_factor]
@@ -393,69 +382,55 @@ def _merged(passes: Sequence[dict[str, dict[str, Any]]], ok: Mapping[str, Any],
     return merged
 
 
-def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progress: Any,
+def run_side_by_side(config: Any, todo: list[dict[str, Any]],
                      write_header: Callable[[dict[str, Any]], None], *,
-                     emit: Callable[[dict[str, Any], int, int], None],
+                     start: Callable[[dict[str, Any]], None],
+                     emit: Callable[[dict[str, Any]], None],
                      second_pass: Sequence[tuple[dict[str, Any], dict[str, Any]]] = ()) -> None:
     """The isolated run: workers, self-check, groups side by side, recheck, stalls.
 
     `write_header(selfcheck)` writes the results file's header once the fence
-    self-check has run in every worker; `emit(record, index, total)` appends a
-    finished record. `second_pass` holds the (cell, first-pass record) pairs of
-    a resumed run that was stopped before their second pass: with the recheck,
-    their groups get it first, as the cells measured now get theirs.
+    self-check has run in every worker; `start(cell)` reports a cell about to be
+    measured, `emit(record)` appends a finished record. `second_pass` holds the
+    (cell, first-pass record) pairs of a resumed run that was stopped before their
+    second pass: with the recheck, their groups get it first, as the cells measured
+    now get theirs.
     """
-    import tempfile
-    from pathlib import Path
-
     timer = config.timer_config()
-    opts: dict[str, Any] = dict(timer=timer, failed_record=failed_record,
-                                time_limit=config.time_limit, margin=config.margin, seed=config.seed)
-    total = len(todo) * (2 if config.recheck else 1) + len(second_pass)  # the second pass
-    done = 0
 
     with tempfile.TemporaryDirectory(prefix="xlinalg-bench-") as tmp:
         pool = Pool(config, Path(tmp))
 
         def worker_cpu_ns(b: str) -> int | None:
-            w = pool.workers.get(b)
-            proc = getattr(w, "proc", None)
+            proc = getattr(pool.workers.get(b), "proc", None)
             return process_cpu_ns(proc.pid) if proc is not None else None
 
-        opts["settle"] = Settle(worker_cpu_ns)
+        settle = Settle(worker_cpu_ns)
         try:
             write_header(pool.selfcheck() if todo or second_pass else {})
 
             def measure(group: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-                out: dict[str, dict[str, Any]] = {}
-                live = {}
-                for b, cell in group.items():
-                    if pool.ensure(b):
-                        live[b] = cell
-                    else:
-                        out[b] = failed_record(cell, "crash", pool.broken[b], 0.0)
+                live = {b: cell for b, cell in group.items() if pool.ensure(b)}
+                out = {b: failed_record(cell, "crash", pool.broken[b], 0.0)
+                       for b, cell in group.items() if b not in live}
                 if live:
                     res = measure_group(live, {b: WorkerClient(pool, b) for b in live},
-                                        **{**opts, "timer": group_timer(live, timer)})
+                                        timer=group_timer(live, timer), failed_record=failed_record,
+                                        time_limit=config.time_limit, margin=config.margin,
+                                        seed=config.seed, settle=settle)
                     out.update(res.records)
                 return {b: out[b] for b in group if b in out}
-
-            def append(rec: dict[str, Any]) -> None:
-                nonlocal done
-                emit(rec, done, total)
-                done += 1
 
             # a resumed run's groups whose first pass is in the file already
             before = {c["key"]: rec for c, rec in second_pass}
             measured = [(group, {b: before[c["key"]] for b, c in group.items()})
                         for group in _groups([c for c, _ in second_pass])]
             for group in _groups(todo):
-                if progress:
-                    for cell in group.values():
-                        progress("start", cell, done, total)
+                for cell in group.values():
+                    start(cell)
                 recs = measure(group)
                 for rec in recs.values():
-                    append(rec)
+                    emit(rec)
                 measured.append((group, recs))
 
             if not config.recheck:
@@ -471,25 +446,24 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]], store: Any, progre
                 ok = {b: r for b, r in recs.items() if median(r) is not None
                       and r.get("status") in RECHECKED}
                 if ok:
-                    pending.append((group, recs, ok, [recs]))
+                    pending.append((group, ok, [recs]))
             k = 1
             while pending:
                 k += 1
                 pool.close()
                 later = []
-                for group, recs, ok, passes in pending:
-                    if progress:
-                        for b in ok:
-                            progress("start", group[b], done, total)
+                for group, ok, passes in pending:
+                    for b in ok:
+                        start(group[b])
                     passes.append(measure({b: _later_pass_cell(group[b], ok[b], timer)
                                            for b in ok}))
                     gt = group_timer(group, timer)
                     if k < gt.min_passes or (k < gt.max_passes and disagreeing(
                             passes, stall=config.stall_factor)):
-                        later.append((group, recs, ok, passes))
+                        later.append((group, ok, passes))
                         continue
                     for rec in _merged(passes, ok, config).values():
-                        append(rec)
+                        emit(rec)
                 pending = later
         except BaseException:  # Ctrl-C, SIGTERM: do not wait for the cells in flight
             pool.close(kill=True)

@@ -33,6 +33,7 @@ SIGINT is ignored here: the runner owns the interrupt and stops workers itself.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -41,9 +42,9 @@ import sys
 import time
 from typing import Any
 
+from ._store import dumps_record
+
 __all__ = ["main"]
-
-
 
 #: a block this long (seconds) is the round's only block: the best of several
 #: blocks guards short blocks against a scheduler interruption (a 5 ms block
@@ -52,23 +53,18 @@ __all__ = ["main"]
 #: (the default run's 4096x4096 elementwise cells: docs/performance.md)
 LONG_BLOCK_S = 0.05
 
+
 def _set_parent_death_signal() -> None:
     """Linux: get SIGKILL when the runner dies, so a worker never outlives it."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):  # no libc or no prctl: best effort
+            import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # pragma: no cover - no libc or no prctl: best effort
-        pass
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
 
 
 def _send(fd: int, obj: dict[str, Any]) -> None:
-    from ._store import dumps_record
-
     data = (dumps_record(obj) + "\n").encode("utf-8")
     view = memoryview(data)
     while view:
@@ -78,13 +74,11 @@ def _send(fd: int, obj: dict[str, Any]) -> None:
 
 def _read() -> dict[str, Any] | None:
     """The next request from stdin (None at end of input)."""
-    while True:
-        line = sys.stdin.readline()
-        if not line:
-            return None
+    for line in sys.stdin:
         if line.strip():
             req = json.loads(line)
             return req if isinstance(req, dict) else {}
+    return None
 
 
 def _remote_sampler(fd: int) -> Any:
@@ -93,8 +87,7 @@ def _remote_sampler(fd: int) -> Any:
     def sampler(timer: Any) -> Any:
         prep = timer.prepare()
         _send(fd, {"event": "ready", "number": prep.number, "first_call_s": prep.first_call_s})
-        times: list[float] = []
-        dev: list[float] = []
+        best: list[tuple[float, float | None]] = []  # each round's fastest block
         while True:
             req = _read()
             op = None if req is None else req.get("op")
@@ -110,18 +103,13 @@ def _remote_sampler(fd: int) -> Any:
                 if got[-1][0] * prep.number >= LONG_BLOCK_S:
                     break  # a long block: interruptions are a small part of it already
             wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-            best = min(range(len(got)), key=lambda i: got[i][0])  # the round's value: its fastest block
-            times.append(got[best][0])
-            if got[best][1] is not None:
-                dev.append(got[best][1])
+            best.append(min(got, key=lambda g: g[0]))  # the round's value: its fastest block
             _send(fd, {"event": "samples", "times": [t for t, _ in got], "number": prep.number,
                        "wall_s": wall, "cpu_s": cpu})
-        if not times:  # finished before any round: one sample so the record has a time
-            t, d = timer.sample(prep.number)
-            times.append(t)
-            if d is not None:
-                dev.append(d)
-        return timer.measurement(prep, times, dev or None)
+        if not best:  # finished before any round: one sample so the record has a time
+            best.append(timer.sample(prep.number))
+        dev = [d for _, d in best if d is not None]
+        return timer.measurement(prep, [t for t, _ in best], dev or None)
 
     return sampler
 
@@ -137,7 +125,6 @@ def main(argv: list[str] | None = None) -> int:
                    help="a module whose import registers cases (a study's)")
     p.add_argument("--memory-limit", type=int, default=None, help="RLIMIT_AS in bytes")
     p.add_argument("--parent", type=int, default=None)
-    p.add_argument("--affinity", type=int, default=None, help="use only the first N CPUs")
     args = p.parse_args(argv)
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -148,12 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     fd = args.fd
 
     try:
-        if args.affinity:
-            try:
-                cpus = sorted(os.sched_getaffinity(0))[: args.affinity]
-                os.sched_setaffinity(0, cpus)
-            except (AttributeError, OSError):  # pragma: no cover - not Linux
-                pass
+        if args.threads:  # the first N CPUs (see Worker.start)
+            with contextlib.suppress(AttributeError, OSError):  # not Linux
+                os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: args.threads])
         if args.memory_limit:
             import resource
 
@@ -162,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         from ._casefiles import load_case_files
         from ._cell import execute_cell
         from ._fairness import backend_state, configure_backend
+        from ._selfcheck import checked_selfcheck
 
         get_backend(args.backend).require()
         configure_backend(args.backend, threads=args.threads, allow_tf32=args.allow_tf32)
@@ -174,14 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     _send(fd, {"event": "hello", "pid": os.getpid(), "state": state})
 
-    while True:
-        req = _read()
-        if req is None or req.get("op") == "exit":
-            break
-        op = req.get("op")
+    while (req := _read()) is not None and (op := req.get("op")) != "exit":
         if op == "selfcheck":
-            from ._selfcheck import checked_selfcheck
-
             res = checked_selfcheck(args.backend, configure=False, state=state)
             _send(fd, {"event": "selfcheck", "result": res})
         elif op == "begin":

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import get_backend
+from ._cell import record_head
 from ._study import study_case_modules
 
 __all__ = ["ClientFailure", "Pool", "Worker", "WorkerClient", "WorkerError", "failed_record"]
@@ -33,22 +34,10 @@ class ClientFailure(Exception):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
-        self.message = message
 
 
 class WorkerError(RuntimeError):
     """A worker could not start, or died."""
-
-
-class _CellTimeout(Exception):
-    pass
-
-
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(-code).name
-    except (ValueError, AttributeError):
-        return f"signal {-code}"
 
 
 class Worker:
@@ -57,11 +46,9 @@ class Worker:
     def __init__(self, backend: str, config: Any, log_dir: Path) -> None:
         self.backend = backend
         self.config = config
-        self.log_dir = log_dir
         self.proc: subprocess.Popen[bytes] | None = None
         self.rfd: int | None = None
         self.buf = b""
-        self.state: dict[str, Any] = {}
         self.log_path = log_dir / f"worker-{backend}-{time.monotonic_ns()}.log"
 
     def _env(self) -> dict[str, str]:
@@ -80,6 +67,9 @@ class Worker:
         cmd = [sys.executable, "-m", "xlinalg.bench._worker", "--backend", self.backend,
                "--fd", str(w), "--parent", str(os.getpid())]
         if self.config.threads is not None:
+            # The worker also takes N cores (its CPU affinity, set before import), every
+            # backend alike: JAX's thread pool follows the affinity and has no other
+            # setting, so the others get the same N cores on top of their own settings.
             cmd += ["--threads", str(self.config.threads)]
         if self.config.allow_tf32:
             cmd.append("--allow-tf32")
@@ -90,11 +80,6 @@ class Worker:
         if self.config.memory_limit:
             cmd += ["--memory-limit", str(int(self.config.memory_limit))]
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in kill()/close()
-        if self.config.threads is not None:
-            # Every backend alike: JAX's thread pool follows the CPU affinity (set in
-            # the worker before import) and has no other setting, so the others get
-            # the same N cores on top of their own thread settings.
-            cmd += ["--affinity", str(self.config.threads)]
         try:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=self._log, stderr=self._log,
@@ -105,9 +90,12 @@ class Worker:
         self.rfd = r
         msg = self._recv(timeout, starting=True)
         if msg.get("event") == "fatal":
-            self.kill()
-            raise WorkerError(f"the {self.backend} worker could not start: {msg.get('error')}")
-        self.state = msg.get("state", {})
+            raise self._fail(f"the {self.backend} worker could not start: {msg.get('error')}")
+
+    def _fail(self, message: str) -> WorkerError:
+        """Kill the worker; the error to raise."""
+        self.kill()
+        return WorkerError(message)
 
     def _death_message(self) -> str:
         assert self.proc is not None
@@ -116,14 +104,15 @@ class Worker:
         except subprocess.TimeoutExpired:
             code = None
         tail = ""
-        try:
+        with contextlib.suppress(OSError):
             lines = self.log_path.read_text(errors="replace").strip().splitlines()
             if lines:
                 tail = f"; last output: {lines[-1][:200]}"
-        except OSError:
-            pass
         if code is not None and code < 0:
-            how = f"was killed by {_signal_name(code)}"
+            try:
+                how = f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"was killed by signal {-code}"
             if code == -signal.SIGKILL:
                 how += " (the kernel's out-of-memory killer, if nothing else sent it)"
         else:
@@ -140,35 +129,29 @@ class Worker:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 if starting:
-                    self.kill()
-                    raise WorkerError(
-                        f"the {self.backend} worker did not start within {timeout:g} s"
-                    )
-                raise _CellTimeout
+                    raise self._fail(
+                        f"the {self.backend} worker did not start within {timeout:g} s")
+                raise TimeoutError  # the cell's time limit
             ready, _, _ = select.select([self.rfd], [], [], remaining)
             if not ready:
                 continue
             chunk = os.read(self.rfd, 1 << 16)
             if not chunk:
-                msg = self._death_message()
-                self.kill()
-                raise WorkerError(msg)
+                raise self._fail(self._death_message())
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
         try:
             msg = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            self.kill()
-            raise WorkerError(f"the {self.backend} worker sent a garbled reply") from None
+            raise self._fail(f"the {self.backend} worker sent a garbled reply") from None
         if not isinstance(msg, dict):
-            self.kill()
-            raise WorkerError(f"the {self.backend} worker sent an unexpected reply")
+            raise self._fail(f"the {self.backend} worker sent an unexpected reply")
         return msg
 
     def request(self, req: dict[str, Any], timeout: float | None) -> dict[str, Any]:
         """Send one request, return the reply (see :mod:`._worker` for the protocol).
 
-        Raises ``_CellTimeout`` after `timeout` seconds and :class:`WorkerError`
+        Raises ``TimeoutError`` after `timeout` seconds and :class:`WorkerError`
         when the worker is dead or answers garbage.
         """
         assert self.proc is not None
@@ -177,13 +160,10 @@ class Worker:
             self.proc.stdin.write((json.dumps(req) + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
-            why = self._death_message()
-            self.kill()
-            raise WorkerError(why) from None
+            raise self._fail(self._death_message()) from None
         reply = self._recv(timeout)
         if reply.get("event") == "result" and not isinstance(reply.get("record"), dict):
-            self.kill()
-            raise WorkerError(f"the {self.backend} worker sent a result without a record")
+            raise self._fail(f"the {self.backend} worker sent a result without a record")
         return reply
 
     @property
@@ -211,20 +191,15 @@ class Worker:
         if self.alive:
             assert self.proc is not None
             assert self.proc.stdin is not None
-            try:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 self.proc.stdin.write(b'{"op": "exit"}\n')
                 self.proc.stdin.flush()
                 self.proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
         self.kill()
-
 
 
 def failed_record(cell: dict[str, Any], kind: str, message: str, wall: float) -> dict[str, Any]:
     """The record of a cell whose worker timed out or died."""
-    from ._cell import record_head
-
     return {
         **record_head(cell)[2],
         "status": "failed",
@@ -236,29 +211,26 @@ def failed_record(cell: dict[str, Any], kind: str, message: str, wall: float) ->
 class Pool:
     """One live worker process per backend, restarted after a failure."""
 
-    def __init__(self, config: Any, log_dir: Any) -> None:
+    def __init__(self, config: Any, log_dir: Path) -> None:
         self.config = config
         self.log_dir = log_dir
         limit = config.time_limit
         self.startup = max(120.0, 2 * limit) if limit else 600.0
-        self.workers: dict[str, Any] = {}
+        self.workers: dict[str, Worker] = {}
         self.broken: dict[str, str] = {}  # backends whose worker cannot start, and why
 
     def ensure(self, backend: str) -> bool:
         """A live worker for `backend` (started if needed); False if it cannot start."""
         if backend in self.broken:
             return False
-        w = self.workers.get(backend)
-        if w is not None and w.alive:
+        if backend in self.workers and self.workers[backend].alive:
             return True
-        if w is not None:
-            w.kill()
+        self.kill(backend)  # a dead one
         w = Worker(backend, self.config, self.log_dir)
         try:
             w.start(self.startup)
         except WorkerError as exc:
             self.broken[backend] = str(exc)
-            self.workers.pop(backend, None)
             return False
         self.workers[backend] = w
         return True
@@ -283,7 +255,7 @@ class Pool:
             try:
                 reply = self.workers[b].request({"op": "selfcheck"}, self.startup)
                 out[b] = reply.get("result") or {"backend": b, "ok": False, "error": "no result"}
-            except (_CellTimeout, WorkerError) as exc:
+            except (TimeoutError, WorkerError) as exc:
                 self.kill(b)
                 out[b] = {"backend": b, "ok": False,
                           "error": str(exc) or f"no answer within {self.startup:g} s"}
@@ -304,7 +276,7 @@ class WorkerClient:
             raise ClientFailure("crash", f"the {self.backend} worker is gone")
         try:
             return dict(w.request(req, timeout))
-        except _CellTimeout:
+        except TimeoutError:
             self.pool.kill(self.backend)
             raise ClientFailure(
                 "timeout", f"cell ran past the time limit of {self.pool.config.time_limit:g} s; "
