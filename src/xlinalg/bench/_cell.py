@@ -232,13 +232,8 @@ def alarm(seconds: float | None) -> Iterator[None]:
     routine) is interrupted only when it returns. Worker processes, killed by the
     runner, are the robust limit; this is the in-process fallback.
     """
-    usable = (
-        seconds is not None
-        and seconds > 0
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-    )
-    if not usable:
+    if (seconds is None or seconds <= 0 or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()):
         yield
         return
 
@@ -246,7 +241,7 @@ def alarm(seconds: float | None) -> Iterator[None]:
         raise CellTimeout(f"cell ran past the time limit of {seconds:g} s")
 
     old = signal.signal(signal.SIGALRM, _handler)
-    signal.setitimer(signal.ITIMER_REAL, float(seconds))  # type: ignore[arg-type]
+    signal.setitimer(signal.ITIMER_REAL, float(seconds))
     try:
         yield
     finally:

@@ -65,8 +65,7 @@ def _set_parent_death_signal() -> None:
 
 
 def _send(fd: int, obj: dict[str, Any]) -> None:
-    data = (dumps_record(obj) + "\n").encode("utf-8")
-    view = memoryview(data)
+    view = memoryview((dumps_record(obj) + "\n").encode("utf-8"))
     while view:
         n = os.write(fd, view)
         view = view[n:]
