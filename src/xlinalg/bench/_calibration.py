@@ -41,21 +41,17 @@ def _build_stream(ctx: Any) -> Any:
     without ``out=`` (JAX's arrays are immutable, array-api-strict has none,
     Dask's graph allocates) keeps its allocating add: its own best."""
     xp = ctx.xp
-    state: dict[str, Any] = {}
+    out: list[Any] = []  # once tried: [the output], or [None] where `out=` failed
 
     def add(a: Any, b: Any) -> Any:
-        c = state.get("out")
-        if c is None and "no_out" not in state:
+        if not out:
             try:
                 c = xp.empty_like(a)
                 xp.add(a, b, out=c)
-                state["out"] = c
+                out.append(c)
             except (TypeError, NotImplementedError, ValueError, AttributeError):
-                state["no_out"] = True
-                c = None
-        if c is None:
-            return a + b
-        return xp.add(a, b, out=c)
+                out.append(None)
+        return a + b if out[0] is None else xp.add(a, b, out=out[0])
 
     return add
 

@@ -123,11 +123,10 @@ def all_pairs(
     for i, x in enumerate(names):
         for y in names[i + 1:]:
             r = paired_ratio(rounds[x], rounds[y], level=level, seed=seed)
-            if r is None:
-                continue
-            out[(x, y)] = r
-            out[(y, x)] = {**r, "ratio": _inverse(r["ratio"]), "lo": _inverse(r["hi"]),
-                           "hi": _inverse(r["lo"])}
+            if r is not None:
+                out[(x, y)] = r
+                out[(y, x)] = {**r, "ratio": _inverse(r["ratio"]), "lo": _inverse(r["hi"]),
+                               "hi": _inverse(r["lo"])}
     return out
 
 
