@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ._cases import Case, backends_noting, register_case
+from ._cases import DTYPES, Case, backends_noting, register_case
 
 __all__ = ["CALIBRATION_CASES"]
 
@@ -29,7 +29,7 @@ register_case(
         reference=np.matmul,
         flops=lambda n: 2.0 * n**3,
         bytes=lambda n, itemsize: 3.0 * itemsize * n * n,
-        dtypes=("float64", "float32", "float16", "bfloat16"),
+        dtypes=DTYPES,
         rtol=lambda dtype, n: {"float64": 1e-10, "float32": 1e-4, "float16": 2e-2,
                                "bfloat16": 1e-1}[dtype],
     )
@@ -70,7 +70,7 @@ register_case(
         reference=np.add,
         flops=lambda n: 1.0 * n,
         bytes=lambda n, itemsize: 3.0 * itemsize * n,
-        dtypes=("float64", "float32", "float16", "bfloat16"),
+        dtypes=DTYPES,
         notes=backends_noting("out"),  # (no out=: the allocating add),
     )
 )
