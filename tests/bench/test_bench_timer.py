@@ -51,8 +51,8 @@ def test_calibration_reaches_min_sample_time():
     # 1e-4 s per call: 100 calls make the 10 ms sample
     assert m.number * 1e-4 >= CFG.min_sample_time
     assert m.number <= 2 * 110
-    assert m.median == pytest.approx(1e-4)
-    assert m.iqr == pytest.approx(0.0, abs=1e-15)
+    assert m.stats.median == pytest.approx(1e-4)
+    assert m.stats.iqr == pytest.approx(0.0, abs=1e-15)
     assert m.stats.n >= CFG.min_samples
     assert sum(m.times) * m.number >= CFG.min_run_time - 1e-12
 
@@ -64,7 +64,7 @@ def test_calibration_grows_from_a_bad_estimate():
     m = Timer(stmt, config=CFG, clock=clock).run()
     assert m.calibration_blocks >= 2
     assert m.number * 1e-6 >= CFG.min_sample_time
-    assert m.median == pytest.approx(1e-6)
+    assert m.stats.median == pytest.approx(1e-6)
 
 
 def test_first_call_is_recorded_apart():
@@ -72,7 +72,7 @@ def test_first_call_is_recorded_apart():
     stmt, _ = make_stmt(clock, lambda i: 2.0 if i == 0 else 1e-3)  # "compilation"
     m = Timer(stmt, config=CFG, clock=clock).run()
     assert m.first_call_s == pytest.approx(2.0)
-    assert m.median == pytest.approx(1e-3)
+    assert m.stats.median == pytest.approx(1e-3)
     assert max(m.times) == pytest.approx(1e-3)
     assert m.warmup_calls >= CFG.min_warmup_calls
 
@@ -111,7 +111,7 @@ def test_fence_is_inside_the_timed_block():
     cfg = TimerConfig(number=4, min_samples=3, max_samples=3)
     m = Timer(stmt, fence=fence, config=cfg, clock=clock).run()
     # per call: (4 * 1 ms + 5 ms) / 4
-    assert m.median == pytest.approx((4e-3 + 5e-3) / 4)
+    assert m.stats.median == pytest.approx((4e-3 + 5e-3) / 4)
     assert set(seen) == {1}  # only the last result, unless fence_all
 
     seen.clear()
@@ -143,7 +143,7 @@ def test_real_clock_sleep_is_measured():
     # a sanity check of the default clock path, not a performance assertion
     m = Timer(lambda: time.sleep(0.002),
               config=TimerConfig(min_samples=3, max_samples=3, min_sample_time=0.001)).run()
-    assert m.min >= 0.002
+    assert m.stats.min >= 0.002
 
 
 # ---------------------------------------------------------------------- statistics
@@ -351,4 +351,4 @@ def test_jax_without_its_fence_times_only_the_dispatch():
     t = Timer(lambda: chain(x), fence=None, config=cfg)
     without = t.run()
     jnp.asarray(t.last_result).block_until_ready()  # drain the queue
-    assert without.median < 0.5 * with_fence.median, (without.median, with_fence.median)
+    assert without.stats.median < 0.5 * with_fence.stats.median, (without.stats.median, with_fence.stats.median)

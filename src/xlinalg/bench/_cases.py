@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ._timer import TimerConfig
+
 __all__ = [
     "DTYPES",
     "HARNESS_SECTIONS",
@@ -151,9 +153,6 @@ class Case:
         Makes the callable that is timed (e.g. ``jax.jit`` of a function), once
         per cell, untimed; the first call (compilation) is recorded apart. When
         given, `op` is ignored and the built callable is called with the inputs.
-    parse_size : callable ``str -> size``, optional
-        Parses a ``--sizes`` item; default: ``"64"`` -> 64 and ``"2x3x4"`` -> (2, 3, 4),
-        then :attr:`normalize_size`.
     normalize_size : callable ``size -> size``, optional
         Turns a user-given size into the case's form (``64`` -> ``(64, 64, 64)``).
     result_for_check : callable, optional
@@ -214,7 +213,6 @@ class Case:
     skip_if: Callable[[str, str, Any], str | None] | None = None
     rtol: Mapping[str, float] | Callable[[str, Any], float] | None = None
     build: Callable[[Ctx], Callable[..., Any]] | None = None
-    parse_size: Callable[[str], Any] | None = None
     normalize_size: Callable[[Any], Any] | None = None
     result_for_check: Callable[[Any], Any] | None = None
     section: str = "Other"
@@ -232,9 +230,9 @@ class Case:
             raise ValueError(f"case name must be a non-empty word, got {self.name!r}")
         if self.op is None and self.build is None:
             raise ValueError(f"case {self.name!r}: give `op` or `build`")
-        unknown = set(self.sizes) - set(SCALES)
+        unknown = sorted(set(self.sizes) - set(SCALES))
         if unknown:
-            raise ValueError(f"case {self.name!r}: unknown scales {sorted(unknown)}; valid: {SCALES}")
+            raise ValueError(f"case {self.name!r}: unknown scales {unknown}; valid: {SCALES}")
         if not any(self.sizes.get(s) for s in SCALES):
             raise ValueError(f"case {self.name!r}: no sizes")
         if self.units not in UNITS:
@@ -261,15 +259,6 @@ class Case:
         if self.name in OPT_IN_GROUPS:
             raise ValueError(f"case {self.name!r}: the name of an opt-in group (--cases "
                              f"{self.name} runs the group); name the case otherwise")
-        self._check_scale_rules()
-        if self.compute_dtype and self.compute_dtype not in DTYPES:
-            raise ValueError(f"case {self.name!r}: compute_dtype must be one of "
-                             f"{', '.join(DTYPES)}, got {self.compute_dtype!r}")
-
-    def _check_scale_rules(self) -> None:
-        """`timing` and `skip_at` name known scales; `timing` known timer fields."""
-        from ._timer import TimerConfig
-
         for what, rules in (("timing", self.timing), ("skip_at", self.skip_at)):
             unknown = sorted(set(rules) - set(SCALES))
             if unknown:
@@ -285,6 +274,9 @@ class Case:
         if bad:
             raise ValueError(f"case {self.name!r}: skip_at[{bad[0]!r}] must be a callable "
                              "(backend, dtype, size) -> reason or None")
+        if self.compute_dtype and self.compute_dtype not in DTYPES:
+            raise ValueError(f"case {self.name!r}: compute_dtype must be one of "
+                             f"{', '.join(DTYPES)}, got {self.compute_dtype!r}")
 
     def timer_at(self, scale: str, timer: Any) -> Any:
         """`timer` (the scale's :class:`~xlinalg.bench.TimerConfig`) with this case's
@@ -304,7 +296,6 @@ class Case:
                 "units": self.units, "peak": self.peak,
                 "compute_dtype": self.compute_dtype or dtype}
 
-    # -------------------------------------------------------------- sizes
     def sizes_for(self, scale: str) -> list[Any]:
         """The sizes at `scale` (falling back to the nearest smaller scale that has some)."""
         if scale not in SCALES:
@@ -326,9 +317,8 @@ class Case:
         return int(size)
 
     def parse(self, text: str) -> Any:
-        """A size from its command-line form."""
-        if self.parse_size is not None:
-            return self.normalize(self.parse_size(text))
+        """A size from its command-line (``--sizes``) form: ``"64"`` -> 64 and ``"2x3x4"``
+        -> (2, 3, 4), then :attr:`normalize_size`."""
         parts = text.lower().replace("×", "x").split("x")
         try:
             vals = tuple(int(p) for p in parts)
@@ -343,7 +333,6 @@ class Case:
                              f"8 components of at most 2**40 each)")
         return self.normalize(vals[0] if len(vals) == 1 else vals)
 
-    # -------------------------------------------------------------- rules
     def skip_reason(self, backend: str, dtype: str, size: Any) -> str | None:
         """Why this cell is not run, or None."""
         if backend in self.skip:
@@ -354,9 +343,7 @@ class Case:
         missing = be.bench.missing_dtype(dtype) if be is not None else None
         if missing is not None:
             return missing
-        if self.skip_if is not None:
-            return self.skip_if(backend, dtype, size)
-        return None
+        return self.skip_if(backend, dtype, size) if self.skip_if is not None else None
 
     def tolerance(self, dtype: str, size: Any) -> float:
         """The norm-wise relative tolerance of the correctness check."""
@@ -404,15 +391,14 @@ def backends_noting(topic: str) -> dict[str, str]:
     return {b: note for b in BACKEND_NAMES if (note := get_backend(b).bench.notes.get(topic))}
 
 
-def declare(sections: Sequence[str] = (), tags: Sequence[str] = (),
-            groups: Mapping[str, str] | None = None) -> None:
+def declare(sections: Sequence[str], tags: Sequence[str], groups: Mapping[str, str]) -> None:
     """Add a study's sections (in report order), tags and opt-in groups to what cases
     may declare: before its cases are registered (:func:`~xlinalg.bench.load_study`).
     Declaring again adds nothing."""
     STUDY_SECTIONS.extend(s for s in dict.fromkeys(sections)
                           if s not in STUDY_SECTIONS and s not in HARNESS_SECTIONS)
     KNOWN_TAGS.extend(t for t in dict.fromkeys(tags) if t not in KNOWN_TAGS)
-    OPT_IN_GROUPS.update(groups or {})
+    OPT_IN_GROUPS.update(groups)
 
 
 def valid_section(section: object) -> bool:
@@ -436,7 +422,6 @@ def format_size(size: Any) -> str:
     return str(int(size))
 
 
-# ---------------------------------------------------------------------- registry
 _CASES: dict[str, Case] = {}
 
 
@@ -455,18 +440,16 @@ def unregister_case(name: str) -> None:
 
 def get_case(name: str) -> Case:
     """The case called `name`; ValueError listing the valid names otherwise."""
-    try:
+    if name in _CASES:
         return _CASES[name]
-    except KeyError:
-        pass
     if name in OPT_IN_GROUPS:
         raise ValueError(f"{name!r} is a group of cases ({', '.join(group_case_names(name))}), "
-                         f"not one case: --cases {name} runs them all") from None
+                         f"not one case: --cases {name} runs them all")
     raise ValueError(
         f"unknown case {name!r}; valid cases: {', '.join(case_names())}. A study's cases are "
         "registered when the study is loaded: `import xlinalg.study` for the source documents' "
         "cases (the `xlinalg` command loads it), `--case-file` or `register_case` for your own"
-    ) from None
+    )
 
 
 def case_names() -> list[str]:

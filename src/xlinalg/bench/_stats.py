@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
 from ._findings._fields import is_gpu
+from ._timer import rotation
 from ._verdict import MARGIN, decide, positive, verdict_text
 
 __all__ = [
@@ -53,15 +55,6 @@ def starved(backend: str, cores: float | None) -> bool:
     return cores is not None and cores < STARVED_CORES and not is_gpu(backend)
 
 
-def rotation(backends: Sequence[str], round_index: int) -> list[str]:
-    """The order of `backends` in round `round_index` (0-based): rotated left by it."""
-    n = len(backends)
-    if n == 0:
-        return []
-    k = round_index % n
-    return list(backends[k:]) + list(backends[:k])
-
-
 #: Index draws of the bootstrap held at once (32 MB): a long series is resampled in
 #: blocks of rows, so memory stays bounded whatever a record holds
 _BOOT_BLOCK = 4_000_000
@@ -71,10 +64,7 @@ def _boot_median(values: np.ndarray, *, seed: int, n_boot: int) -> np.ndarray:
     """Medians of `n_boot` resamples (with replacement) of `values`."""
     rng = np.random.default_rng(seed)
     n = len(values)
-    if n_boot * n <= _BOOT_BLOCK:  # every run's records: one draw
-        idx = rng.integers(0, n, size=(n_boot, n))
-        return np.median(values[idx], axis=1)
-    rows = max(1, _BOOT_BLOCK // n)
+    rows = max(1, _BOOT_BLOCK // n)  # every run's records: rows >= n_boot, one draw
     out = np.empty(n_boot)
     for start in range(0, n_boot, rows):
         stop = min(n_boot, start + rows)
@@ -88,7 +78,6 @@ def paired_ratio(
     *,
     level: float = DEFAULT_LEVEL,
     seed: int = 0,
-    n_boot: int = N_BOOT,
 ) -> dict[str, Any] | None:
     """``a / b`` from paired rounds: ``a[i]`` and ``b[i]`` were measured in the same round.
 
@@ -107,16 +96,17 @@ def paired_ratio(
     if len(logs) < 2:
         return None
     v = np.asarray(logs)
-    meds = _boot_median(v, seed=seed, n_boot=n_boot)
+    return {**_percentile_interval(float(np.median(v)), _boot_median(v, seed=seed, n_boot=N_BOOT),
+                                   level), "rounds": len(logs), "level": level}
+
+
+def _percentile_interval(log_ratio: float, boot: np.ndarray, level: float) -> dict[str, float]:
+    """``{"ratio", "lo", "hi"}``: the ratio of `log_ratio` and the percentile interval at
+    `level` of the bootstrap log ratios `boot`."""
     alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(meds, [alpha, 1.0 - alpha])
-    return {
-        "ratio": exp_or_limit(float(np.median(v))),
-        "lo": exp_or_limit(float(lo)),
-        "hi": exp_or_limit(float(hi)),
-        "rounds": len(logs),
-        "level": level,
-    }
+    lo, hi = np.quantile(boot, [alpha, 1.0 - alpha])
+    return {"ratio": exp_or_limit(log_ratio), "lo": exp_or_limit(float(lo)),
+            "hi": exp_or_limit(float(hi))}
 
 
 def _inverse(x: float) -> float:
@@ -133,11 +123,10 @@ def all_pairs(
     for i, x in enumerate(names):
         for y in names[i + 1:]:
             r = paired_ratio(rounds[x], rounds[y], level=level, seed=seed)
-            if r is None:
-                continue
-            out[(x, y)] = r
-            out[(y, x)] = {**r, "ratio": _inverse(r["ratio"]), "lo": _inverse(r["hi"]),
-                           "hi": _inverse(r["lo"])}
+            if r is not None:
+                out[(x, y)] = r
+                out[(y, x)] = {**r, "ratio": _inverse(r["ratio"]), "lo": _inverse(r["hi"]),
+                               "hi": _inverse(r["lo"])}
     return out
 
 
@@ -161,15 +150,10 @@ def verdict(
         or None, "p_margin"}`` where speedup is against the second fastest and
         ``text`` is :func:`._verdict.verdict_text`'s.
     """
-    med = {}
-    for name, vals in rounds.items():
-        ok = [v for v in vals if positive(v)]
-        if ok:
-            med[name] = float(np.median(ok))
-    if pairs is None:
-        pairs = all_pairs({n: rounds[n] for n in sorted(med, key=lambda n: med[n])},
-                          level=level, seed=seed)
-    got = pairs
+    med = {name: float(np.median(ok)) for name, vals in rounds.items()
+           if (ok := [v for v in vals if positive(v)])}
+    got = pairs if pairs is not None else all_pairs(
+        {n: rounds[n] for n in sorted(med, key=lambda n: med[n])}, level=level, seed=seed)
 
     def interval(slow: str, fast: str) -> tuple[float, float, float] | None:
         r = got.get((slow, fast))
@@ -181,7 +165,7 @@ def verdict(
     if d["tie"]:
         base["below_margin"] = d["below_margin"]
     elif d["fastest"] is not None:
-        base["p_margin"] = max(p_beyond(pairs[(o, d["fastest"])], margin)
+        base["p_margin"] = max(p_beyond(got[(o, d["fastest"])], margin)
                                for o in med if o != d["fastest"])
     base["text"] = (verdict_text(as_reading(base, d["candidate"])) if d["candidate"]
                     else "no backend ran")
@@ -213,11 +197,7 @@ def combine_passes(
     Each result has ``ratio, lo, hi, rounds, level, passes`` (the per-pass
     ratios) and ``method``: ``"t over passes"``, ``"one pass"`` or ``"span"``.
     """
-    from statistics import NormalDist
-
-    keys: list[tuple[str, str]] = []
-    for p in passes:
-        keys += [k for k in p if k not in keys]
+    keys = dict.fromkeys(k for p in passes for k in p)  # in order of first appearance
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for k in keys:
@@ -228,8 +208,7 @@ def combine_passes(
                              "level": level, "passes": ratios}
         finite = all(0.0 < x < math.inf for x in ratios + ends)
         if len(got) == 1 and finite:
-            r.update(ratio=ratios[0], lo=float(got[0]["lo"]), hi=float(got[0]["hi"]),
-                     method="one pass")
+            r.update(ratio=ratios[0], lo=ends[0], hi=ends[1], method="one pass")
         elif not finite:
             r.update(ratio=_geometric_mean(ratios), lo=min(ends + ratios),
                      hi=max(ends + ratios), method="span")
@@ -265,8 +244,6 @@ def p_beyond(r: Mapping[str, Any], margin: float) -> float:
     A group's claim "the fastest clears every other" is an intersection-union
     test: its p-value is the largest of its pairs'. The report controls the
     false-discovery rate of the run's claims with these (Benjamini-Hochberg)."""
-    from statistics import NormalDist
-
     try:
         ratio, lo, hi = float(r["ratio"]), float(r["lo"]), float(r["hi"])
     except (KeyError, TypeError, ValueError):
@@ -295,9 +272,7 @@ def passes_disagree(
     by more than their rounds can say, and the runner gives its group more
     passes, up to a cap. (This is a test of disagreement between passes, not a
     stopping rule on the width of an interval.)"""
-    keys: list[tuple[str, str]] = []
-    for p in passes:
-        keys += [k for k in p if k not in keys and k[0] < k[1]]
+    keys = dict.fromkeys(k for p in passes for k in p if k[0] < k[1])
     out = []
     for k in keys:
         got = [p[k] for p in passes if k in p]
@@ -310,24 +285,17 @@ def _geometric_mean(ratios: Sequence[float]) -> float:
     """The geometric mean of ratios that :func:`exp_or_limit` may have made 0 or inf
     (times of a hostile file): 0 and inf where one pass says so, the median where
     passes say both."""
-    logs = [math.log(r) if 0.0 < r < math.inf else (math.inf if r == math.inf else -math.inf)
-            for r in ratios]
+    logs = [math.log(r) if r > 0.0 else -math.inf for r in ratios]  # log(inf) is inf
     if math.inf in logs and -math.inf in logs:
         return sorted(ratios)[len(ratios) // 2]
-    if math.inf in logs:
-        return math.inf
-    if -math.inf in logs:
-        return 0.0
-    return exp_or_limit(sum(logs) / len(logs))
+    return exp_or_limit(sum(logs) / len(logs))  # exp_or_limit(±inf): inf, 0
 
 
 def stall_factor(main: float | None, recheck: float | None) -> float | None:
     """``max(main/recheck, recheck/main)``: how far a cell is off its recheck (None if unknown)."""
-    if not (positive(main) and positive(recheck)):
-        return None
-    assert main is not None
-    assert recheck is not None
-    return max(main / recheck, recheck / main)
+    if positive(main) and positive(recheck):
+        return max(main / recheck, recheck / main)
+    return None
 
 
 def classify_stall(first: float | None, recheck: float | None, again: float | None, *,
@@ -359,18 +327,14 @@ def classify_stall(first: float | None, recheck: float | None, again: float | No
 
 def effective_cores(cpu_s: float | None, wall_s: float | None) -> float | None:
     """Process CPU seconds over wall seconds: the cores the process kept busy."""
-    if not (positive(wall_s) and isinstance(cpu_s, (int, float))):
-        return None
-    assert wall_s is not None
-    assert cpu_s is not None
-    return max(0.0, float(cpu_s)) / wall_s
+    if positive(wall_s) and isinstance(cpu_s, (int, float)):
+        return max(0.0, float(cpu_s)) / wall_s
+    return None
 
 
-def ratio_interval(
-    old: Sequence[float], new: Sequence[float], *, level: float = DEFAULT_LEVEL, seed: int = 0,
-    n_boot: int = N_BOOT,
-) -> dict[str, Any] | None:
-    """``median(new) / median(old)`` with a bootstrap interval (independent samples).
+def ratio_interval(old: Sequence[float], new: Sequence[float]) -> dict[str, Any] | None:
+    """``median(new) / median(old)`` with a bootstrap interval at :data:`DEFAULT_LEVEL`
+    (independent samples).
 
     Returns ``{"ratio", "lo", "hi", "se_log", "level"}`` (``se_log``: the bootstrap
     standard error of the log ratio), or None with fewer than 2 samples on a side.
@@ -381,18 +345,9 @@ def ratio_interval(
     n = np.log(np.asarray([x for x in new if positive(x)], dtype=float))
     if len(o) < 2 or len(n) < 2:
         return None
-    mo = _boot_median(o, seed=seed, n_boot=n_boot)
-    mn = _boot_median(n, seed=seed + 1, n_boot=n_boot)
-    logs = mn - mo
-    alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(logs, [alpha, 1.0 - alpha])
-    return {
-        "ratio": exp_or_limit(float(np.median(n) - np.median(o))),
-        "lo": exp_or_limit(float(lo)),
-        "hi": exp_or_limit(float(hi)),
-        "se_log": float(np.std(logs)),
-        "level": level,
-    }
+    logs = _boot_median(n, seed=1, n_boot=N_BOOT) - _boot_median(o, seed=0, n_boot=N_BOOT)
+    return {**_percentile_interval(float(np.median(n) - np.median(o)), logs, DEFAULT_LEVEL),
+            "se_log": float(np.std(logs)), "level": DEFAULT_LEVEL}
 
 
 def exp_or_limit(x: float) -> float:

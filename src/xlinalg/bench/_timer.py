@@ -30,6 +30,7 @@ __all__ = [
     "calibrate",
     "first_call",
     "interleaved",
+    "rotation",
     "time_block",
 ]
 
@@ -152,7 +153,6 @@ class Stats:
         xs = sorted(float(s) for s in samples)
         if not xs:
             raise ValueError("no samples")
-        # "inclusive" is NumPy's default (linear) interpolation; one sample is all three
         q1, med, q3 = (statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1
                        else (xs[0],) * 3)
         return cls(
@@ -169,7 +169,6 @@ class Stats:
 
     @property
     def relative_iqr(self) -> float:
-        """``IQR / median`` (0 when the median is 0)."""
         return self.iqr / self.median if self.median > 0 else 0.0
 
     def to_dict(self) -> dict[str, float]:
@@ -203,24 +202,11 @@ class Measurement:
         self.stats = Stats.from_samples(self.times)
 
     @property
-    def median(self) -> float:
-        return self.stats.median
-
-    @property
-    def iqr(self) -> float:
-        return self.stats.iqr
-
-    @property
-    def min(self) -> float:
-        return self.stats.min
-
-    @property
     def total_calls(self) -> int:
         return self.number * len(self.times)
 
     @property
     def noisy(self) -> bool:
-        """Whether ``IQR/median`` exceeds the noise threshold."""
         return self.stats.relative_iqr > self.noise_threshold
 
     @property
@@ -285,10 +271,6 @@ class DeviceClock(Protocol):
     def stop(self) -> float: ...
 
 
-def _no_fence(*_: Any) -> None:
-    return None
-
-
 class Timer:
     """Time ``stmt()`` with a fence on its results inside every timed block.
 
@@ -323,7 +305,7 @@ class Timer:
         device_clock: DeviceClock | None = None,
     ) -> None:
         self.stmt = stmt
-        self.fence = fence or _no_fence
+        self.fence = fence or (lambda *_: None)
         self.fence_all = fence_all
         self.config = config or TimerConfig()
         self.clock = clock
@@ -331,7 +313,6 @@ class Timer:
         #: the result of the last call of the last block (for a correctness check)
         self.last_result: Any = None
 
-    # ------------------------------------------------------------------ blocks
     def _block(self, number: int) -> tuple[float, float | None]:
         """Run `number` calls and the fence; return (host seconds, device seconds)."""
         stmt, fence, clock, dev = self.stmt, self.fence, self.clock, self.device_clock
@@ -359,7 +340,6 @@ class Timer:
         self.last_result = outs[-1] if outs else last
         return t1 - t0, device_s
 
-    # ------------------------------------------------------------------ driver
     def run(self) -> Measurement:
         """Warm up, calibrate and collect samples (see the module docstring)."""
         cfg = self.config
@@ -409,8 +389,8 @@ class Timer:
         if cfg.number is not None:
             number = max(1, int(cfg.number))
         else:
-            number = self._initial_number(per_call)
             # number == 1: the warm-up calls were already samples of >= min_sample_time
+            number = max(1, min(cfg.max_number, math.ceil(cfg.min_sample_time / per_call)))
             while 1 < number < cfg.max_number:
                 t, _ = self._block(number)
                 calibration_blocks += 1
@@ -433,27 +413,14 @@ class Timer:
     def measurement(self, prep: Preparation, times: list[float],
                     device_times: list[float] | None = None) -> Measurement:
         """The :class:`Measurement` of per-call `times` collected after `prep`."""
-        return Measurement(
-            times=times,
-            number=prep.number,
-            first_call_s=prep.first_call_s,
-            warmup_calls=prep.warmup_calls,
-            warmup_s=prep.warmup_s,
-            calibration_blocks=prep.calibration_blocks,
-            total_s=self.clock() - prep.start,
-            noise_threshold=self.config.noise_threshold,
-            device_times=device_times or None,
-            clock=getattr(self.clock, "__qualname__", "clock"),
-        )
-
-    def _initial_number(self, per_call: float) -> int:
-        cfg = self.config
-        if per_call >= cfg.min_sample_time:
-            return 1
-        return max(1, min(cfg.max_number, math.ceil(cfg.min_sample_time / per_call)))
+        found = asdict(prep)  # the warm-up's figures, which the measurement records
+        start = found.pop("start")
+        return Measurement(times=times, **found, total_s=self.clock() - start,
+                           noise_threshold=self.config.noise_threshold,
+                           device_times=device_times or None,
+                           clock=getattr(self.clock, "__qualname__", "clock"))
 
 
-# ---------------------------------------------------------------------- plain blocks
 def calibrate(fn: Callable[[], Any], min_time: float) -> int:
     """Calls of `fn` per block so that one block lasts at least `min_time` seconds
     (doubling from 1): the plain timer of ``xlinalg bench --tune`` and of
@@ -476,6 +443,12 @@ def time_block(fn: Callable[[], Any], number: int) -> float:
     return (time.perf_counter() - t0) / number
 
 
+def rotation(backends: Sequence[str], round_index: int) -> list[str]:
+    """The order of `backends` in round `round_index` (0-based): rotated left by it."""
+    k = round_index % len(backends) if backends else 0
+    return list(backends[k:]) + list(backends[:k])
+
+
 def interleaved(fns: dict[str, Callable[[], Any]], repeats: int, min_time: float) -> dict[str, list[float]]:
     """Per round, seconds per call of each fenced callable (all warm).
 
@@ -487,13 +460,11 @@ def interleaved(fns: dict[str, Callable[[], Any]], repeats: int, min_time: float
     keys = list(fns)
     samples: dict[str, list[float]] = {k: [] for k in keys}
     for r in range(repeats):
-        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+        for k in rotation(keys, r):
             samples[k].append(time_block(fns[k], numbers[k]))
     return samples
 
 
 def first_call(fn: Callable[[], Any]) -> float:
     """Seconds of one call of `fn` (its first: compilation and caches included)."""
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+    return time_block(fn, 1)
