@@ -14,10 +14,13 @@ from collections.abc import Iterator, Mapping
 from statistics import NormalDist
 from typing import Any
 
+import numpy as np
+
 from .._lib._units import format_time
 from ._findings._fields import median, raw_times
-from ._passes import _number
+from ._passes import PARALLELISM_FACTOR, _number
 from ._resultsfile import get_path
+from ._stats import N_BOOT, _boot_median, exp_or_limit, ratio_interval, starved, t_quantile
 from ._verdict import BELOW_MARGIN, BEYOND, positive, reading
 
 __all__ = ["aa_selftest", "compare_records", "header_differences", "noise_from_pair"]
@@ -41,8 +44,6 @@ def _pass_var(r: Mapping[str, Any]) -> tuple[float, int] | None:
 
 def _starved_cores(r: Mapping[str, Any]) -> float | None:
     """The effective cores of a side-by-side record whose worker was starved, else None."""
-    from ._stats import starved
-
     v = _cores(r)
     return v if v is not None and starved(str(r.get("backend")), v) else None
 
@@ -62,8 +63,6 @@ def _parallelism_changed(o: Mapping[str, Any], n: Mapping[str, Any]) -> str | No
     its code: the comparison is not like for like, and saying REGRESSION would
     cry wolf. The note shows both figures, so a change that made a library
     single-threaded is still visible."""
-    from ._passes import PARALLELISM_FACTOR
-
     a, b = _cores(o), _cores(n)
     if a is None or b is None or min(a, b) <= 0 or max(a, b) / min(a, b) <= PARALLELISM_FACTOR:
         return None
@@ -87,10 +86,6 @@ def _moderated(own: tuple[float, int] | None, prior: float | None) -> tuple[floa
 def _shift(logs: list[float], *, level: float) -> tuple[float, float, float] | None:
     """(median, lo, hi) of the cells' log ratios, a bootstrap interval over the
     cells at `level`; None for fewer than :data:`MIN_CELLS_FOR_SPREAD` cells."""
-    import numpy as np
-
-    from ._stats import N_BOOT, _boot_median
-
     if len(logs) < MIN_CELLS_FOR_SPREAD:
         return None
     meds = _boot_median(np.asarray(logs), seed=0, n_boot=N_BOOT)
@@ -146,8 +141,6 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
     `noise`: per cell key, a variance of the log ratio from an A/A pair
     (:func:`noise_from_pair`).
     """
-    from ._stats import exp_or_limit, ratio_interval, t_quantile
-
     rows = []
     for key in list(old) + [k for k in new if k not in old]:
         o, n = old.get(key), new.get(key)
@@ -234,15 +227,15 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
                  shift_removed=removed)
         o, n = old[r["key"]], new[r["key"]]
         enough = min(r["n_old"], r["n_new"]) >= min_samples and r["se_within"] is not None
-        starved = [c for c in (_starved_cores(o), _starved_cores(n)) if c is not None]
+        starved_cores = [c for c in (_starved_cores(o), _starved_cores(n)) if c is not None]
         moved = _beyond(r["judged_lo"], r["judged_hi"], threshold)
         if not enough:
             r["flag"] = f"~ (too few samples: {r['n_old']} and {r['n_new']})"
         elif r["se_passes"] is None:
             r["flag"] = ("~ (one pass: no noise between processes; measure with the "
                          "recheck or give --noise)")
-        elif starved:
-            r["flag"] = (f"~ (starved: the process ran {100 * min(starved):.0f}% of the wall "
+        elif starved_cores:
+            r["flag"] = (f"~ (starved: the process ran {100 * min(starved_cores):.0f}% of the wall "
                          "time; the times measure the scheduler)")
         elif moved:
             cores = _parallelism_changed(o, n)
@@ -307,8 +300,6 @@ def _pass_to_pass(run: Mapping[str, Mapping[str, Any]]) -> tuple[int, int]:
     pass is a fresh set of processes, so this is the rate at which the next
     process lands where the others said it would. Pairs with fewer than 4 passes
     (two others give a one-degree-of-freedom interval) are not checked."""
-    from ._stats import t_quantile
-
     inside = checked = 0
     for ra in run.values():
         for _, x in _pairs(ra):

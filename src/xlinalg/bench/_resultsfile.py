@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._schema import HeaderRecord, ResultRecord
+from .._lib._escape import terminal
+from ._cases import format_size
+from ._schema import HeaderRecord, RecordError, ResultRecord, parse_line, record_problem
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -219,8 +221,6 @@ def read_results(path: str | os.PathLike[str], *, warn: bool = True) -> ResultsF
         not a regular file, too large, not JSON Lines, has a corrupt line, a
         record from a newer schema, or a record that does not fit the schema.
     """
-    from ._schema import RecordError, parse_line
-
     p = Path(path)
     raw, kind = _decompressed(p, _read_bounded(p))
     out = ResultsFile(path=str(p), compressed=kind)
@@ -261,8 +261,6 @@ def read_results(path: str | os.PathLike[str], *, warn: bool = True) -> ResultsF
 
 
 def _validate(p: Path, lineno: int, obj: Any, out: ResultsFile) -> None:
-    from ._schema import record_problem
-
     if not isinstance(obj, dict):
         if lineno == 1:
             raise ResultsFileError(p, 1, "not an xlinalg results file (the first line is not "
@@ -283,8 +281,6 @@ def _validate(p: Path, lineno: int, obj: Any, out: ResultsFile) -> None:
     if version < 1:
         raise ResultsFileError(p, lineno, f"invalid schema_version {version}")
     if kind not in ("header", "result"):
-        from .._lib._escape import terminal
-
         raise ResultsFileError(p, lineno, f"unknown record type {terminal(repr(kind), 80)}")
     try:
         problem = record_problem(obj, kind)
@@ -304,9 +300,6 @@ def _check_identity(p: Path, lineno: int | None, rec: dict[str, Any]) -> None:
     key; a key that names another cell (an edited or spliced file) would pin this
     record's numbers on that cell, so the record is refused rather than trusted.
     """
-    from .._lib._escape import terminal
-    from ._cases import format_size
-
     size = rec["size"]
     if isinstance(size, int) or (isinstance(size, list) and size):
         label = format_size(size)
@@ -329,8 +322,6 @@ def _headerless_warnings(p: Path, out: ResultsFile, lines: list[int]) -> None:
     runs = {h["run_id"] for h in out.headers}
     orphans = [(ln, r["run_id"]) for ln, r in zip(lines, out.records) if r["run_id"] not in runs]
     if orphans:
-        from .._lib._escape import terminal
-
         ids = sorted({rid for _, rid in orphans})
         out.warnings.append(terminal(
             f"{p}:{orphans[0][0]}: {len(orphans)} result record(s), the first on this "

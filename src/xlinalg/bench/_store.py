@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from .._lib._escape import terminal
 from ._resultsfile import (
     SCHEMA_VERSION,
     ResultsFile,
@@ -307,8 +308,6 @@ class ResultStore:
         for h in self.previous.headers:
             diffs += [d for d in settings_differences(h, run, env) if d not in diffs]
         if diffs:
-            from .._lib._escape import terminal
-
             raise ResumeMismatchError(self.path, None, terminal(
                 "its cells were measured with other settings; resuming would mix them: "
                 + "; ".join(diffs) + ". Resume with the file's settings, or start a new "
