@@ -10,14 +10,18 @@ from __future__ import annotations
 import math
 import statistics
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from statistics import NormalDist
 from typing import Any
 
+import numpy as np
+
 from .._lib._units import format_time
 from ._findings._fields import median, raw_times
+from ._passes import PARALLELISM_FACTOR, _number
 from ._resultsfile import get_path
-from ._verdict import BELOW_MARGIN, BEYOND, reading
+from ._stats import N_BOOT, _boot_median, exp_or_limit, ratio_interval, starved, t_quantile
+from ._verdict import BELOW_MARGIN, BEYOND, positive, reading
 
 __all__ = ["aa_selftest", "compare_records", "header_differences", "noise_from_pair"]
 
@@ -28,36 +32,26 @@ MIN_CELLS_FOR_SPREAD = 6
 PRIOR_DF = 4.0
 
 
-def _pass_logs(r: Mapping[str, Any]) -> list[float]:
-    """Logs of the passes' medians (``time.passes``) of a record: one per pass."""
+def _pass_var(r: Mapping[str, Any]) -> tuple[float, int] | None:
+    """(variance between a record's passes of their log medians (``time.passes``),
+    passes); None with one pass."""
     passes = get_path(r, "time", "passes")
     # logs, not ratios: 1e308 over 1e-308 overflows
-    return [math.log(float(m)) for p in passes if isinstance(p, dict)
-            and isinstance(m := p.get("median_s"), (int, float)) and not isinstance(m, bool)
-            and m > 0 and math.isfinite(m)] if isinstance(passes, list) else []
-
-
-def _pass_var(r: Mapping[str, Any]) -> tuple[float, int] | None:
-    """(variance between the passes of the log medians, passes); None with one pass."""
-    logs = _pass_logs(r)
+    logs = [math.log(float(m)) for p in passes if isinstance(p, dict)
+            and positive(m := p.get("median_s"))] if isinstance(passes, list) else []
     return (statistics.variance(logs), len(logs)) if len(logs) > 1 else None
 
 
 def _starved_cores(r: Mapping[str, Any]) -> float | None:
     """The effective cores of a side-by-side record whose worker was starved, else None."""
-    from ._stats import starved
-
     v = _cores(r)
     return v if v is not None and starved(str(r.get("backend")), v) else None
 
 
 def _cores(r: Mapping[str, Any]) -> float | None:
-    """The effective cores of a side-by-side record (CPU time over wall time), if a
-    finite number, else None."""
+    """The effective cores (CPU over wall time) of a side-by-side record, else None."""
     v = get_path(r, "side_by_side", "effective_cores")
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-        return None
-    return float(v)
+    return float(v) if _number(v) else None
 
 
 def _parallelism_changed(o: Mapping[str, Any], n: Mapping[str, Any]) -> str | None:
@@ -69,18 +63,10 @@ def _parallelism_changed(o: Mapping[str, Any], n: Mapping[str, Any]) -> str | No
     its code: the comparison is not like for like, and saying REGRESSION would
     cry wolf. The note shows both figures, so a change that made a library
     single-threaded is still visible."""
-    from ._passes import PARALLELISM_FACTOR
-
     a, b = _cores(o), _cores(n)
     if a is None or b is None or min(a, b) <= 0 or max(a, b) / min(a, b) <= PARALLELISM_FACTOR:
         return None
     return f"effective cores {a:.1f} -> {b:.1f}"
-
-
-def _representable(log_ratio: float) -> bool:
-    """Whether ``exp(log_ratio)`` and its inverse are normal floats (not 0, not
-    inf, not a subnormal whose relative precision is gone)."""
-    return abs(log_ratio) < -math.log(sys.float_info.min)
 
 
 def _moderated(own: tuple[float, int] | None, prior: float | None) -> tuple[float, float] | None:
@@ -97,16 +83,12 @@ def _moderated(own: tuple[float, int] | None, prior: float | None) -> tuple[floa
     return max(v, (PRIOR_DF * prior + (k - 1) * v) / (PRIOR_DF + k - 1)), PRIOR_DF + k - 1
 
 
-def _shift(logs: list[float], *, level: float, seed: int = 0) -> tuple[float, float, float] | None:
+def _shift(logs: list[float], *, level: float) -> tuple[float, float, float] | None:
     """(median, lo, hi) of the cells' log ratios, a bootstrap interval over the
     cells at `level`; None for fewer than :data:`MIN_CELLS_FOR_SPREAD` cells."""
-    import numpy as np
-
-    from ._stats import N_BOOT, _boot_median
-
     if len(logs) < MIN_CELLS_FOR_SPREAD:
         return None
-    meds = _boot_median(np.asarray(logs), seed=seed, n_boot=N_BOOT)
+    meds = _boot_median(np.asarray(logs), seed=0, n_boot=N_BOOT)
     lo, hi = np.quantile(meds, [(1 - level) / 2, (1 + level) / 2])
     return statistics.median(logs), float(lo), float(hi)
 
@@ -115,10 +97,8 @@ def noise_from_pair(a: Mapping[str, Mapping[str, Any]],
                     b: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
     """Per cell, the variance of the log ratio that an A/A pair (two runs of the
     same code) shows, moderated towards the median over the cells."""
-    sq = {}
-    for key in a:
-        if key in b and (x := median(a[key])) and (y := median(b[key])):
-            sq[key] = (math.log(y) - math.log(x)) ** 2
+    sq = {key: (math.log(y) - math.log(x)) ** 2 for key in a
+          if key in b and (x := median(a[key])) and (y := median(b[key]))}
     if not sq:
         return {}
     prior = statistics.median(sq.values())
@@ -161,8 +141,6 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
     `noise`: per cell key, a variance of the log ratio from an A/A pair
     (:func:`noise_from_pair`).
     """
-    from ._stats import exp_or_limit, ratio_interval, t_quantile
-
     rows = []
     for key in list(old) + [k for k in new if k not in old]:
         o, n = old.get(key), new.get(key)
@@ -182,9 +160,11 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
             row["flag"] = f"not comparable ({o.get('status')} -> {n.get('status')}: {_why_not(o, n)})"
             continue
         # on the log scale: mn / mo of hostile times (1e308 over 1e-308, subnormals)
-        # overflows to inf or underflows to 0, which has no log
+        # overflows to inf or underflows to 0, which has no log; compared only where
+        # the ratio and its inverse are normal floats (not a subnormal whose relative
+        # precision is gone)
         log_ratio = math.log(mn) - math.log(mo)
-        if not _representable(log_ratio):
+        if abs(log_ratio) >= -math.log(sys.float_info.min):
             row["flag"] = ("not comparable (the ratio of the medians, "
                            f"{format_time(mn)} over {format_time(mo)}, is out of range)")
             continue
@@ -197,20 +177,19 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
     own = {r["key"]: (_pass_var(old[r["key"]]), _pass_var(new[r["key"]])) for r in compared}
     vs = [v[0] for pair in own.values() for v in pair if v is not None]
     prior = statistics.median(vs) if vs else None
-    m = max(1, len(compared))
     shift = _shift([r["log_ratio"] for r in compared], level=1.0 - alpha)
     removed = shift is not None and _beyond(math.exp(shift[1]), math.exp(shift[2]),
                                             threshold) is not None
+    # a removed shift is known to within its interval: its standard error joins the cell's
+    offset, shift_se = ((shift[0], (shift[2] - shift[1]) / (2 * 1.96)) if removed and shift
+                        else (0.0, 0.0))
     for r in compared:
-        parts, dfs = [], []
-        for side, v in zip((old[r["key"]], new[r["key"]]), own[r["key"]]):
+        dfs = []  # (variance of a side's mean log, its degrees of freedom)
+        for v in own[r["key"]]:
             mv = _moderated(v, prior)
-            if mv is None:
-                continue
-            k = v[1] if v is not None else max(1, len(_pass_logs(side)))
-            parts.append(mv[0] / k)
-            dfs.append((mv[0] / k, mv[1]))
-        se_passes = math.sqrt(sum(parts)) if len(parts) == 2 else None
+            if mv is not None:  # a side without its own variance has one pass (or none)
+                dfs.append((mv[0] / (v[1] if v is not None else 1), mv[1]))
+        se_passes = math.sqrt(sum(a for a, _ in dfs)) if len(dfs) == 2 else None
         if noise is not None and r["key"] in noise:
             aa = noise[r["key"]]
             if se_passes is None or aa > se_passes ** 2:
@@ -220,12 +199,7 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
         # Welch-Satterthwaite degrees of freedom of the passes' terms
         df = (sum(a for a, _ in dfs) ** 2 / sum(a * a / d for a, d in dfs)
               if dfs and all(d > 0 for _, d in dfs) and sum(a for a, _ in dfs) > 0 else math.inf)
-        lr = r["log_ratio"]
-        if removed:
-            assert shift is not None
-            lr -= shift[0]
-            # the shift is known to within its interval: its standard error joins the cell's
-            se = math.hypot(se, (shift[2] - shift[1]) / (2 * 1.96))
+        lr, se = r["log_ratio"] - offset, math.hypot(se, shift_se)
         r.update(se=se, df=df, judged_ratio=exp_or_limit(lr),
                  p=_p_beyond(lr, se, df, threshold) if se_passes is not None else 1.0,
                  test="t beyond the threshold")
@@ -237,9 +211,9 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
 
     flagged = int((false_discovery_control([r["p"] for r in compared]) <= alpha).sum()
                   if compared else 0)
-    level = 1.0 - alpha * max(1, flagged) / m
+    level = 1.0 - alpha * max(1, flagged) / max(1, len(compared))
     for r in compared:
-        se, df, lr = r["se"], r["df"], r["log_ratio"] - (shift[0] if removed and shift else 0.0)
+        se, df, lr = r["se"], r["df"], r["log_ratio"] - offset
         q = (t_quantile(1 - (1 - level) / 2, df) if math.isfinite(df)
              else NormalDist().inv_cdf(1 - (1 - level) / 2))
         half = q * se
@@ -251,28 +225,26 @@ def compare_records(old: Mapping[str, Mapping[str, Any]],
                  shift_lo=exp_or_limit(shift[1]) if shift else None,
                  shift_hi=exp_or_limit(shift[2]) if shift else None,
                  shift_removed=removed)
-        se_passes = r["se_passes"]
+        o, n = old[r["key"]], new[r["key"]]
         enough = min(r["n_old"], r["n_new"]) >= min_samples and r["se_within"] is not None
-        starved = [c for c in (_starved_cores(old[r["key"]]), _starved_cores(new[r["key"]]))
-                   if c is not None]
+        starved_cores = [c for c in (_starved_cores(o), _starved_cores(n)) if c is not None]
         moved = _beyond(r["judged_lo"], r["judged_hi"], threshold)
         if not enough:
             r["flag"] = f"~ (too few samples: {r['n_old']} and {r['n_new']})"
-        elif se_passes is None:
+        elif r["se_passes"] is None:
             r["flag"] = ("~ (one pass: no noise between processes; measure with the "
                          "recheck or give --noise)")
-        elif starved:
-            r["flag"] = (f"~ (starved: the process ran {100 * min(starved):.0f}% of the wall "
+        elif starved_cores:
+            r["flag"] = (f"~ (starved: the process ran {100 * min(starved_cores):.0f}% of the wall "
                          "time; the times measure the scheduler)")
         elif moved:
-            cores = _parallelism_changed(old[r["key"]], new[r["key"]])
+            cores = _parallelism_changed(o, n)
             r["flag"] = (f"~ (not like for like: {cores}; the {moved} may be the machine's "
                          "load, not the code)" if cores else moved)
         elif reading(r["judged_lo"], r["judged_hi"], 1 + threshold) == BELOW_MARGIN:
             r["flag"] = "~ (a real difference below the threshold)"
         else:
             r["flag"] = "~"
-        o, n = old[r["key"]], new[r["key"]]
         if n.get("status") == "wrong" and o.get("status") != "wrong":
             r["flag"] += " (now WRONG)"
     return rows
@@ -290,17 +262,12 @@ def aa_selftest(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str,
     inside = [0, 0]
     total = 0
     for key, ra in a.items():
-        rb = b.get(key)
-        if not rb:
+        pb = (b.get(key) or {}).get("ratios")
+        if not isinstance(pb, Mapping):
             continue
-        pa, pb = ra.get("ratios"), rb.get("ratios")
-        if not isinstance(pa, Mapping) or not isinstance(pb, Mapping):
-            continue
-        for other, x in pa.items():
-            y = pb.get(other)
-            if str(ra.get("backend")) >= str(other) or not isinstance(x, Mapping) \
-                    or not isinstance(y, Mapping):
-                continue  # each unordered pair once
+        for other, x in _pairs(ra):
+            if not isinstance(y := pb.get(other), Mapping):
+                continue
             try:
                 total += 1
                 inside[0] += float(x["lo"]) <= float(y["ratio"]) <= float(x["hi"])
@@ -309,17 +276,23 @@ def aa_selftest(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str,
                 total -= 1
     judged = [r for r in rows if r["lo"] is not None]
     flagged = [r for r in judged if not r["flag"].startswith("~")]
-    held, checked = 0, 0
-    for run in (a, b):
-        h, c = _pass_to_pass(run)
-        held, checked = held + h, checked + c
+    (held_a, checked_a), (held_b, checked_b) = _pass_to_pass(a), _pass_to_pass(b)
     return {"pairs": total, "second_in_first": inside[0], "first_in_second": inside[1],
             "cells": len(judged), "flagged": len(flagged),
             "flagged_keys": [r["key"] for r in flagged],
-            "pass_checks": checked, "pass_inside": held}
+            "pass_checks": checked_a + checked_b, "pass_inside": held_a + held_b}
 
 
-def _pass_to_pass(run: Mapping[str, Mapping[str, Any]], level: float = 0.95) -> tuple[int, int]:
+def _pairs(rec: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(other backend, ratio) of each pair in a record's ``ratios``: each unordered
+    pair once (in the record of the backend whose name sorts first)."""
+    pairs = rec.get("ratios")
+    for other, x in pairs.items() if isinstance(pairs, Mapping) else ():
+        if str(rec.get("backend")) < str(other) and isinstance(x, Mapping):
+            yield other, x
+
+
+def _pass_to_pass(run: Mapping[str, Mapping[str, Any]]) -> tuple[int, int]:
     """(inside, checked): within one run, how often a pass's ratio of two backends
     lies inside the 95 % prediction interval for one more pass drawn from the run's
     other passes (leave one out: ``mean ± t(k-2) * s * sqrt(1 + 1/(k-1))`` over the
@@ -327,27 +300,19 @@ def _pass_to_pass(run: Mapping[str, Mapping[str, Any]], level: float = 0.95) -> 
     pass is a fresh set of processes, so this is the rate at which the next
     process lands where the others said it would. Pairs with fewer than 4 passes
     (two others give a one-degree-of-freedom interval) are not checked."""
-    from ._stats import t_quantile
-
     inside = checked = 0
     for ra in run.values():
-        pairs = ra.get("ratios")
-        if not isinstance(pairs, Mapping):
-            continue
-        for other, x in pairs.items():
-            if str(ra.get("backend")) >= str(other) or not isinstance(x, Mapping):
-                continue  # each unordered pair once
+        for _, x in _pairs(ra):
             got = x.get("passes")
             if not isinstance(got, list):
                 continue
-            logs = [math.log(v) for v in got if isinstance(v, (int, float)) and not isinstance(v, bool)
-                    and 0 < v < math.inf]
+            logs = [math.log(v) for v in got if positive(v)]
             if len(logs) < 4 or len(logs) != len(got):
                 continue
             for i, li in enumerate(logs):
                 rest = logs[:i] + logs[i + 1:]
                 m, sd = statistics.fmean(rest), statistics.stdev(rest)
-                half = t_quantile(0.5 + level / 2.0, len(rest) - 1) * sd * math.sqrt(1 + 1 / len(rest))
+                half = t_quantile(0.975, len(rest) - 1) * sd * math.sqrt(1 + 1 / len(rest))
                 checked += 1
                 inside += abs(li - m) <= half
     return inside, checked
@@ -370,7 +335,6 @@ def _why_not(o: Mapping[str, Any], n: Mapping[str, Any]) -> str:
 def header_differences(old: Mapping[str, Any] | None,
                        new: Mapping[str, Any] | None) -> list[str]:
     """What differs between the two runs' headers that makes times incomparable."""
-    old, new = old or {}, new or {}
     out = []
     a, b = get_path(old, "env", "machine_id"), get_path(new, "env", "machine_id")
     if a is not None and b is not None and a != b:  # the ids are not shown

@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import stat
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._schema import HeaderRecord, ResultRecord
+from .._lib._escape import terminal
+from ._cases import format_size
+from ._schema import HeaderRecord, RecordError, ResultRecord, parse_line, record_problem
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -84,7 +85,6 @@ def cell_key(case: str, backend: str, dtype: str, size_label: str) -> str:
     return f"{case}|{backend}|{dtype}|{size_label}"
 
 
-# ---------------------------------------------------------------------- reading
 @dataclass
 class ResultsFile:
     """The parsed content of a results file.
@@ -115,10 +115,7 @@ class ResultsFile:
 
     def latest(self) -> dict[str, ResultRecord]:
         """The last record of each cell key (a resumed or re-run cell supersedes)."""
-        out: dict[str, ResultRecord] = {}
-        for r in self.records:
-            out[r["key"]] = r
-        return out
+        return {r["key"]: r for r in self.records}
 
     def finished_keys(self, *, include_failed: bool = True, include_noisy: bool = True) -> set[str]:
         """Keys of cells that need not run again (``--resume``).
@@ -133,17 +130,6 @@ class ResultsFile:
         }
 
 
-def _iter_lines(raw: bytes) -> Iterator[tuple[int, int, bytes, bool]]:
-    """(line number, end offset, line bytes, has newline) for each line."""
-    end = 0
-    for lineno, line in enumerate(raw.split(b"\n"), 1):
-        end += len(line) + 1
-        if end <= len(raw):
-            yield lineno, end, line, True
-        elif line:
-            yield lineno, len(raw), line, False
-
-
 #: Largest results file a reader accepts (bytes): a full run is a few MiB.
 MAX_FILE_BYTES = 512 * 2**20
 
@@ -155,8 +141,6 @@ def _read_bounded(p: Path) -> bytes:
         fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise ResultsFileError(p, None, "no such file") from None
-    except IsADirectoryError:
-        raise ResultsFileError(p, None, "is a directory, not a results file") from None
     except OSError as exc:
         raise ResultsFileError(p, None, f"cannot read: {_why(exc)}") from None
     try:
@@ -173,10 +157,8 @@ def _read_bounded(p: Path) -> bytes:
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         chunks, total = [], 0
-        while total <= MAX_FILE_BYTES:  # bounded even if the file grows while read
-            chunk = os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - total))
-            if not chunk:
-                break
+        while total <= MAX_FILE_BYTES and (  # bounded even if the file grows while read
+                chunk := os.read(fd, min(1 << 20, MAX_FILE_BYTES + 1 - total))):
             chunks.append(chunk)
             total += len(chunk)
         if total > MAX_FILE_BYTES:
@@ -239,34 +221,30 @@ def read_results(path: str | os.PathLike[str], *, warn: bool = True) -> ResultsF
         not a regular file, too large, not JSON Lines, has a corrupt line, a
         record from a newer schema, or a record that does not fit the schema.
     """
-    from ._schema import RecordError, parse_line
-
     p = Path(path)
     raw, kind = _decompressed(p, _read_bounded(p))
     out = ResultsFile(path=str(p), compressed=kind)
     if not raw.strip():
         raise ResultsFileError(p, None, "is empty: not an xlinalg results file")
     record_lines: list[int] = []
-    for lineno, end, line, has_nl in _iter_lines(raw):
+    lines, end = raw.split(b"\n"), 0
+    for lineno, line in enumerate(lines, 1):
+        end = min(end + len(line) + 1, len(raw))  # where the line's newline ends
         if not line.strip():
             out.good_bytes = end
             continue
         try:
             obj = parse_line(line)
         except RecordError as exc:
-            syntax = getattr(exc, "json_error", False)
-            if syntax and not has_nl and out.headers:
-                msg = (f"{p}:{lineno}: last line is truncated (an interrupted write?); "
-                       "ignored it")
-                out.warnings.append(msg)
-                if warn:
-                    warnings.warn(msg, ResultsFileWarning, stacklevel=2)
+            if exc.json_error and lineno == len(lines) and out.headers:  # no newline after it
+                out.warnings.append(f"{p}:{lineno}: last line is truncated (an interrupted "
+                                    "write?); ignored it")
                 break
-            if syntax and lineno == 1:
+            if exc.json_error and lineno == 1:
                 raise ResultsFileError(
                     p, 1, "not an xlinalg results file (the first line is not JSON)"
                 ) from None
-            raise ResultsFileError(p, lineno, f"corrupt line ({exc})" if syntax
+            raise ResultsFileError(p, lineno, f"corrupt line ({exc})" if exc.json_error
                                    else str(exc)) from None
         _validate(p, lineno, obj, out)
         if obj["type"] == "header":
@@ -275,17 +253,14 @@ def read_results(path: str | os.PathLike[str], *, warn: bool = True) -> ResultsF
             out.records.append(obj)
             record_lines.append(lineno)
         out.good_bytes = end
-    n_before = len(out.warnings)
     _headerless_warnings(p, out, record_lines)
     if warn:
-        for msg in out.warnings[n_before:]:
+        for msg in out.warnings:
             warnings.warn(msg, ResultsFileWarning, stacklevel=2)
     return out
 
 
 def _validate(p: Path, lineno: int, obj: Any, out: ResultsFile) -> None:
-    from ._schema import record_problem
-
     if not isinstance(obj, dict):
         if lineno == 1:
             raise ResultsFileError(p, 1, "not an xlinalg results file (the first line is not "
@@ -306,8 +281,6 @@ def _validate(p: Path, lineno: int, obj: Any, out: ResultsFile) -> None:
     if version < 1:
         raise ResultsFileError(p, lineno, f"invalid schema_version {version}")
     if kind not in ("header", "result"):
-        from .._lib._escape import terminal
-
         raise ResultsFileError(p, lineno, f"unknown record type {terminal(repr(kind), 80)}")
     try:
         problem = record_problem(obj, kind)
@@ -327,9 +300,6 @@ def _check_identity(p: Path, lineno: int | None, rec: dict[str, Any]) -> None:
     key; a key that names another cell (an edited or spliced file) would pin this
     record's numbers on that cell, so the record is refused rather than trusted.
     """
-    from .._lib._escape import terminal
-    from ._cases import format_size
-
     size = rec["size"]
     if isinstance(size, int) or (isinstance(size, list) and size):
         label = format_size(size)
@@ -352,8 +322,6 @@ def _headerless_warnings(p: Path, out: ResultsFile, lines: list[int]) -> None:
     runs = {h["run_id"] for h in out.headers}
     orphans = [(ln, r["run_id"]) for ln, r in zip(lines, out.records) if r["run_id"] not in runs]
     if orphans:
-        from .._lib._escape import terminal
-
         ids = sorted({rid for _, rid in orphans})
         out.warnings.append(terminal(
             f"{p}:{orphans[0][0]}: {len(orphans)} result record(s), the first on this "

@@ -26,7 +26,6 @@ __all__ = [
     "MAX_INT_DIGITS",
     "MAX_SAMPLES",
     "RESULT_PROPERTIES",
-    "RESULT_STATUSES",
     "RecordError",
     "ResultRecord",
     "SideBySide",
@@ -49,14 +48,17 @@ MAX_SAMPLES = 100_000
 _SHOWN = 80
 
 Status = Literal["ok", "wrong", "unchecked", "skipped", "failed"]
-RESULT_STATUSES: tuple[str, ...] = typing.get_args(Status)
 
 
 class RecordError(ValueError):
-    """A line that is not an acceptable record; ``str()`` is one line."""
+    """A line that is not an acceptable record; ``str()`` is one line. ``json_error``:
+    the line is not UTF-8 or not JSON at all (rather than JSON no writer produces)."""
+
+    def __init__(self, message: str, *, json_error: bool = False) -> None:
+        super().__init__(message)
+        self.json_error = json_error
 
 
-# ---------------------------------------------------------------------- the records
 class JS(tuple[tuple[str, Any], ...]):
     """JSON Schema keywords a type adds, as :data:`typing.Annotated` metadata
     (hashable, so that the annotated types can be members of unions)."""
@@ -298,7 +300,6 @@ class HeaderRecord(_HeaderRequired, total=False):
     run: RunSettings | None
 
 
-# ---------------------------------------------------------------------- the schema
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
                type(None): "null"}
 
@@ -373,8 +374,7 @@ def record_problem(obj: dict[str, Any], kind: str) -> str | None:
         return None
     field = ".".join(str(p) for p in err.absolute_path) or "record"
     if err.validator == "required":
-        missing = [f for f in (RESULT_REQUIRED if kind == "result" else HEADER_REQUIRED)
-                   if f not in obj]
+        missing = [f for f in err.schema["required"] if f not in obj]
         return f"{kind} record lacks field(s) {', '.join(missing)}"
     expected = err.schema.get("type") or err.schema.get("enum") or err.schema.get("const")
     if err.validator in ("type", "enum", "const", "oneOf"):
@@ -385,7 +385,6 @@ def record_problem(obj: dict[str, Any], kind: str) -> str | None:
            f"{_short(err.instance)}"
 
 
-# ---------------------------------------------------------------------- parsing
 def _int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise RecordError(f"an integer literal of {len(text)} digits (at most "
@@ -416,16 +415,15 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _depth(obj: Any) -> int:
-    deepest, stack = 0, [(obj, 1)]
+def _too_deep(obj: Any) -> bool:
+    stack = [(obj, 1)]
     while stack:
         o, d = stack.pop()
         if isinstance(o, (dict, list)):
-            deepest = max(deepest, d)
             if d > MAX_DEPTH:
-                break
+                return True
             stack.extend((v, d + 1) for v in (o.values() if isinstance(o, dict) else o))
-    return deepest
+    return False
 
 
 def parse_line(line: bytes) -> Any:
@@ -440,20 +438,14 @@ def parse_line(line: bytes) -> Any:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
-        raise _syntax("not UTF-8") from None
+        raise RecordError("not UTF-8", json_error=True) from None
     try:
         obj = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant,
                          object_pairs_hook=_pairs)
     except json.JSONDecodeError as exc:
-        raise _syntax(exc.msg) from None
+        raise RecordError(exc.msg, json_error=True) from None
     except RecursionError:
         raise RecordError(f"nested more than {MAX_DEPTH} levels deep") from None
-    if _depth(obj) > MAX_DEPTH:
+    if _too_deep(obj):
         raise RecordError(f"nested more than {MAX_DEPTH} levels deep")
     return obj
-
-
-def _syntax(msg: str) -> RecordError:
-    err = RecordError(msg)
-    err.json_error = True  # type: ignore[attr-defined]
-    return err

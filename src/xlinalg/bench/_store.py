@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from .._lib._escape import terminal
 from ._resultsfile import (
     SCHEMA_VERSION,
     ResultsFile,
@@ -56,12 +57,9 @@ _MISSING = object()
 
 def _flat(prefix: str, v: Any) -> dict[str, Any]:
     """{"packages.torch": "2.3", ...} for a dict value; {prefix: v} otherwise."""
-    if isinstance(v, dict):
-        out: dict[str, Any] = {}
-        for k, x in v.items():
-            out.update(_flat(f"{prefix}.{k}", x))
-        return out
-    return {prefix: v}
+    if not isinstance(v, dict):
+        return {prefix: v}
+    return {path: x for k, sub in v.items() for path, x in _flat(f"{prefix}.{k}", sub).items()}
 
 
 def settings_differences(header: Mapping[str, Any], run: Mapping[str, Any],
@@ -126,7 +124,7 @@ def _clean(obj: Any) -> Any:
 
 def dumps_record(record: Mapping[str, Any]) -> str:
     """One JSON line (no newline), strict JSON (no NaN)."""
-    return json.dumps(_clean(record), allow_nan=False, separators=(",", ":"), sort_keys=False)
+    return json.dumps(_clean(record), allow_nan=False, separators=(",", ":"))
 
 
 def _now() -> str:
@@ -171,15 +169,11 @@ LINK_REFUSED = ("is a symbolic link; xlinalg does not write through links (that 
                 "change the file it points to): remove the link, or name the file itself "
                 "or another path")
 
-#: How much of a file's first line :func:`_starts_with_header` reads.
-_HEADER_PROBE_BYTES = 1 << 20
-
 
 def _starts_with_header(fd: int) -> bool:
     """Whether the file open as `fd` starts with a results file's header record
     (its first line, read without moving the offset, parses as one)."""
-    head = os.pread(fd, _HEADER_PROBE_BYTES, 0)
-    line = head.split(b"\n", 1)[0]
+    line = os.pread(fd, 1 << 20, 0).split(b"\n", 1)[0]  # a header is far shorter than 1 MiB
     try:
         obj = json.loads(line)
     except (ValueError, UnicodeDecodeError):
@@ -207,9 +201,6 @@ class ResultStore:
         Replace an existing results file (one whose first line is a results
         header; an empty file too). Without `resume` or `overwrite` an existing
         file is an error, an empty one included (:class:`FileExistsError`).
-    fsync : bool
-        ``os.fsync`` after every record (default True: a power cut keeps what
-        was measured).
 
     Raises
     ------
@@ -228,16 +219,9 @@ class ResultStore:
     Use as a context manager, or call :meth:`close`.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        resume: bool = False,
-        overwrite: bool = False,
-        fsync: bool = True,
-    ) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, resume: bool = False,
+                 overwrite: bool = False) -> None:
         self.path = Path(path)
-        self.fsync = fsync
         self.run_id = uuid.uuid4().hex
         self.previous: ResultsFile | None = None
         self._fh: IO[bytes] | None = None
@@ -268,13 +252,10 @@ class ResultStore:
                         "move it away or choose another --out")
                 os.ftruncate(fd, 0)
             os.lseek(fd, 0, os.SEEK_END)
-        except OSError as exc:
+        except BaseException as exc:
             os.close(fd)
-            if isinstance(exc, FileExistsError):
-                raise
-            raise ResultsWriteError(self.path, None, _why(exc)) from None
-        except BaseException:
-            os.close(fd)
+            if isinstance(exc, OSError) and not isinstance(exc, FileExistsError):
+                raise ResultsWriteError(self.path, None, _why(exc)) from None
             raise
         self._fh = os.fdopen(fd, "ab", buffering=0)
 
@@ -282,7 +263,7 @@ class ResultStore:
         """Open (or create) the file and take its lock: (fd, created by us)."""
         p = self.path
         try:
-            if p.parent and not p.parent.is_dir():
+            if not p.parent.is_dir():
                 if p.parent.exists() or p.parent.is_symlink():
                     raise ResultsWriteError(p, None, f"{str(p.parent)!r} is not a directory")
                 p.parent.mkdir(parents=True, exist_ok=True)
@@ -294,15 +275,13 @@ class ResultStore:
         # change, or with --overwrite empty, the file it points to)
         flags = (os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
                  | getattr(os, "O_NOFOLLOW", 0))
-        created = False
         try:
             if p.is_symlink():
                 raise ResultsWriteError(p, None, LINK_REFUSED)
             try:
-                fd = os.open(p, flags | os.O_CREAT | os.O_EXCL, 0o666)
-                created = True
+                fd, created = os.open(p, flags | os.O_CREAT | os.O_EXCL, 0o666), True
             except FileExistsError:
-                fd = os.open(p, flags)
+                fd, created = os.open(p, flags), False
         except OSError as exc:
             if p.is_symlink():  # made between the check and the open
                 raise ResultsWriteError(p, None, LINK_REFUSED) from None
@@ -329,8 +308,6 @@ class ResultStore:
         for h in self.previous.headers:
             diffs += [d for d in settings_differences(h, run, env) if d not in diffs]
         if diffs:
-            from .._lib._escape import terminal
-
             raise ResumeMismatchError(self.path, None, terminal(
                 "its cells were measured with other settings; resuming would mix them: "
                 + "; ".join(diffs) + ". Resume with the file's settings, or start a new "
@@ -360,8 +337,7 @@ class ResultStore:
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         """Append one result record (fills type, schema_version, run_id, finished)."""
-        rec = {"type": "result", "schema_version": SCHEMA_VERSION, "run_id": self.run_id}
-        rec.update(record)
+        rec = {"type": "result", "schema_version": SCHEMA_VERSION, "run_id": self.run_id, **record}
         rec.setdefault("finished", _now())
         missing = [f for f in RESULT_REQUIRED if f not in rec]
         if missing:
@@ -383,8 +359,7 @@ class ResultStore:
                 while view:  # unbuffered: one write() per record, looped only if the OS splits it
                     n = self._fh.write(view)
                     view = view[n or 0 :]
-                if self.fsync:
-                    os.fsync(self._fh.fileno())
+                os.fsync(self._fh.fileno())  # a power cut keeps what was measured
             except OSError as exc:  # disk full, quota, I/O error: what was synced stays
                 raise ResultsWriteError(self.path, None, f"cannot write: {_why(exc)}") from None
 
