@@ -36,6 +36,7 @@ __all__ = [
     "case_notes",
     "compute_dtype",
     "device_class",
+    "dtype_text",
     "fields",
     "find_cell",
     "good",
