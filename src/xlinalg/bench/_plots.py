@@ -142,20 +142,11 @@ def color_of(backend: str) -> str:
     not know gets one from its characters."""
     from ..backends import BACKEND_NAMES
 
-    if backend in BACKEND_NAMES:
-        return _PALETTE[BACKEND_NAMES.index(backend) % len(_PALETTE)]
-    return _PALETTE[sum(map(ord, backend)) % len(_PALETTE)]
+    i = BACKEND_NAMES.index(backend) if backend in BACKEND_NAMES else sum(map(ord, backend))
+    return _PALETTE[i % len(_PALETTE)]
 
 
 _MAX_SIZES = 12
-
-
-def _thin(keys: list[Any]) -> tuple[list[Any], bool]:
-    """At most _MAX_SIZES evenly spaced items, first and last kept."""
-    if len(keys) <= _MAX_SIZES:
-        return keys, False
-    idx = sorted({round(i * (len(keys) - 1) / (_MAX_SIZES - 1)) for i in range(_MAX_SIZES)})
-    return [keys[i] for i in idx], True
 
 
 #: Ratio bars use a log axis when their values span at least this factor (1 included);
@@ -170,8 +161,8 @@ def bar_width_in(n_bars: int) -> float:
 
 def ratio_bars(ax: Any, groups: list[str], series: dict[str, list[tuple[float, float, float,
                                                                            str] | None]],
-                ) -> bool:
-    """Grouped bars of ratios with interval error bars; "~"/"STALL" marks. True: a mark."""
+                ) -> None:
+    """Grouped bars of ratios with interval error bars; "~"/"STALL" marks."""
     from matplotlib.patches import Patch
 
     names = sorted(b for b, vs in series.items() if any(v is not None for v in vs))
@@ -182,26 +173,21 @@ def ratio_bars(ax: Any, groups: list[str], series: dict[str, list[tuple[float, f
     marked = False
     handles = []
     for j, b in enumerate(names):
-        xs, ys, lo, hi, marks = [], [], [], [], []
-        for i, v in enumerate(series[b]):
-            if v is None:
-                continue
-            xs.append(i - 0.4 + w * (j + 0.5))
-            ys.append(v[1])
-            lo.append(max(0.0, v[1] - v[0]))
-            hi.append(max(0.0, v[2] - v[1]))
-            marks.append(v[3])
+        got = [(i, v) for i, v in enumerate(series[b]) if v is not None]
+        xs = [i - 0.4 + w * (j + 0.5) for i, _ in got]
+        ys = [v[1] for _, v in got]
+        lo = [max(0.0, v[1] - v[0]) for _, v in got]
+        hi = [max(0.0, v[2] - v[1]) for _, v in got]
         color = color_of(b)
         bars = ax.bar(xs, ys, w, color=color, yerr=[lo, hi], capsize=2,
                       error_kw={"elinewidth": 0.8, "alpha": 0.7})
         handles.append(Patch(color=color, label=plot_label(b)))
-        for bar, m in zip(bars, marks):
-            if m:
+        for bar, x, y, h, (_, v) in zip(bars, xs, ys, hi, got):
+            if v[3]:
                 bar.set_hatch("//")
                 marked = True
-        for x, y, h, m in zip(xs, ys, hi, marks):
             # over the error bar, so the two never cross
-            ax.annotate(F.fmt_ratio(y) + _MARK.get(m, ""), (x, y + h), ha="center",
+            ax.annotate(F.fmt_ratio(y) + _MARK.get(v[3], ""), (x, y + h), ha="center",
                         va="bottom", fontsize=7, rotation=90 if rotate else 0)
     if marked:
         handles.append(Patch(facecolor="white", edgecolor="k", hatch="//",
@@ -219,20 +205,16 @@ def ratio_bars(ax: Any, groups: list[str], series: dict[str, list[tuple[float, f
     ax.margins(y=0.2)
     ax.legend(handles=handles, title="backend", fontsize=8, loc="upper left",
               bbox_to_anchor=(1.0, 1.0))
-    return marked
 
 
 def ratio_with_mark(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, float, str] | None:
     rr = F.ratio(slow, fast)
-    if rr is None:
-        return None
-    mark = F.shaky(slow) or F.shaky(fast)
-    return rr[0], rr[1], rr[2], mark
+    return None if rr is None else (*rr, F.shaky(slow) or F.shaky(fast))
 
 
-def plot_speedups(records: list[dict[str, Any]], outdir: Path,
-                  baseline: str = "numpy") -> list[dict[str, Any]]:
-    """Per case and dtype: each backend's speed-up over `baseline` at each size."""
+def plot_speedups(records: list[dict[str, Any]], outdir: Path) -> list[dict[str, Any]]:
+    """Per case and dtype: each backend's speed-up over NumPy at each size."""
+    baseline = "numpy"
     out = []
     cases: dict[tuple[str, str, str], dict[str, dict[str, dict[str, Any]]]] = defaultdict(
         lambda: defaultdict(dict))
@@ -245,7 +227,10 @@ def plot_speedups(records: list[dict[str, Any]], outdir: Path,
         if not keys:
             continue
         keys.sort(key=lambda lab: F.size_key(by_size[lab][baseline]))
-        keys, thinned = _thin(keys)
+        thinned = len(keys) > _MAX_SIZES
+        if thinned:  # _MAX_SIZES evenly spaced sizes, the first and last kept
+            keys = [keys[i] for i in sorted({round(i * (len(keys) - 1) / (_MAX_SIZES - 1))
+                                             for i in range(_MAX_SIZES)})]
         backends = sorted({b for k in keys for b, x in by_size[k].items()
                            if b != baseline and F.good(x)})
         series = {b: [(ratio_with_mark(by_size[k][baseline], by_size[k][b])

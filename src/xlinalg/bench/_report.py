@@ -13,6 +13,7 @@ Markdown link the plots' PNG files beside them.
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -74,11 +75,10 @@ def _section_table(rs: list[dict[str, Any]], peaks: dict[str, Any],
         t = r.get("time") or {}
         unit, rate, frac = F.fraction_of_peak(r, peaks)
         ran = r.get("status") not in ("skipped", "failed")
+        times = [_fmt_time(v) for v in (t.get("median_s"), t.get("iqr_s"), first_call(r))]
         rows.append([
             r["case"], r["backend"], str(r["size_label"]), F.compute_dtype(r),
-            _fmt_time(t.get("median_s")) if ran else "-",
-            _fmt_time(t.get("iqr_s")) if ran else "-",
-            _fmt_time(first_call(r)) if ran else "-",
+            *(times if ran else ["-"] * 3),
             f"{rate:.3g} {unit}" if rate is not None else "-",
             f"{100 * frac:.1f}%" if frac is not None else "-",
             str((r.get("check") or {}).get("verdict", "-")),
@@ -129,12 +129,9 @@ def _pivot_cell(r: dict[str, Any] | None) -> str:
         if more and text and not text.endswith("[...]"):
             text += " [...]"
         return text or str(st)
-    q = F.quartiles(r)
-    med = F.median(r)
-    rel = fmt_spread(q)
     mark = {"noisy": " (noisy)", "stalled": " (STALLED)"}.get(F.shaky(r), "")
     first = first_call(r)
-    return (f"{_fmt_time(med)}{rel}{mark}"
+    return (f"{_fmt_time(F.median(r))}{fmt_spread(F.quartiles(r))}{mark}"
             + (f"\nfirst call {_fmt_time(first)}" if first is not None else ""))
 
 
@@ -150,7 +147,7 @@ def _pivots(rs: list[dict[str, Any]], said: dict[tuple[str, str, str], dict[str,
     for r in sorted(rs, key=lambda r: (r["case"], str(r["dtype"]))):
         groups.setdefault((r["case"], str(r["dtype"])), []).append(r)
     for (case, dtype), g in groups.items():
-        backends = list(dict.fromkeys(r["backend"] for r in sorted(g, key=lambda r: r["backend"])))
+        backends = sorted({r["backend"] for r in g})
         sizes = sorted({str(r["size_label"]) for r in g},
                        key=lambda lab: F.size_key(next(r for r in g if str(r["size_label"]) == lab)))
         dt_txt = F.dtype_text(dtype, (F.compute_dtype(r) for r in g))
@@ -234,15 +231,6 @@ def anchor(section: str | None) -> str:
     return "sec-" + "".join(c for c in str(section).lower() if c.isalnum())
 
 
-def _skip_counts(records: list[dict[str, Any]]) -> list[str]:
-    counts: dict[str, int] = {}
-    for r in records:
-        if r.get("status") == "skipped":
-            k = str(r.get("skip_reason") or "no reason recorded")
-            counts[k] = counts.get(k, 0) + 1
-    return [f"{n} x {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])]
-
-
 def _plain(records: Iterable[ResultRecord]) -> list[dict[str, Any]]:
     """Records as the findings read them (plain dicts: their functions take
     ``dict[str, Any]``); the same objects, no copy."""
@@ -275,9 +263,7 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
     said = {(w["case"], w["dtype"], w["size"]): w for w in F.winners(records)}
     titles = {**F.SECTION_TITLES, **(study.section_titles if study is not None else {})}
     blocks: list[Block] = [("h", 1, "xlinalg benchmark report")]
-    counts: dict[str, int] = {}
-    for r in records:
-        counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
+    counts = Counter(str(r.get("status")) for r in records)
     blocks.append(("p", "Results: " + ", ".join(str(f.path) for f in files)
                    + f"; {len(records)} cells ("
                    + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")."))
@@ -290,21 +276,18 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
                             "different runs compare only as far as these agree); the "
                             "\"from\" column of each section's cell table names the run a "
                             "cell comes from:"))
-        n_shown = [sum(1 for i in source.values() if i == j) for j in range(len(files))]
+        n_shown = Counter(source.values())
         blocks.append(("ul", [_run_line(f, i, n_shown[i]) for i, f in enumerate(files)]))
     parts = (study.report(records, env, peaks, by_sec_plots)
              if study is not None and study.report is not None else [])
-    for part in parts:
-        if part.lead:
-            blocks += part.blocks
-    toc: list[tuple[str, str]] = [part.toc for part in parts if part.lead]
-    toc += [part.toc for part in parts if not part.lead]
+    lead = [part for part in parts if part.lead]
+    rest = [part for part in parts if not part.lead]
+    blocks += [b for part in lead for b in part.blocks]
+    toc = [part.toc for part in lead + rest]
     toc += [(f"{sec}: {titles.get(sec, '')}", anchor(sec)) for sec in secs]
     toc += [("Environment and this machine's peaks", "environment")]
     blocks += [("h", 2, "Contents", "contents"), ("toc", toc)]
-    for part in parts:
-        if not part.lead:
-            blocks += part.blocks
+    blocks += [b for part in rest for b in part.blocks]
     for sec, rs in secs.items():
         blocks.append(("h", 2, f"{sec}: {titles.get(sec, '')}", anchor(sec)))
         docs = sorted({str(r.get("case_doc")) for r in rs if r.get("case_doc")})
@@ -319,23 +302,23 @@ def build_report(res: ResultsFile, outdir: Path, plots: bool = True,
             blocks.append(("ul", [f"{', '.join(sorted(bs))}: {t}"
                                   for t, bs in sorted(by_note.items())]))
         blocks += _pivots(rs, said)
-        for p in by_sec_plots.get(sec, []):
-            blocks.append(("img", p))
+        blocks += [("img", p) for p in by_sec_plots.get(sec, [])]
         hdr, rows = _section_table(rs, peaks, origin)
         blocks.append(("details", f"every {sec} cell: rate, % of peak, check, memory, status",
                        [("table", hdr, rows)]))
     shown = {b[1]["name"] for b in blocks if b[0] == "img"}
-    rest = [p for p in plot_list if p["name"] not in shown]
-    if rest:
+    unshown = [p for p in plot_list if p["name"] not in shown]
+    if unshown:
         blocks.append(("h", 2, "Other plots", "other-plots"))
-        blocks += [("img", p) for p in rest]
+        blocks += [("img", p) for p in unshown]
     blocks.append(("h", 2, "Environment and this machine's peaks", "environment"))
     blocks.append(("ul", _env_lines(header)))
     blocks += _peaks_blocks(peaks)
-    sk = _skip_counts(records)
-    if sk:
-        blocks.append(("p", f"Skipped cells by reason ({sum(int(x.split(' x ')[0]) for x in sk)}):"))
-        blocks.append(("ul", sk))
+    skips = Counter(str(r.get("skip_reason") or "no reason recorded")
+                    for r in records if r.get("status") == "skipped")
+    if skips:
+        blocks.append(("p", f"Skipped cells by reason ({skips.total()}):"))
+        blocks.append(("ul", [f"{n} x {k}" for k, n in skips.most_common()]))
     return blocks, plot_list
 
 

@@ -17,72 +17,9 @@ Modules: :mod:`._fields` (what a record says), :mod:`._verdicts` (who is faster)
 
 from __future__ import annotations
 
-from ._fields import (
-    SECTION_TITLES,
-    CaseFields,
-    case_notes,
-    compute_dtype,
-    device_class,
-    dtype_text,
-    fields,
-    find_cell,
-    good,
-    has_tag,
-    is_calibration,
-    is_gpu,
-    median,
-    median_or_inf,
-    peak_of,
-    section_of,
-    section_order,
-    sections,
-    size_key,
-    units_of,
-)
-from ._peaks import calibrate_peaks, fraction_of_peak, rates_above_peak
-from ._verdicts import (
-    MARGIN,
-    fmt_interval,
-    fmt_ratio,
-    quartiles,
-    ratio,
-    shaky,
-    verdict,
-    verdict_text,
-    winners,
-)
+from . import _fields, _peaks, _verdicts
+from ._fields import *  # noqa: F403
+from ._peaks import *  # noqa: F403
+from ._verdicts import *  # noqa: F403
 
-__all__ = [
-    "MARGIN",
-    "SECTION_TITLES",
-    "CaseFields",
-    "calibrate_peaks",
-    "case_notes",
-    "compute_dtype",
-    "device_class",
-    "dtype_text",
-    "fields",
-    "find_cell",
-    "fmt_interval",
-    "fmt_ratio",
-    "fraction_of_peak",
-    "good",
-    "has_tag",
-    "is_calibration",
-    "is_gpu",
-    "median",
-    "median_or_inf",
-    "peak_of",
-    "quartiles",
-    "ratio",
-    "rates_above_peak",
-    "section_of",
-    "section_order",
-    "sections",
-    "shaky",
-    "size_key",
-    "units_of",
-    "verdict",
-    "verdict_text",
-    "winners",
-]
+__all__ = _fields.__all__ + _peaks.__all__ + _verdicts.__all__

@@ -36,6 +36,7 @@ __all__ = [
     "case_notes",
     "compute_dtype",
     "device_class",
+    "dtype_text",
     "fields",
     "find_cell",
     "good",
@@ -62,8 +63,6 @@ SECTION_TITLES: dict[str, str] = {
     "Extra": "cases beyond the study's (a case file's)",
     "Other": "cases without a document id",
 }
-
-_GOOD = ("ok", "unchecked")
 
 
 class CaseFields(NamedTuple):
@@ -107,15 +106,12 @@ def has_tag(r: dict[str, Any], tag: str) -> bool:
 
 
 def is_calibration(r: dict[str, Any]) -> bool:
-    """A calibration cell: its case is tagged ``calibration``."""
     return has_tag(r, "calibration")
 
 
 def section_of(r: dict[str, Any]) -> str:
     """The cell's section: ``"Calibration"``, a study's (``"Q1"``, ``"A12"``...) or ``"Other"``."""
-    if is_calibration(r):
-        return "Calibration"
-    return fields(r).section
+    return "Calibration" if is_calibration(r) else fields(r).section
 
 
 def units_of(r: dict[str, Any]) -> str:
@@ -162,7 +158,7 @@ def size_key(r: dict[str, Any]) -> tuple[float, str]:
 
 def good(r: dict[str, Any]) -> bool:
     """A cell with a usable time (ran and was not wrong)."""
-    return r.get("status") in _GOOD and median(r) is not None
+    return r.get("status") in ("ok", "unchecked") and median(r) is not None
 
 
 def median(r: Mapping[str, Any] | None) -> float | None:

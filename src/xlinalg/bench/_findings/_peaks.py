@@ -8,6 +8,7 @@ arithmetic peak and the best ``stream``-tagged cell the bandwidth peak.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ._fields import (
@@ -23,31 +24,29 @@ from ._fields import (
 __all__ = ["calibrate_peaks", "fraction_of_peak", "rates_above_peak"]
 
 
-def _peaks_of(records: list[dict[str, Any]], calibrated: bool) -> tuple[dict, dict]:
-    gflops: dict[str, tuple[float, str]] = {}
-    gbs: dict[str, tuple[float, str]] = {}
-    has_stream = any(good(r) and has_tag(r, "stream") for r in records)
+def _best(records: list[dict[str, Any]], rate: str, keep: Callable[[dict[str, Any]], bool],
+          ) -> dict[str, tuple[float, str]]:
+    """The best `rate` (``"gflops"``: per compute dtype, ``"gbs"``: ``"any"``) of the
+    good cells that `keep` takes, with the key of the cell that set it."""
+    out: dict[str, tuple[float, str]] = {}
     for r in records:
-        if not good(r):
-            continue
-        tp = r.get("throughput") or {}
-        dt = compute_dtype(r)
-        f, b = tp.get("gflops"), tp.get("gbs")
-        gemm = peak_of(r) == "arithmetic" if calibrated else has_tag(r, "gemm")
-        if isinstance(f, (int, float)) and gemm and f > gflops.get(dt, (0.0, ""))[0]:
-            gflops[dt] = (float(f), r["key"])
-        streaming = (peak_of(r) == "bandwidth") if calibrated else (
-            has_tag(r, "stream") or (not has_stream and not has_tag(r, "gemm")))
-        if isinstance(b, (int, float)) and streaming and b > gbs.get("any", (0.0, ""))[0]:
-            gbs["any"] = (float(b), r["key"])
-    if not gflops and not calibrated:  # no GEMM: the best arithmetic rate of any cell
-        for r in records:
-            f = (r.get("throughput") or {}).get("gflops")
-            if good(r) and isinstance(f, (int, float)):
-                dt = compute_dtype(r)
-                if f > gflops.get(dt, (0.0, ""))[0]:
-                    gflops[dt] = (float(f), r["key"])
-    return gflops, gbs
+        v = (r.get("throughput") or {}).get(rate)
+        dt = compute_dtype(r) if rate == "gflops" else "any"
+        if good(r) and isinstance(v, (int, float)) and keep(r) and v > out.get(dt, (0.0, ""))[0]:
+            out[dt] = (float(v), r["key"])
+    return out
+
+
+def _peaks_of(records: list[dict[str, Any]], calibrated: bool) -> tuple[dict, dict]:
+    if calibrated:
+        return (_best(records, "gflops", lambda r: peak_of(r) == "arithmetic"),
+                _best(records, "gbs", lambda r: peak_of(r) == "bandwidth"))
+    has_stream = any(good(r) and has_tag(r, "stream") for r in records)
+    # no GEMM: the best arithmetic rate of any cell
+    return (_best(records, "gflops", lambda r: has_tag(r, "gemm"))
+            or _best(records, "gflops", lambda r: True),
+            _best(records, "gbs", lambda r: has_tag(r, "stream")
+                  or (not has_stream and not has_tag(r, "gemm"))))
 
 
 def calibrate_peaks(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -67,21 +66,15 @@ def calibrate_peaks(records: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         calib = [r for r in rs if is_calibration(r) and good(r)]
         gflops, gbs = _peaks_of(calib, True) if calib else ({}, {})
+        fg, fb = _peaks_of([r for r in rs if not is_calibration(r)], False)
         source = "the calibration cells of this run"
-        if not gflops or not gbs:
-            fg, fb = _peaks_of([r for r in rs if not is_calibration(r)], False)
-            if not gflops and fg:
-                gflops = fg
-            if not gbs and fb:
-                gbs = fb
-            if (fg or fb) and not calib:
-                source = "the best cells of this file (no calibration cells)"
-            elif fg or fb:
-                source = "the calibration cells, completed by the best cells of this file"
+        if (not gflops or not gbs) and (fg or fb):
+            gflops, gbs = gflops or fg, gbs or fb
+            source = ("the calibration cells, completed by the best cells of this file"
+                      if calib else "the best cells of this file (no calibration cells)")
         if calib:
             # a report over several runs: calibration from a busier run than the cells
             # of the same dtype (a GEMM cannot beat the GEMM peak) is not their peak
-            fg, _ = _peaks_of([r for r in rs if not is_calibration(r)], False)
             raised = [dt for dt, (v, _k) in fg.items() if dt in gflops and v > gflops[dt][0]]
             for dt in raised:
                 gflops[dt] = fg[dt]
@@ -99,12 +92,10 @@ def fraction_of_peak(r: dict[str, Any], peaks: dict[str, Any]) -> tuple[str, flo
     """(unit, achieved rate, fraction of the calibrated peak of the cell's device class)."""
     pc = (peaks.get("by_class") or {}).get(device_class(r), peaks)
     tp = r.get("throughput") or {}
-    if peak_of(r) == "none":
-        v = tp.get("gbs" if units_of(r) == "GB/s" else "gflops")
-        if not isinstance(v, (int, float)) or not good(r):
-            return units_of(r), None, None
-        return units_of(r), float(v), None
-    if peak_of(r) == "bandwidth" or tp.get("gflops") is None:
+    if peak_of(r) == "none":  # a rate, of no peak
+        unit, pk = units_of(r), None
+        v = tp.get("gbs" if unit == "GB/s" else "gflops")
+    elif peak_of(r) == "bandwidth" or tp.get("gflops") is None:
         v = tp.get("gbs")
         pk = pc["gbs"].get("any")
         unit = "GB/s"

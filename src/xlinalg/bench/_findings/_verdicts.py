@@ -47,11 +47,10 @@ def quartiles(r: dict[str, Any]) -> tuple[float, float, float] | None:
 
 def shaky(r: dict[str, Any]) -> str:
     """``"stalled"``, ``"noisy"`` or ``""``: how far a cell's own time can be trusted."""
-    t = r.get("time") or {}
     st = r.get("stall")
     if isinstance(st, dict) and st.get("stalled"):
         return "stalled"
-    return "noisy" if t.get("noisy") else ""
+    return "noisy" if (r.get("time") or {}).get("noisy") else ""
 
 
 def paired_of(slow: dict[str, Any], fast: dict[str, Any]) -> tuple[float, float, float] | None:
@@ -153,7 +152,7 @@ def no_verdict_reason(recorded: Any) -> str | None:
 FDR = 0.05
 
 
-def control_fdr(rows: list[dict[str, Any]], q: float = FDR) -> None:
+def control_fdr(rows: list[dict[str, Any]]) -> None:
     """Benjamini-Hochberg over the groups' claims, in place: a group named by the
     runner (``p_margin``: the p-value of "the fastest clears every other by the
     margin") keeps its winner only when its p-value is under the BH line of all
@@ -163,17 +162,16 @@ def control_fdr(rows: list[dict[str, Any]], q: float = FDR) -> None:
     from scipy.stats import false_discovery_control
 
     judged = [w for w in rows if w.get("runner_up") is not None and not w.get("no_verdict")]
-    m = len(judged)
     ps = [min(1.0, max(0.0, w["p_margin"])) if not w.get("tie") and isinstance(
         w.get("p_margin"), float) else 1.0 for w in judged]
     for w, adjusted in zip(judged, false_discovery_control(ps) if judged else []):
         p = w.get("p_margin")
-        if w.get("tie") or not isinstance(p, float) or adjusted <= q:
+        if w.get("tie") or not isinstance(p, float) or adjusted <= FDR:
             continue
         w["tie"] = True
         w["tied"] = [w["winner"], w["runner_up"]]
         w["fdr"] = (f"not beyond the run's false-discovery rate (Benjamini-Hochberg, "
-                    f"{100 * q:g}% over {m} groups; p = {p:.2g})")
+                    f"{100 * FDR:g}% over {len(judged)} groups; p = {p:.2g})")
         w["text"] = verdict_text(w)
 
 
@@ -181,9 +179,8 @@ def winners(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per cell (case, dtype, size) with a time: :func:`verdict` plus where it is;
     the run's winners under false-discovery-rate control (:func:`control_fdr`)."""
     rows = []
-    by_cell = cells(records)
     for (case, dtype, label), by in sorted(
-        by_cell.items(),
+        cells(records).items(),
         key=lambda kv: (section_order(section_of(next(iter(kv[1].values())))), kv[0][0],
                         kv[0][1], size_key(next(iter(kv[1].values()))))):
         v = verdict(by)
