@@ -62,6 +62,15 @@ def test_builtin_cases():
         mm.parse("abc")
 
 
+def test_a_case_may_parse_its_own_sizes():
+    # a case whose --sizes items are not "64" or "2x3x4": its parser, then normalize_size
+    case = dataclasses.replace(get_case("a1_gemm"), parse_size=lambda t: int(t.split("=")[1]))
+    assert case.parse("n=7") == (7, 7, 7)
+    assert get_case("a1_gemm").parse_size is None
+    with pytest.raises(ValueError, match="not an integer"):
+        get_case("a1_gemm").parse("n=7")
+
+
 def _setup_one(rng, n):
     return (rng.standard_normal(n),)
 

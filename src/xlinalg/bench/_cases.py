@@ -153,6 +153,9 @@ class Case:
         Makes the callable that is timed (e.g. ``jax.jit`` of a function), once
         per cell, untimed; the first call (compilation) is recorded apart. When
         given, `op` is ignored and the built callable is called with the inputs.
+    parse_size : callable ``str -> size``, optional
+        Parses a ``--sizes`` item; default: ``"64"`` -> 64 and ``"2x3x4"`` -> (2, 3, 4),
+        then :attr:`normalize_size`.
     normalize_size : callable ``size -> size``, optional
         Turns a user-given size into the case's form (``64`` -> ``(64, 64, 64)``).
     result_for_check : callable, optional
@@ -213,6 +216,7 @@ class Case:
     skip_if: Callable[[str, str, Any], str | None] | None = None
     rtol: Mapping[str, float] | Callable[[str, Any], float] | None = None
     build: Callable[[Ctx], Callable[..., Any]] | None = None
+    parse_size: Callable[[str], Any] | None = None
     normalize_size: Callable[[Any], Any] | None = None
     result_for_check: Callable[[Any], Any] | None = None
     section: str = "Other"
@@ -317,8 +321,10 @@ class Case:
         return int(size)
 
     def parse(self, text: str) -> Any:
-        """A size from its command-line (``--sizes``) form: ``"64"`` -> 64 and ``"2x3x4"``
-        -> (2, 3, 4), then :attr:`normalize_size`."""
+        """A size from its command-line (``--sizes``) form: :attr:`parse_size`'s, else
+        ``"64"`` -> 64 and ``"2x3x4"`` -> (2, 3, 4); then :attr:`normalize_size`."""
+        if self.parse_size is not None:
+            return self.normalize(self.parse_size(text))
         parts = text.lower().replace("×", "x").split("x")
         try:
             vals = tuple(int(p) for p in parts)
