@@ -664,7 +664,12 @@ def test_merge_passes_keeps_a_failure_and_a_wrong_result():
 
 
 # ---------------------------------------------------------------------- equal footing
-def test_threads_give_every_backend_the_same_cores(tmp_path):
+def test_threads_give_every_backend_the_same_cores(tmp_path, monkeypatch):
+    from xlinalg.bench import _workerproc
+
+    closed: list[str] = []  # every worker is asked to exit, with the recheck off too
+    monkeypatch.setattr(_workerproc.Worker, "close", lambda self, _c=_workerproc.Worker.close: (
+        closed.append(self.backend), _c(self))[1])
     out = tmp_path / "r.jsonl"
     s = run_benchmark(RunConfig(backends=["numpy", "torch-cpu", "jax-cpu"], cases=["a1_gemm"],
                                 sizes=["8"], out=out, timer=FAST, threads=1, calibrate=False,
@@ -682,6 +687,7 @@ def test_threads_give_every_backend_the_same_cores(tmp_path):
     hdr = read_results(out).headers[0]
     assert set(hdr["run"]["fence_selfcheck"]) == set(recs)
     assert all(v["ok"] for v in hdr["run"]["fence_selfcheck"].values())
+    assert sorted(closed) == ["jax-cpu", "numpy", "torch-cpu"]
 
 
 # ---------------------------------------------------------------------- compare

@@ -433,8 +433,8 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]],
                     emit(rec)
                 measured.append((group, recs))
 
-            if not config.recheck:
-                return
+            if not config.recheck:  # (no `return` here: it would skip the pool's close)
+                measured = []
             # The later passes, each in fresh worker processes: what a process keeps
             # for its life (thread placement, memory layout) and what a stretch of
             # the run shares (a neighbour's job) differ between the passes, and the
