@@ -214,3 +214,15 @@ def test_report_of_extreme_cells(tmp_path):
 def test_fmt_ms_of_extreme_times():
     assert fmt_ms(1e300) == "1e+303 ms"
     assert fmt_ms(2.5) == "2,500 ms"
+
+
+@pytest.mark.parametrize(("lo", "hi", "shown"), [(0.0, 1.2, "[0.83-?]"), (0.0, 0.0, "[?-?]"),
+                                                 (0.5, math.inf, "[0-2.00]")])
+def test_a_reversed_tie_with_an_interval_end_of_0_or_inf_is_written(lo, hi, shown):
+    # a tie whose paired ratio is below 1 is written from the other side (1/x): an
+    # end of 0 (an underflowed ratio, or a shared file's) is "?" there, not a crash
+    from xlinalg.bench._verdict import verdict_text
+
+    text = verdict_text({"winner": "a", "runner_up": "b", "tie": ["a", "b"],
+                         "speedup": {"ratio": 0.9, "lo": lo, "hi": hi}})
+    assert text == f"tie within noise (b 1.11x {shown} vs a)"

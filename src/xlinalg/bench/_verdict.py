@@ -188,7 +188,9 @@ def verdict_text(v: Mapping[str, Any] | None) -> str:
         a, b = v["winner"], v["runner_up"]
         if m < 1.0:  # the faster median is the slower one in the paired rounds: say it that way
             a, b, m = b, a, 1.0 / m
-            ivt = f" {fmt_interval(1.0 / hi, 1.0 / lo)}" if has_iv else ""
+            # (an end of 0, an underflowed ratio or a file's, turns to inf: "?")
+            ilo, ihi = (1.0 / e if e else math.inf for e in (hi, lo))
+            ivt = f" {fmt_interval(ilo, ihi)}" if has_iv else ""
         # within noise only when the interval holds 1; else a real difference that
         # the margin does not clear
         words = BELOW_MARGIN if tie_reading(v) == BELOW_MARGIN else f"tie {WITHIN_NOISE}"
