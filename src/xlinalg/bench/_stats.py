@@ -16,7 +16,7 @@ import numpy as np
 
 from ._findings._fields import is_gpu
 from ._timer import rotation
-from ._verdict import MARGIN, decide, positive, verdict_text
+from ._verdict import MARGIN, decide, inverse, positive, verdict_text
 
 __all__ = [
     "DEFAULT_LEVEL",
@@ -109,11 +109,6 @@ def _percentile_interval(log_ratio: float, boot: np.ndarray, level: float) -> di
             "hi": exp_or_limit(float(hi))}
 
 
-def _inverse(x: float) -> float:
-    """``1 / x`` for a ratio that :func:`exp_or_limit` may have made 0 or inf."""
-    return math.inf if x == 0 else 1.0 / x
-
-
 def all_pairs(
     rounds: Mapping[str, Sequence[float | None]], *, level: float = DEFAULT_LEVEL, seed: int = 0,
 ) -> dict[tuple[str, str], dict[str, Any]]:
@@ -125,8 +120,8 @@ def all_pairs(
             r = paired_ratio(rounds[x], rounds[y], level=level, seed=seed)
             if r is not None:
                 out[(x, y)] = r
-                out[(y, x)] = {**r, "ratio": _inverse(r["ratio"]), "lo": _inverse(r["hi"]),
-                               "hi": _inverse(r["lo"])}
+                out[(y, x)] = {**r, "ratio": inverse(r["ratio"]), "lo": inverse(r["hi"]),
+                               "hi": inverse(r["lo"])}
     return out
 
 

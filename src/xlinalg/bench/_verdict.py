@@ -17,8 +17,8 @@ from typing import Any, Final, Literal, TypeGuard
 from .._lib._units import round_outward
 
 __all__ = ["BELOW_MARGIN", "BEYOND", "MARGIN", "WITHIN_NOISE", "decide", "fmt_interval",
-           "fmt_number", "fmt_ratio", "fmt_spread", "positive", "reading", "tie_reading",
-           "verdict_text"]
+           "fmt_number", "fmt_ratio", "fmt_spread", "inverse", "positive", "reading",
+           "tie_reading", "verdict_text"]
 
 #: A backend is named fastest only when the interval of its speed-up over every
 #: other backend lies at or above this (1.05: 5 %); ``xlinalg compare``'s default
@@ -36,6 +36,12 @@ def positive(v: Any) -> TypeGuard[float]:
     """A finite number above 0 (not a bool): a time or a ratio a record may hold."""
     return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
             and v > 0)
+
+
+def inverse(x: float) -> float:
+    """``1 / x`` for a ratio or an interval end that may be 0 (an underflowed ratio, or
+    what a shared results file holds) or inf."""
+    return math.inf if x == 0 else 1.0 / x
 
 
 def reading(lo: float, hi: float, margin: float = MARGIN) -> Reading:
@@ -188,9 +194,7 @@ def verdict_text(v: Mapping[str, Any] | None) -> str:
         a, b = v["winner"], v["runner_up"]
         if m < 1.0:  # the faster median is the slower one in the paired rounds: say it that way
             a, b, m = b, a, 1.0 / m
-            # (an end of 0, an underflowed ratio or a file's, turns to inf: "?")
-            ilo, ihi = (1.0 / e if e else math.inf for e in (hi, lo))
-            ivt = f" {fmt_interval(ilo, ihi)}" if has_iv else ""
+            ivt = f" {fmt_interval(inverse(hi), inverse(lo))}" if has_iv else ""
         # within noise only when the interval holds 1; else a real difference that
         # the margin does not clear
         words = BELOW_MARGIN if tie_reading(v) == BELOW_MARGIN else f"tie {WITHIN_NOISE}"
