@@ -433,8 +433,6 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]],
                     emit(rec)
                 measured.append((group, recs))
 
-            if not config.recheck:  # (no `return` here: it would skip the pool's close)
-                measured = []
             # The later passes, each in fresh worker processes: what a process keeps
             # for its life (thread placement, memory layout) and what a stretch of
             # the run shares (a neighbour's job) differ between the passes, and the
@@ -445,7 +443,7 @@ def run_side_by_side(config: Any, todo: list[dict[str, Any]],
             for group, recs in measured:
                 ok = {b: r for b, r in recs.items() if median(r) is not None
                       and r.get("status") in RECHECKED}
-                if ok:
+                if ok and config.recheck:
                     pending.append((group, ok, [recs]))
             k = 1
             while pending:
