@@ -57,10 +57,11 @@ from pathlib import Path
 from typing import Any
 
 import xlinalg.study  # noqa: F401  (registers the documents' cases: the full plan)
+from xlinalg._machine import cpu_model
 from xlinalg.bench import RunConfig, TimerConfig, read_results
 from xlinalg.bench._resultsfile import get_path
 from xlinalg.bench._runner import plan_cells
-from xlinalg.bench._sidebyside import disagreeing, group_key
+from xlinalg.bench._sidebyside import disagreeing, first_pass_only, group_key
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -336,9 +337,6 @@ def chunks(full: Path, minutes: float, partial: Path | None = None,
     most the chunk under way, where one call for the whole run would lose every
     later pass (they run after every group's first pass).
     """
-    from xlinalg._machine import cpu_model
-    from xlinalg.bench._sidebyside import first_pass_only
-
     latest: Mapping[str, Any] = {}
     if partial and partial.exists():
         pres = read_results(partial, warn=False)
