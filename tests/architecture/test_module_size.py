@@ -61,7 +61,7 @@ def test_each_exception_is_still_needed(name: str) -> None:
 #: The benchmark harness (``xlinalg/bench``, every line of its modules) may not
 #: grow: a ratchet at its size today. Issue 37's target is 6,500; lower this as it
 #: shrinks, never raise it (a new harness feature pays for itself in lines).
-HARNESS_LINES = 7_110
+HARNESS_LINES = 7_100
 
 
 def test_the_harness_does_not_grow() -> None:
