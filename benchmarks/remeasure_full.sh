@@ -3,19 +3,26 @@
 #
 #   benchmarks/remeasure_full.sh [--dtype float32] [--hours H]
 #
-# Each call resumes benchmarks/results/cpu-full[-float32].partial.jsonl (git ignores
-# it) with `xlinalg bench --full --resume`, the committed run's command
-# (docs/question.md, "Where these numbers come from"), and stops it cleanly with
-# SIGTERM after H hours (default 2.5): every finished group is in the file, and the
-# next call goes on from there. A stopped call also leaves the partial file
-# compressed in benchmarks/results/in-progress/ (the checkpoint), to be committed
-# when a run takes more than one working session: a fresh clone resumes from the
-# checkpoint (or from the partial file, whichever holds more). Only a finished run
-# replaces the committed file: it is compressed (xz -9) into
-# cpu-full[-float32].jsonl.xz and the partial file and checkpoint are removed.
-# Exit status: 0 finished (some cells may have failed: the committed runs have
-# five cells past the time limit), 75 stopped at the time limit (call again),
-# anything else the bench's own (docs/benchmark.md, "Exit status").
+# Each call resumes benchmarks/results/cpu-full[-float32].MODEL.partial.jsonl (git
+# ignores it; MODEL: this processor's model, as a slug) with `xlinalg bench --full
+# --resume`, the committed run's command (docs/question.md, "Where these numbers come
+# from"), and stops it cleanly with SIGTERM after H hours (default 2.5): every finished
+# group is in the file, and the next call goes on from there. A stopped call also leaves
+# the partial file compressed in benchmarks/results/in-progress/MODEL/ (the checkpoint),
+# to be committed when a run takes more than one working session: a fresh clone on the
+# same processor model resumes from it (or from the partial file, whichever holds more).
+# A run resumes only on the processor it was measured on, so each model keeps its own
+# checkpoints, and a session on either model goes on with its own pair.
+#
+# The report sets the float64 and float32 runs side by side, so they must come from one
+# processor model (docs/benchmark.md, "One machine for a pair"): a finished run waits as
+# its checkpoint, with a MODEL/NAME.finished mark, until its twin has finished on the
+# same model; then both are compressed (xz -9) into cpu-full[-float32].jsonl.xz at once,
+# and in-progress/ is removed (every model's: the committed pair is the newer one).
+# Exit status: 0 finished (some cells may have failed: the committed runs have five
+# cells past the time limit; the pair is in place, or this run waits for its twin: the
+# last line says which), 75 stopped at the time limit (call again), anything else the
+# bench's own (docs/benchmark.md, "Exit status").
 #
 # What it costs: about 2.5 h in float64 and 2.1 h in float32 on the 2-core machine
 # (docs/benchmark.md, "What a full run costs"). The run goes in chunks of cases of
@@ -25,7 +32,8 @@
 # Environment: XLINALG, the command that runs xlinalg (default `python -m xlinalg`
 # with the PYTHON on PATH); XL_COST, the cost estimate that cuts the chunks (default
 # `python benchmarks/full_run_cost.py`); XL_RESULTS, the folder of the committed runs
-# (default benchmarks/results beside this script).
+# (default benchmarks/results beside this script); XL_CPU, the processor model
+# (default: what `xlinalg info` records, xlinalg._machine.cpu_model()).
 set -euo pipefail
 
 dtype=float64
@@ -34,13 +42,13 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --dtype) dtype="${2:?--dtype needs float64 or float32}"; shift 2 ;;
         --hours) hours="${2:?--hours needs a number}"; shift 2 ;;
-        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
         *) echo "remeasure_full.sh: unknown argument '$1' (--dtype float32, --hours H)" >&2; exit 2 ;;
     esac
 done
 case "$dtype" in
-    float64) name=cpu-full; dtype_args=() ;;
-    float32) name=cpu-full-float32; dtype_args=(--dtype float32) ;;
+    float64) name=cpu-full; twin=cpu-full-float32; dtype_args=() ;;
+    float32) name=cpu-full-float32; twin=cpu-full; dtype_args=(--dtype float32) ;;
     *) echo "remeasure_full.sh: --dtype must be float64 or float32, got '$dtype'" >&2; exit 2 ;;
 esac
 if ! seconds=$(awk -v h="$hours" 'BEGIN { if (h + 0 > 0 && h + 0 < 1000) printf "%d", h * 3600; else exit 1 }'); then
@@ -50,8 +58,18 @@ fi
 
 here="$(cd "$(dirname "$0")" && pwd)"
 results="${XL_RESULTS:-$here/results}"
-partial="$results/$name.partial.jsonl"
-checkpoint="$results/in-progress/$name.partial.jsonl.xz"
+if ! cpu="${XL_CPU:-$(python -c 'from xlinalg._machine import cpu_model; print(cpu_model())')}"; then
+    echo "remeasure_full.sh: could not read this processor's model (set XL_CPU)" >&2
+    exit 2
+fi
+model=$(printf '%s' "$cpu" | tr 'A-Z' 'a-z' | tr -cs 'a-z0-9' '-' | sed 's/^-*//; s/-*$//')
+if [ -z "$model" ]; then
+    echo "remeasure_full.sh: the processor's model '$cpu' has no letter or digit (set XL_CPU)" >&2
+    exit 2
+fi
+partial="$results/$name.$model.partial.jsonl"
+held="$results/in-progress/$model"
+checkpoint="$held/$name.partial.jsonl.xz"
 final="$results/$name.jsonl.xz"
 read -r -a xlinalg <<< "${XLINALG:-python -m xlinalg}"
 
@@ -64,7 +82,12 @@ if [ -f "$checkpoint" ]; then  # a run stopped in an earlier session (or clone)
         rm -f "$partial.ckpt"
     fi
 fi
-echo "remeasure_full.sh: $name ($dtype) into $partial, for at most $hours h" >&2
+if [ -f "$held/$name.finished" ]; then
+    echo "remeasure_full.sh: $name is finished on this processor ($cpu) and waits for" \
+         "$twin: run it with --dtype $([ "$dtype" = float64 ] && echo float32 || echo float64)" >&2
+    exit 0
+fi
+echo "remeasure_full.sh: $name ($dtype) on $cpu into $partial, for at most $hours h" >&2
 deadline=$(( $(date +%s) + seconds ))
 if [ -n "${XL_COST:-}" ]; then
     read -r -a cost <<< "$XL_COST"
@@ -131,10 +154,29 @@ done <<< "$plan"
 if [ "$chunked" = 0 ] || [ -n "$(todo || echo failed)" ]; then
     call
 fi
-xz -9 -c "$partial" > "$final.tmp"
-mv "$final.tmp" "$final"
-rm -f "$partial" "$checkpoint"
-echo "remeasure_full.sh: finished; $final replaced. Next: the report (xlinalg report" \
-     "benchmarks/results/cpu-full.jsonl.xz benchmarks/results/cpu-full-float32.jsonl.xz" \
-     "--out benchmarks/results/cpu-full-report) and docs/question.md's figures" >&2
+# Finished: kept as its checkpoint, marked, until its twin has finished on this model.
+mkdir -p "$held"
+xz -9 -c "$partial" > "$checkpoint.tmp"
+mv "$checkpoint.tmp" "$checkpoint"
+touch "$held/$name.finished"
+rm -f "$partial"
+if [ ! -f "$held/$twin.finished" ]; then
+    echo "remeasure_full.sh: $name finished on $cpu; it waits, as $checkpoint, for $twin" \
+         "on the same processor model (the report sets the two side by side)" >&2
+    exit 0
+fi
+for n in "$name" "$twin"; do  # the pair, each decompressed and checked before either moves
+    xz -t "$held/$n.partial.jsonl.xz"
+done
+for n in "$name" "$twin"; do
+    cp "$held/$n.partial.jsonl.xz" "$results/$n.jsonl.xz.tmp"
+done
+for n in "$name" "$twin"; do
+    mv "$results/$n.jsonl.xz.tmp" "$results/$n.jsonl.xz"
+done
+rm -rf "$results/in-progress"
+echo "remeasure_full.sh: finished; the pair $name and $twin, both measured on $cpu, is in" \
+     "place. Next: the report (xlinalg report benchmarks/results/cpu-full.jsonl.xz" \
+     "benchmarks/results/cpu-full-float32.jsonl.xz --out benchmarks/results/cpu-full-report)" \
+     "and docs/question.md's figures" >&2
 exit 0

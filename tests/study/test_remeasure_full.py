@@ -1,5 +1,6 @@
-"""benchmarks/remeasure_full.sh: resumes a full run, stops at its time limit, and
-replaces the committed file only with a finished run (a fake ``xlinalg`` stands in)."""
+"""benchmarks/remeasure_full.sh: resumes a full run, stops at its time limit, keeps
+each processor model's checkpoints apart, and replaces the committed pair only with
+two finished runs of one model (a fake ``xlinalg`` stands in)."""
 
 from __future__ import annotations
 
@@ -47,27 +48,53 @@ def _run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
     env.setdefault("XL_COST", str(cost))
     results = tmp_path / "results"
     results.mkdir(exist_ok=True)
+    env.setdefault("XL_CPU", "Test CPU (R) 1")
     full_env = {**os.environ, "XLINALG": str(fake), "XL_RESULTS": str(results),
                 "FAKE_LOG": str(tmp_path / "log"), **env}
     return subprocess.run(["bash", str(SCRIPT), *args], env=full_env, capture_output=True,
                           text=True, timeout=120)
 
 
-def test_a_stopped_run_is_kept_and_resumed_and_a_finished_one_replaces(tmp_path):
+MODEL = "test-cpu-r-1"  # XL_CPU's slug
+
+
+def _headers(path: Path) -> int:
+    return lzma.decompress(path.read_bytes()).decode().count("header")
+
+
+def test_a_stopped_run_is_kept_and_resumed_and_a_finished_pair_replaces(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
     final = results / "cpu-full.jsonl.xz"
     final.write_bytes(b"committed")
+    final32 = results / "cpu-full-float32.jsonl.xz"
+    final32.write_bytes(b"committed too")
     stopped = _run(tmp_path, FAKE_RC="143")
     assert stopped.returncode == 75, stopped.stderr
     assert final.read_bytes() == b"committed"  # not replaced by an unfinished run
-    partial = results / "cpu-full.partial.jsonl"
+    partial = results / f"cpu-full.{MODEL}.partial.jsonl"
     assert partial.read_text().count("header") == 1
     done = _run(tmp_path, FAKE_RC="1")  # finished, some cells failed (recorded)
     assert done.returncode == 0, done.stderr
     assert not partial.exists()
-    assert lzma.decompress(final.read_bytes()).decode().count("header") == 2  # both calls
+    held = results / "in-progress" / MODEL
+    assert final.read_bytes() == b"committed"  # its float32 twin is not measured yet
+    assert "waits" in done.stderr
+    assert "cpu-full-float32" in done.stderr
+    assert (held / "cpu-full.finished").exists()
+    assert _headers(held / "cpu-full.partial.jsonl.xz") == 2  # both calls
+    again = _run(tmp_path, FAKE_RC="0")  # finished: nothing to measure, it still waits
+    assert again.returncode == 0, again.stderr
+    assert "--dtype float32" in again.stderr
+    assert final.read_bytes() == b"committed"
+    twin = _run(tmp_path, "--dtype", "float32", FAKE_RC="0")
+    assert twin.returncode == 0, twin.stderr
+    assert "is in place" in twin.stderr
+    assert _headers(final) == 2
+    assert _headers(final32) == 1
+    assert not (results / "in-progress").exists()
     calls = [c for c in (tmp_path / "log").read_text().splitlines() if not c.startswith("cost ")]
+    calls = [c for c in calls if "--dtype" not in c.split()]
     assert len(calls) == 2
     for call in calls:
         words = call.split()
@@ -82,7 +109,7 @@ def test_a_stopped_run_is_kept_and_resumed_and_a_finished_one_replaces(tmp_path)
 def test_the_time_limit_stops_the_run_cleanly(tmp_path):
     r = _run(tmp_path, "--dtype", "float32", "--hours", "0.0005", FAKE_SLEEP="60")
     assert r.returncode == 75, r.stderr
-    assert (tmp_path / "results" / "cpu-full-float32.partial.jsonl").exists()
+    assert (tmp_path / "results" / f"cpu-full-float32.{MODEL}.partial.jsonl").exists()
     assert not (tmp_path / "results" / "cpu-full-float32.jsonl.xz").exists()
     assert "--dtype float32" in (tmp_path / "log").read_text()
 
@@ -99,14 +126,14 @@ def test_bad_arguments_are_refused(tmp_path, args):
 def test_a_bench_error_is_passed_on(tmp_path):
     r = _run(tmp_path, FAKE_RC="2")
     assert r.returncode == 2
-    assert (tmp_path / "results" / "cpu-full.partial.jsonl").exists()
+    assert (tmp_path / "results" / f"cpu-full.{MODEL}.partial.jsonl").exists()
 
 
 def test_a_stopped_run_leaves_a_checkpoint_that_a_fresh_clone_resumes(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
-    checkpoint = results / "in-progress" / "cpu-full-float32.partial.jsonl.xz"
-    partial = results / "cpu-full-float32.partial.jsonl"
+    checkpoint = results / "in-progress" / MODEL / "cpu-full-float32.partial.jsonl.xz"
+    partial = results / f"cpu-full-float32.{MODEL}.partial.jsonl"
     stopped = _run(tmp_path, "--dtype", "float32", FAKE_RC="143")
     assert stopped.returncode == 75, stopped.stderr
     assert lzma.decompress(checkpoint.read_bytes()) == partial.read_bytes()
@@ -121,10 +148,9 @@ def test_a_stopped_run_leaves_a_checkpoint_that_a_fresh_clone_resumes(tmp_path):
     third = _run(tmp_path, "--dtype", "float32", FAKE_RC="0")
     assert third.returncode == 0, third.stderr
     assert "resuming from the checkpoint" not in third.stderr
-    final = results / "cpu-full-float32.jsonl.xz"
-    assert lzma.decompress(final.read_bytes()).decode().count("header") == 4
-    assert not partial.exists()  # finished: neither is left
-    assert not checkpoint.exists()
+    assert _headers(checkpoint) == 4  # finished: kept for its twin, the partial file gone
+    assert not partial.exists()
+    assert not (results / "cpu-full-float32.jsonl.xz").exists()
 
 
 def _calls(tmp_path: Path) -> list[list[str]]:
@@ -143,11 +169,10 @@ def test_the_run_goes_chunk_by_chunk_and_ends_when_none_is_left(tmp_path):
                                                              "q3_solve_sweep"]
     cost = [c for c in calls if c[0] == "cost"]
     assert len(cost) == 2  # the chunks, then the check that none is left (no catch-all call)
-    partial = tmp_path / "results" / "cpu-full.partial.jsonl"
+    partial = tmp_path / "results" / f"cpu-full.{MODEL}.partial.jsonl"
     assert cost[0][cost[0].index("--partial") + 1] == str(partial)
     assert cost[0][cost[0].index("--full") + 1] == str(tmp_path / "results" / "cpu-full.jsonl.xz")
-    final = tmp_path / "results" / "cpu-full.jsonl.xz"
-    assert lzma.decompress(final.read_bytes()).decode().count("header") == 2
+    assert _headers(tmp_path / "results" / "in-progress" / MODEL / "cpu-full.partial.jsonl.xz") == 2
 
 
 def test_a_chunk_the_time_left_cannot_hold_is_not_started(tmp_path):
@@ -158,8 +183,8 @@ def test_a_chunk_the_time_left_cannot_hold_is_not_started(tmp_path):
     benches = [c for c in _calls(tmp_path) if c[0] == "bench"]
     assert [c[c.index("--cases") + 1] for c in benches] == ["q1_solve_loop"]
     assert "not enough for q3_solve_sweep" in r.stderr
-    checkpoint = tmp_path / "results" / "in-progress" / "cpu-full.partial.jsonl.xz"
-    assert lzma.decompress(checkpoint.read_bytes()).decode().count("header") == 1
+    checkpoint = tmp_path / "results" / "in-progress" / MODEL / "cpu-full.partial.jsonl.xz"
+    assert _headers(checkpoint) == 1
     assert not (tmp_path / "results" / "cpu-full.jsonl.xz").exists()
 
 
@@ -206,3 +231,35 @@ def test_a_partial_run_of_another_processor_is_not_cut_into_chunks(tmp_path):
     partial.write_text(json.dumps(header) + "\n")
     with pytest.raises(SystemExit, match="measured on 'Some Other CPU 9000'"):
         cost.chunks(tmp_path / "no-such-run.jsonl.xz", 20, partial)
+
+
+def test_each_processor_model_keeps_its_own_checkpoints(tmp_path):
+    results = tmp_path / "results"
+    first = _run(tmp_path, FAKE_RC="143", XL_CPU="AMD EPYC")
+    assert first.returncode == 75, first.stderr
+    other = _run(tmp_path, FAKE_RC="143", XL_CPU="Intel(R) Xeon(R) Processor")
+    assert other.returncode == 75, other.stderr
+    assert "resuming from the checkpoint" not in other.stderr  # not the AMD run's
+    amd = results / "in-progress" / "amd-epyc" / "cpu-full.partial.jsonl.xz"
+    intel = results / "in-progress" / "intel-r-xeon-r-processor" / "cpu-full.partial.jsonl.xz"
+    assert _headers(amd) == 1
+    assert _headers(intel) == 1
+    (results / "cpu-full.amd-epyc.partial.jsonl").unlink()  # a fresh clone on AMD
+    again = _run(tmp_path, FAKE_RC="143", XL_CPU="AMD EPYC")
+    assert "resuming from the checkpoint" in again.stderr
+    assert _headers(amd) == 2
+    assert _headers(intel) == 1
+    # a pair finished on one model replaces the committed pair; every checkpoint goes
+    _run(tmp_path, FAKE_RC="0", XL_CPU="AMD EPYC")
+    done = _run(tmp_path, "--dtype", "float32", FAKE_RC="0", XL_CPU="AMD EPYC")
+    assert done.returncode == 0, done.stderr
+    assert _headers(results / "cpu-full.jsonl.xz") == 3
+    assert not (results / "in-progress").exists()
+
+
+@pytest.mark.parametrize("cpu", ["()", " ", "---"])
+def test_a_processor_model_without_a_name_is_refused(tmp_path, cpu):
+    r = _run(tmp_path, XL_CPU=cpu)
+    assert r.returncode == 2
+    assert "XL_CPU" in r.stderr
+    assert not (tmp_path / "log").exists()
