@@ -42,13 +42,13 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --dtype) dtype="${2:?--dtype needs float64 or float32}"; shift 2 ;;
         --hours) hours="${2:?--hours needs a number}"; shift 2 ;;
-        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
         *) echo "remeasure_full.sh: unknown argument '$1' (--dtype float32, --hours H)" >&2; exit 2 ;;
     esac
 done
 case "$dtype" in
-    float64) name=cpu-full; twin=cpu-full-float32; dtype_args=() ;;
-    float32) name=cpu-full-float32; twin=cpu-full; dtype_args=(--dtype float32) ;;
+    float64) name=cpu-full; twin=cpu-full-float32; twin_dtype=float32; dtype_args=() ;;
+    float32) name=cpu-full-float32; twin=cpu-full; twin_dtype=float64; dtype_args=(--dtype float32) ;;
     *) echo "remeasure_full.sh: --dtype must be float64 or float32, got '$dtype'" >&2; exit 2 ;;
 esac
 if ! seconds=$(awk -v h="$hours" 'BEGIN { if (h + 0 > 0 && h + 0 < 1000) printf "%d", h * 3600; else exit 1 }'); then
@@ -73,6 +73,11 @@ checkpoint="$held/$name.partial.jsonl.xz"
 final="$results/$name.jsonl.xz"
 read -r -a xlinalg <<< "${XLINALG:-python -m xlinalg}"
 
+if [ -f "$held/$name.finished" ]; then  # nothing to measure: its checkpoint stays as it is
+    echo "remeasure_full.sh: $name is finished on this processor ($cpu) and waits for" \
+         "$twin: run it with --dtype $twin_dtype" >&2
+    exit 0
+fi
 if [ -f "$checkpoint" ]; then  # a run stopped in an earlier session (or clone)
     xz -dc "$checkpoint" > "$partial.ckpt"
     if [ "$(wc -c < "$partial.ckpt")" -gt "$(if [ -f "$partial" ]; then wc -c < "$partial"; else echo 0; fi)" ]; then
@@ -81,11 +86,6 @@ if [ -f "$checkpoint" ]; then  # a run stopped in an earlier session (or clone)
     else
         rm -f "$partial.ckpt"
     fi
-fi
-if [ -f "$held/$name.finished" ]; then
-    echo "remeasure_full.sh: $name is finished on this processor ($cpu) and waits for" \
-         "$twin: run it with --dtype $([ "$dtype" = float64 ] && echo float32 || echo float64)" >&2
-    exit 0
 fi
 echo "remeasure_full.sh: $name ($dtype) on $cpu into $partial, for at most $hours h" >&2
 deadline=$(( $(date +%s) + seconds ))

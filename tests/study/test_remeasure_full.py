@@ -86,6 +86,8 @@ def test_a_stopped_run_is_kept_and_resumed_and_a_finished_pair_replaces(tmp_path
     again = _run(tmp_path, FAKE_RC="0")  # finished: nothing to measure, it still waits
     assert again.returncode == 0, again.stderr
     assert "--dtype float32" in again.stderr
+    assert "resuming from the checkpoint" not in again.stderr
+    assert not partial.exists()  # the finished checkpoint is not unpacked again
     assert final.read_bytes() == b"committed"
     twin = _run(tmp_path, "--dtype", "float32", FAKE_RC="0")
     assert twin.returncode == 0, twin.stderr
