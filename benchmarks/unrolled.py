@@ -5,12 +5,12 @@ Usage::
     python benchmarks/unrolled.py                  # the targets: ratios in one run (~2 min)
     python benchmarks/unrolled.py --all --out benchmarks/results/unrolled-cpu.json
                                                    # + layouts, crossover in n, compile costs (~10 min)
-    python benchmarks/unrolled.py --tune --only numpy --out benchmarks/results/unrolled-tune.json
+    python benchmarks/unrolled.py --tune --only numpy --out benchmarks/results/unrolled-tune.json.xz
                                                    # the numba kernel's crossovers, one part per
                                                    # backend (--only, --dtypes), merged into --out
-    python benchmarks/unrolled.py --tune-first-calls --out benchmarks/results/unrolled-tune.json
+    python benchmarks/unrolled.py --tune-first-calls --out benchmarks/results/unrolled-tune.json.xz
                                                    # its first calls, cold and warm disk cache
-    python benchmarks/unrolled.py --derive benchmarks/results/unrolled-tune.json \
+    python benchmarks/unrolled.py --derive benchmarks/results/unrolled-tune.json.xz \
         benchmarks/results/unrolled-cpu.json --out src/xlinalg/_unrolled_selection.json
                                                    # the selection table xlinalg ships, derived
                                                    # from results files (package data, JSON)
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import lzma
 import os
 import platform
 import statistics
@@ -717,6 +718,24 @@ def merge_crossover(old: list[dict[str, Any]], new: list[dict[str, Any]], partia
 derive = T.derive
 
 
+def load_json(path: str) -> Any:
+    """A results file, xz-compressed (recognised by its content) or plain JSON."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    return json.loads(lzma.decompress(raw) if raw.startswith(b"\xfd7zXZ\x00") else raw)
+
+
+def dump_json(path: str, obj: Any) -> None:
+    """`obj` into `path`, xz-compressed where the name ends in ``.xz`` (the tuning
+    results: a sixth of the size); written aside, then renamed."""
+    data = json.dumps(obj, indent=1).encode()
+    if path.endswith(".xz"):
+        data = lzma.compress(data, preset=9)
+    with open(f"{path}.part", "wb") as f:
+        f.write(data)
+    os.replace(f"{path}.part", path)
+
+
 def derive_files(paths: list[str]) -> str:
     """The text of ``src/xlinalg/_unrolled_selection.json`` from several results
     files: the numba rules (``--tune`` files) first, since they apply where numba
@@ -724,12 +743,11 @@ def derive_files(paths: list[str]) -> str:
     numba: dict[tuple[str, str], dict[str, Any]] = {}
     own: list[dict[str, Any]] = []
     for path in paths:
-        with open(path) as f:
-            for (backend, dtype), rule in derive(json.load(f)).items():
-                if rule.get("compiler") == "numba":
-                    numba[(backend, dtype)] = rule
-                else:
-                    own.append({"backend": backend, "dtype": dtype, **rule})
+        for (backend, dtype), rule in derive(load_json(path)).items():
+            if rule.get("compiler") == "numba":
+                numba[(backend, dtype)] = rule
+            else:
+                own.append({"backend": backend, "dtype": dtype, **rule})
     cmd = f"python benchmarks/unrolled.py --derive {' '.join(paths)} --out src/xlinalg/_unrolled_selection.json"
     return T.selection_json(numba, " ".join(paths), own, command=cmd)
 
@@ -795,8 +813,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.out:
             p.error("--tune and --tune-first-calls need --out FILE")
         try:
-            with open(args.out) as f:
-                results_t: dict[str, Any] = json.load(f)
+            results_t: dict[str, Any] = load_json(args.out)
         except FileNotFoundError:
             results_t = {"crossover": [], "first-call": [], "parts": []}
         if args.tune:
@@ -813,8 +830,7 @@ def main(argv: list[str] | None = None) -> int:
                                    "tune_n": args.tune_n, "tune_batches": args.tune_batches,
                                    "time": time.strftime("%Y-%m-%d %H:%M:%S"),
                                    "load_average": list(os.getloadavg())})
-        with open(args.out, "w") as f:
-            json.dump(results_t, f, indent=1)
+        dump_json(args.out, results_t)
         print(f"wrote {args.out}")
         return 0
     if args.wall:

@@ -46,7 +46,7 @@ from xlinalg.study._tune import NEVER
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "unrolled-cpu.json"
 #: the numba kernel's crossovers (``benchmarks/unrolled.py --tune``)
-TUNE_RESULTS = ROOT / "benchmarks" / "results" / "unrolled-tune.json"
+TUNE_RESULTS = ROOT / "benchmarks" / "results" / "unrolled-tune.json.xz"
 
 
 def _compile_arg(backend: BackendCase) -> bool | None:
@@ -523,10 +523,29 @@ def test_cuda_kernel_source_on_cpu(c_kernels, rng: np.random.Generator, n, layou
 
 
 # ---------------------------------------------------------------------- selection, cache, imports
+def test_results_files_are_read_and_written_compressed_or_plain(tmp_path) -> None:
+    """benchmarks/unrolled.py keeps the tuning results xz-compressed (the name says
+    so) and reads either kind by its content."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import unrolled as bench  # benchmarks/unrolled.py
+    finally:
+        sys.path.pop(0)
+    obj = {"crossover": [{"n": 3, "ratio": 1.25}], "parts": []}
+    for name in ("r.json.xz", "r.json"):
+        path = str(tmp_path / name)
+        bench.dump_json(path, obj)
+        assert bench.load_json(path) == obj
+        assert not (tmp_path / f"{name}.part").exists()
+    assert (tmp_path / "r.json.xz").read_bytes().startswith(b"\xfd7zXZ\x00")
+    assert json.loads((tmp_path / "r.json").read_text()) == obj
+    assert TUNE_RESULTS.read_bytes().startswith(b"\xfd7zXZ\x00")
+
+
 def test_selection_is_backed_by_measurements() -> None:
     """Every automatic choice is a measured win in the committed results, and the
     table is what the benchmark's derivation gives (the rule is data): the numba
-    rules from ``unrolled-tune.json`` (measured against ``xl.solve(method="native")``),
+    rules from ``unrolled-tune.json.xz`` (measured against ``xl.solve(method="native")``),
     the backends' own from ``unrolled-cpu.json``."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
@@ -543,7 +562,7 @@ def test_selection_is_backed_by_measurements() -> None:
     assert rules, "the selection table is empty"
     assert set(U.SELECTION) == {(r["backend"], r["dtype"]) for r in rules
                                         if r.get("compiler") != "numba" or importlib.util.find_spec("numba")}
-    data = {f: json.loads(f.read_text()) for f in files}
+    data = {f: bench.load_json(str(f)) for f in files}
     for rule in rules:  # (the rows of the rule's compiler: numba, or the backend's own)
         numba = rule.get("compiler") == "numba"
         src = [r for d in data.values() for r in d["crossover"] if (r.get("compiler") == "numba") == numba]
