@@ -33,7 +33,9 @@
 # with the PYTHON on PATH); XL_COST, the cost estimate that cuts the chunks (default
 # `python benchmarks/full_run_cost.py`); XL_RESULTS, the folder of the committed runs
 # (default benchmarks/results beside this script); XL_CPU, the processor model
-# (default: what `xlinalg info` records, xlinalg._machine.cpu_model()).
+# (default: what `xlinalg info` records, xlinalg._machine.cpu_model()); XL_RESULTS_LIMIT,
+# the bytes the committed results may hold in all (default 15 MiB, the limit of
+# tests/bench/test_bench_compressed.py), over which a checkpoint's call warns.
 set -euo pipefail
 
 dtype=float64
@@ -42,7 +44,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --dtype) dtype="${2:?--dtype needs float64 or float32}"; shift 2 ;;
         --hours) hours="${2:?--hours needs a number}"; shift 2 ;;
-        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
         *) echo "remeasure_full.sh: unknown argument '$1' (--dtype float32, --hours H)" >&2; exit 2 ;;
     esac
 done
@@ -105,10 +107,27 @@ stop() {  # stopped at the time limit: keep a checkpoint to commit, exit 75
         mkdir -p "$(dirname "$checkpoint")"
         xz -9 -c "$partial" > "$checkpoint.tmp"
         mv "$checkpoint.tmp" "$checkpoint"
+        budget
     fi
     echo "remeasure_full.sh: stopped at the time limit; run it again to resume" \
          "(checkpoint: $checkpoint, commit it to resume in another clone)" >&2
     exit 75
+}
+budget() {  # warn when the checkpoints take the committed results over their limit
+    local limit="${XL_RESULTS_LIMIT:-15728640}" total f
+    total=$(find "$results" -type f ! -name '*.partial.jsonl' ! -name '*.tmp' ! -name '*.ckpt' \
+        -printf '%s\n' | awk '{ s += $1 } END { printf "%d", s }')
+    [ "$total" -gt "$limit" ] || return 0
+    echo "remeasure_full.sh: warning: the committed results would hold $total bytes," \
+         "$(( total - limit )) over the $limit allowed (tests/bench/test_bench_compressed.py);" \
+         "before committing, remove (git rm) the checkpoint that holds the least measuring," \
+         "e.g. another model's unfinished run (docs/benchmark.md, \"One machine for a pair\")." \
+         "The checkpoints:" >&2
+    for f in "$results"/in-progress/*/*.partial.jsonl.xz; do
+        [ -f "$f" ] || continue
+        echo "  ${f#"$results"/} $(wc -c < "$f") bytes$( [ -f "${f%.partial.jsonl.xz}.finished" ] \
+            && echo ", finished")" >&2
+    done
 }
 left() { echo $(( deadline - $(date +%s) )); }
 call() {  # call [--cases LIST]: one bench call for the time left; stop or fail as it ends
@@ -160,6 +179,7 @@ xz -9 -c "$partial" > "$checkpoint.tmp"
 mv "$checkpoint.tmp" "$checkpoint"
 touch "$held/$name.finished"
 rm -f "$partial"
+budget
 if [ ! -f "$held/$twin.finished" ]; then
     echo "remeasure_full.sh: $name finished on $cpu; it waits, as $checkpoint, for $twin" \
          "on the same processor model (the report sets the two side by side)" >&2

@@ -265,3 +265,39 @@ def test_a_processor_model_without_a_name_is_refused(tmp_path, cpu):
     assert r.returncode == 2
     assert "XL_CPU" in r.stderr
     assert not (tmp_path / "log").exists()
+
+
+def test_a_checkpoint_over_the_results_limit_is_warned_of_with_each_checkpoint(tmp_path):
+    """The checkpoints count in the committed results' 15 MiB: a call whose checkpoint
+    takes them over says so, with every checkpoint's size, before anyone commits."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "cpu-full.jsonl.xz").write_bytes(b"x" * 1000)
+    (results / f"cpu-full.{MODEL}.partial.jsonl").write_text("not committed\n" * 500)
+    under = _run(tmp_path, FAKE_RC="143", XL_CPU="Intel(R) Xeon(R) Processor",
+                 XL_RESULTS_LIMIT="2000")
+    assert under.returncode == 75, under.stderr
+    assert "warning" not in under.stderr  # the git-ignored partial files do not count
+    over = _run(tmp_path, FAKE_RC="0", XL_RESULTS_LIMIT="1000")
+    assert over.returncode == 0, over.stderr
+    warning = over.stderr[over.stderr.index("warning"):]
+    total = sum(p.stat().st_size for p in results.rglob("*")
+                if p.is_file() and not p.name.endswith(".partial.jsonl"))
+    assert f"hold {total} bytes, {total - 1000} over the 1000 allowed" in warning
+    intel = results / "in-progress" / "intel-r-xeon-r-processor" / "cpu-full.partial.jsonl.xz"
+    ours = results / "in-progress" / MODEL / "cpu-full.partial.jsonl.xz"
+    assert f"in-progress/intel-r-xeon-r-processor/cpu-full.partial.jsonl.xz {intel.stat().st_size} bytes\n" in warning
+    assert f"in-progress/{MODEL}/cpu-full.partial.jsonl.xz {ours.stat().st_size} bytes, finished" in warning
+    assert "waits" in over.stderr  # the run itself goes on as before
+
+
+def test_help_prints_the_whole_header_and_nothing_else():
+    r = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0
+    header = []
+    for line in SCRIPT.read_text().splitlines()[1:]:
+        if not line.startswith("#"):
+            break
+        header.append(line)
+    assert r.stdout.splitlines() == header
+    assert "XL_RESULTS_LIMIT" in r.stdout
