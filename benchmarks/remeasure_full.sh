@@ -121,7 +121,7 @@ budget() {  # warn when the checkpoints take the committed results over their li
     echo "remeasure_full.sh: warning: the committed results would hold $total bytes," \
          "$(( total - limit )) over the $limit allowed (tests/bench/test_bench_compressed.py);" \
          "before committing, remove (git rm) the checkpoint that holds the least measuring," \
-         "e.g. another model's unfinished run (docs/benchmark.md, \"One machine for a pair\")." \
+         "e.g. another model's unfinished run (docs/benchmark.md, \"Room for the checkpoints\")." \
          "The checkpoints:" >&2
     for f in "$results"/in-progress/*/*.partial.jsonl.xz; do
         [ -f "$f" ] || continue

@@ -41,6 +41,7 @@ import argparse
 import json
 import lzma
 import os
+import pathlib
 import platform
 import statistics
 import subprocess
@@ -59,6 +60,8 @@ import numpy as np
 
 from xlinalg import _unrolled as U
 from xlinalg.backends import _jax as jax_backend
+from xlinalg.bench._outfile import write_output
+from xlinalg.bench._resultsfile import _decompressed, _read_bounded
 from xlinalg.bench._timer import calibrate, first_call, interleaved, time_block
 from xlinalg.study import _tune as T
 
@@ -719,21 +722,17 @@ derive = T.derive
 
 
 def load_json(path: str) -> Any:
-    """A results file, xz-compressed (recognised by its content) or plain JSON."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    return json.loads(lzma.decompress(raw) if raw.startswith(b"\xfd7zXZ\x00") else raw)
+    """A results file, xz- or gzip-compressed (recognised by its content) or plain JSON,
+    read as ``xlinalg report`` reads one (bounded, a bomb refused)."""
+    p = pathlib.Path(path)
+    return json.loads(_decompressed(p, _read_bounded(p))[0])
 
 
 def dump_json(path: str, obj: Any) -> None:
     """`obj` into `path`, xz-compressed where the name ends in ``.xz`` (the tuning
-    results: a sixth of the size); written aside, then renamed."""
+    results: a sixth of the size), as the report writes its files (aside, renamed)."""
     data = json.dumps(obj, indent=1).encode()
-    if path.endswith(".xz"):
-        data = lzma.compress(data, preset=9)
-    with open(f"{path}.part", "wb") as f:
-        f.write(data)
-    os.replace(f"{path}.part", path)
+    write_output(path, lzma.compress(data, preset=9) if path.endswith(".xz") else data)
 
 
 def derive_files(paths: list[str]) -> str:
@@ -812,10 +811,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.tune or args.tune_first_calls:  # parts of one results file, each run apart (quiet runs)
         if not args.out:
             p.error("--tune and --tune-first-calls need --out FILE")
-        try:
-            results_t: dict[str, Any] = load_json(args.out)
-        except FileNotFoundError:
-            results_t = {"crossover": [], "first-call": [], "parts": []}
+        results_t: dict[str, Any] = (load_json(args.out) if os.path.exists(args.out) else
+                                     {"crossover": [], "first-call": [], "parts": []})
         if args.tune:
             backends = args.only.split(",") if args.only else list(T.TUNE_BACKENDS)
             tune_ns = [int(v) for v in args.tune_n.split(",")] if args.tune_n else None
@@ -862,10 +859,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def save() -> None:  # after each section: an interrupted run keeps what it measured
         if args.out:  # (written aside, then renamed: a signal mid-write leaves the last file)
-            tmp = f"{args.out}.part"
-            with open(tmp, "w") as f:
-                json.dump(results, f, indent=1)
-            os.replace(tmp, args.out)
+            dump_json(args.out, results)
 
     if args.gpu:
         def keep(rows: list[dict[str, Any]]) -> None:
